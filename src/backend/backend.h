@@ -1,0 +1,133 @@
+// Backend: the seam between the coordinator and the world it drives. The coordinator submits
+// actions (start a turn on an instance, run a tool, train, sync weights, lay out the GPUs) and
+// waits for events (turn done, tool done, train done, sync done). The simulator plays the world in
+// virtual time; the cluster backend drives real processes. The coordinator never reads a clock:
+// the time of each event comes with it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/ids.h"
+#include "common/status.h"
+#include "workload/workload.h"
+
+namespace libra::backend {
+
+/// One rollout instance: TP `tp` on GPUs [first_gpu, first_gpu + tp) of node `node`.
+struct InstanceSpec {
+  InstanceId id;
+  int tp = 1;
+  int node = 0;
+  int first_gpu = 0;
+  bool operator==(const InstanceSpec&) const = default;
+};
+
+/// How the GPUs are used: training GPUs and rollout instances.
+struct Layout {
+  /// GPUs of the trainer.
+  int train_gpus = 0;
+  std::vector<InstanceSpec> instances;
+  /// Training and rollout time-share the same GPUs (rollout pauses while training).
+  bool colocated = false;
+
+  int rollout_gpus() const;
+  /// "train 8 | rollout tp1x8", for logs and the decisions table.
+  std::string ToString() const;
+  bool operator==(const Layout&) const = default;
+};
+
+// ---- Actions (coordinator -> backend) ----------------------------------------------------------
+
+/// Sets the layout. Only before the first turn, for now.
+struct ApplyLayout {
+  Layout layout;
+};
+
+/// Generates one turn of a trajectory on an instance, until a tool call or the end.
+struct StartTurn {
+  TrajectoryId trajectory;
+  int64_t prompt = 0;
+  int sample = 0;
+  int turn = 0;
+  InstanceId instance;
+  /// Policy version that generates the trajectory (fixed at its first turn).
+  int policy_version = 0;
+  /// Tokens of context before this turn (prompt + generated + tool outputs so far).
+  int64_t context_tokens = 0;
+};
+
+/// Runs the tool the trajectory's last turn called.
+struct RunTool {
+  TrajectoryId trajectory;
+  std::string tool;
+};
+
+/// Trains one step on a batch of sequences (their total lengths in tokens).
+struct Train {
+  int step = 0;
+  std::vector<int64_t> sequence_tokens;
+};
+
+/// Pushes the trainer's weights of `version` to every rollout instance.
+struct SyncWeights {
+  int version = 0;
+};
+
+using Action = std::variant<ApplyLayout, StartTurn, RunTool, Train, SyncWeights>;
+
+// ---- Events (backend -> coordinator) -----------------------------------------------------------
+
+struct TurnDone {
+  TrajectoryId trajectory;
+  InstanceId instance;
+  int64_t generated_tokens = 0;
+  workload::TurnEnd end = workload::TurnEnd::kStop;
+  /// The tool called (end == kToolCall).
+  std::string tool;
+  /// The trajectory's reward (end != kToolCall).
+  double reward = 0;
+  /// When generation of this turn started (after any queueing on the instance).
+  double started_at = 0;
+};
+
+struct ToolDone {
+  TrajectoryId trajectory;
+  workload::ToolStatus status = workload::ToolStatus::kSuccess;
+  int64_t output_tokens = 0;
+  double started_at = 0;
+};
+
+struct TrainDone {
+  int step = 0;
+  double started_at = 0;
+};
+
+struct SyncDone {
+  int version = 0;
+  double started_at = 0;
+};
+
+struct LayoutApplied {};
+
+struct Event {
+  /// Seconds since the run started (virtual in the simulator).
+  double at = 0;
+  std::variant<TurnDone, ToolDone, TrainDone, SyncDone, LayoutApplied> what;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// "sim", "cluster".
+  virtual std::string_view Name() const = 0;
+  /// Accepts an action; never blocks. Its outcome arrives later as an event.
+  virtual Status Submit(const Action& action) = 0;
+  /// Returns the next events, all at one time and in a fixed order; blocks (real backends) or
+  /// advances virtual time (the simulator). Empty when nothing is in flight.
+  virtual Result<std::vector<Event>> Wait() = 0;
+};
+
+}  // namespace libra::backend

@@ -1,0 +1,126 @@
+// The command line: CLI11 wiring for every subcommand. The only file that includes CLI11.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "common/strings.h"
+#include "planner/planner.h"
+#include "sched/router.h"
+
+namespace libra::cli {
+namespace {
+
+constexpr const char* kDescription =
+    "libra: an experiment orchestrator for agentic RL post-training.\n"
+    "Runs a recipe (cluster, model, workload, RL pipeline, system under test) on the built-in\n"
+    "cluster simulator, records it in SQLite, and compares systems side by side.";
+
+constexpr const char* kFooter =
+    "Exit codes: 0 ok, 1 run failed, 2 usage or recipe error, 130 interrupted.\n"
+    "Docs: docs/recipes.md (recipe fields), docs/schema.md (the database).";
+
+void AddRecipeOptions(CLI::App* sub, RecipeOptions* o) {
+  sub->add_option("recipe", o->recipe, "Recipe file (TOML), e.g. recipes/quickstart.toml")
+      ->required()
+      ->type_name("RECIPE");
+  sub->add_option("--db", o->db, "Results database (created if missing)")
+      ->capture_default_str()
+      ->type_name("PATH");
+  sub->add_option("--seed", o->seed, "Override the recipe's seed")->type_name("N");
+  sub->add_option("--steps", o->steps, "Override the recipe's number of training steps")
+      ->type_name("N");
+  sub->add_option("--set", o->sets,
+                  "Override any recipe field, checked like the file; repeatable.\n"
+                  "e.g. --set rl.group_size=16 --set system.router=round-robin\n"
+                  "     --set baselines[0].planner_options.train_gpus=8")
+      ->type_name("KEY.PATH=VALUE")
+      ->take_all()
+      ->allow_extra_args(false);
+  sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  CLI::App app(kDescription, "libra");
+  app.require_subcommand(1);
+  app.footer(kFooter);
+  app.set_help_all_flag("--help-all", "Help for every subcommand");
+  Io io{std::cout, std::cerr, isatty(STDOUT_FILENO) == 1};
+  int exit_code = kExitOk;
+
+  auto run = std::make_shared<RecipeOptions>();
+  CLI::App* run_cmd = app.add_subcommand(
+      "run", "Run the recipe's [system] and record it.\n"
+             "Prints a summary; `libra report` shows the steps. A progress line is drawn\n"
+             "when stdout is a terminal. Ctrl-C stops cleanly (the run is marked interrupted).");
+  AddRecipeOptions(run_cmd, run.get());
+  run_cmd->callback([&] { exit_code = RunRun(*run, io); });
+
+  auto compare = std::make_shared<CompareOptions>();
+  CLI::App* compare_cmd = app.add_subcommand(
+      "compare", "Run [system] and every [[baselines]] entry on the identical workload\n"
+                 "(same seed, same trajectories), record them as one comparison, and print\n"
+                 "them side by side with the speedup over the first baseline.");
+  AddRecipeOptions(compare_cmd, &compare->common);
+  compare_cmd->add_option("--systems", compare->systems,
+                          "Only these systems, in this order (comma separated)")
+      ->delimiter(',')
+      ->type_name("A,B,...");
+  compare_cmd->callback([&] { exit_code = RunCompare(*compare, io); });
+
+  auto report = std::make_shared<ReportOptions>();
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "Show recorded runs. With no run ids: the latest comparison, or the latest\n"
+                "run. With ids: those runs side by side. --list: what the database holds.");
+  report_cmd->add_option("runs", report->runs, "Run ids (see --list)")->type_name("RUN");
+  report_cmd->add_option("--db", report->db, "Results database")
+      ->capture_default_str()
+      ->type_name("PATH");
+  report_cmd->add_flag("--list", report->list, "List every run in the database");
+  report_cmd->add_flag("--steps", report->steps, "Only the per-step table of one run");
+  report_cmd->add_option("--format", report->format, "Output format: text, md, csv or json")
+      ->capture_default_str()
+      ->type_name("FORMAT");
+  report_cmd->add_option("--baseline", report->baseline,
+                         "System name or run id that speedups are relative to\n"
+                         "(default: the second run, i.e. the first baseline)")
+      ->type_name("NAME|RUN");
+  report_cmd->callback([&] { exit_code = RunReport(*report, io); });
+
+  auto plan = std::make_shared<PlanOptions>();
+  CLI::App* plan_cmd = app.add_subcommand(
+      "plan", "The planner alone: the GPU split and rollout layout each system's planner\n"
+              "chooses for the recipe's cluster, and why. Runs nothing.");
+  AddRecipeOptions(plan_cmd, &plan->common);
+  plan_cmd->add_option("--systems", plan->systems, "Only these systems (comma separated)")
+      ->delimiter(',')
+      ->type_name("A,B,...");
+  plan_cmd->callback([&] { exit_code = RunPlan(*plan, io); });
+
+  auto validate = std::make_shared<RecipeOptions>();
+  CLI::App* validate_cmd = app.add_subcommand(
+      "validate", "Check a recipe without running it: every error (unknown keys, wrong types,\n"
+                  "missing fields, impossible values, unknown policies or options) is\n"
+                  "printed as file:line:column: key.path: problem. Exits 2 on any error.");
+  AddRecipeOptions(validate_cmd, validate.get());
+  validate_cmd->callback([&] { exit_code = RunValidate(*validate, io); });
+
+  CLI::App* version_cmd =
+      app.add_subcommand("version", "Version, source revision, build features and policies");
+  version_cmd->callback([&] { exit_code = RunVersion(io); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  return exit_code;
+}
+
+}  // namespace libra::cli

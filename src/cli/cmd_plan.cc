@@ -1,0 +1,54 @@
+// `libra plan`: the planner alone. What each system's planner would do on the recipe's cluster.
+#include <algorithm>
+#include <ostream>
+
+#include "cli/common.h"
+#include "cli/exit_codes.h"
+#include "common/strings.h"
+#include "planner/planner.h"
+#include "report/table.h"
+
+namespace libra::cli {
+
+int RunPlan(const PlanOptions& options, const Io& io) {
+  auto recipe = LoadRecipe(options.common);
+  if (!recipe.ok()) return Fail(io, recipe.status());
+  report::Table table({
+      {"system", "system", false},
+      {"planner", "planner", false},
+      {"train_gpus", "train GPUs", true},
+      {"rollout_gpus", "rollout GPUs", true},
+      {"layout", "layout", false},
+      {"predicted_step_s", "predicted step s", true},
+      {"reason", "reason", false},
+  });
+  for (const recipe::SystemSpec* system : experiment::AllSystems(*recipe)) {
+    if (!options.systems.empty() && std::find(options.systems.begin(), options.systems.end(),
+                                              system->name) == options.systems.end()) {
+      continue;
+    }
+    auto planner = planner::BuiltinPlanners().Create(system->planner, system->planner_options);
+    if (!planner.ok()) return Fail(io, planner.status());
+    auto plan = (*planner)->Initial(experiment::MakePlanContext(*recipe, *system));
+    if (!plan.ok()) return Fail(io, plan.status());
+    table.AddRow({
+        report::Cell::Text(system->name),
+        report::Cell::Text(system->planner),
+        report::Cell::Integer(plan->layout.train_gpus),
+        report::Cell::Integer(plan->layout.rollout_gpus()),
+        report::Cell::Text(plan->layout.ToString()),
+        report::Cell::Number(plan->predicted_step_s, 1),
+        report::Cell::Text(plan->reason),
+    });
+  }
+  if (table.rows() == 0) {
+    return Fail(io, Status::InvalidArgument("--systems matched no system of " +
+                                            options.common.recipe));
+  }
+  io.out << StrFormat("%s: %d nodes x %d %s\n\n", recipe->name.c_str(), recipe->cluster.nodes,
+                      recipe->cluster.gpus_per_node, recipe->cluster.gpu.c_str())
+         << table.Render(report::Format::kText);
+  return kExitOk;
+}
+
+}  // namespace libra::cli

@@ -1,0 +1,108 @@
+// `libra report`: tables from the results database.
+#include <algorithm>
+#include <ostream>
+
+#include "cli/common.h"
+#include "cli/exit_codes.h"
+#include "common/strings.h"
+#include "report/summary.h"
+#include "store/store.h"
+
+namespace libra::cli {
+namespace {
+
+Result<report::RunView> ReadRun(store::Store& store, int64_t run_id) {
+  report::RunView view;
+  LIBRA_ASSIGN_OR_RETURN(view.run, store.GetRun(run_id));
+  LIBRA_ASSIGN_OR_RETURN(view.steps, store.Steps(run_id));
+  return view;
+}
+
+/// The index of --baseline (a system name or a run id) among `views`.
+Result<std::optional<size_t>> FindBaseline(const std::string& baseline,
+                                           const std::vector<report::RunView>& views) {
+  if (baseline.empty()) {
+    if (views.size() > 1) return std::optional<size_t>(1);  // the first baseline
+    return std::optional<size_t>();
+  }
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (views[i].run.system == baseline || std::to_string(views[i].run.id) == baseline) {
+      return std::optional<size_t>(i);
+    }
+  }
+  return Status::InvalidArgument("--baseline '" + baseline +
+                                 "' is neither a system nor a run id of this report");
+}
+
+}  // namespace
+
+int RunReport(const ReportOptions& options, const Io& io) {
+  const std::optional<report::Format> format = report::ParseFormat(options.format);
+  if (!format) {
+    return Fail(io, Status::InvalidArgument("--format must be text, md, csv or json (got '" +
+                                            options.format + "')"));
+  }
+  store::Store::Options open;
+  open.create_if_missing = false;
+  auto store = store::Store::Open(options.db, open);
+  if (!store.ok()) return Fail(io, store.status());
+
+  auto runs = (*store)->ListRuns();
+  if (!runs.ok()) return Fail(io, runs.status());
+  if (options.list) {
+    io.out << report::ListTable(*runs).Render(*format);
+    return kExitOk;
+  }
+
+  std::vector<int64_t> ids = options.runs;
+  std::string title;
+  if (ids.empty()) {
+    if (runs->empty()) {
+      return Fail(io, Status::NotFound(options.db + " holds no run yet; `libra run RECIPE` "
+                                                    "records one"));
+    }
+    const store::RunInfo& latest = runs->back();
+    if (latest.comparison_id) {
+      auto comparison = (*store)->GetComparison(*latest.comparison_id);
+      if (!comparison.ok()) return Fail(io, comparison.status());
+      ids = comparison->run_ids;
+      title = StrFormat("comparison %lld: %s, %zu runs (%s)",
+                        static_cast<long long>(comparison->id), comparison->name.c_str(),
+                        comparison->run_ids.size(), comparison->created_at.c_str());
+    } else {
+      ids = {latest.id};
+    }
+  }
+
+  std::vector<report::RunView> views;
+  for (int64_t id : ids) {
+    auto view = ReadRun(**store, id);
+    if (!view.ok()) return Fail(io, view.status());
+    views.push_back(std::move(*view));
+  }
+  auto baseline = FindBaseline(options.baseline, views);
+  if (!baseline.ok()) return Fail(io, baseline.status());
+
+  if (options.steps && views.size() != 1) {
+    return Fail(io, Status::InvalidArgument("--steps shows one run; name exactly one run id"));
+  }
+  if (*format == report::Format::kCsv || *format == report::Format::kJson) {
+    io.out << (options.steps ? report::StepTable(views.front())
+                             : report::SummaryTable(views, *baseline))
+                  .Render(*format);
+    return kExitOk;
+  }
+
+  const bool markdown = *format == report::Format::kMarkdown;
+  if (!title.empty()) io.out << (markdown ? "## " : "") << title << "\n\n";
+  if (views.size() == 1) io.out << (markdown ? "## " : "") << report::RunHeadline(views.front().run)
+                                << "\n\n";
+  if (!options.steps) io.out << report::SummaryTable(views, *baseline).Render(*format);
+  if (views.size() == 1) {
+    if (!options.steps) io.out << "\n";
+    io.out << report::StepTable(views.front()).Render(*format);
+  }
+  return kExitOk;
+}
+
+}  // namespace libra::cli

@@ -1,0 +1,111 @@
+// `libra run` and `libra compare`.
+#include <algorithm>
+#include <ostream>
+
+#include "cli/common.h"
+#include "cli/exit_codes.h"
+#include "common/strings.h"
+#include "report/summary.h"
+#include "store/store.h"
+
+namespace libra::cli {
+namespace {
+
+/// Reads a run back from the store, so that what is printed is what was recorded.
+Result<report::RunView> ReadBack(store::Store& store, int64_t run_id) {
+  report::RunView view;
+  LIBRA_ASSIGN_OR_RETURN(view.run, store.GetRun(run_id));
+  LIBRA_ASSIGN_OR_RETURN(view.steps, store.Steps(run_id));
+  return view;
+}
+
+/// Runs `systems` of the recipe one after another (as one comparison when `compare`), prints the
+/// summary and returns the exit code.
+int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe& recipe,
+               const std::vector<const recipe::SystemSpec*>& systems, bool compare) {
+  auto store = store::Store::Open(options.db);
+  if (!store.ok()) return Fail(io, store.status());
+  std::optional<int64_t> comparison_id;
+  if (compare) {
+    auto id = (*store)->CreateComparison(recipe.name, experiment::NowIso8601());
+    if (!id.ok()) return Fail(io, id.status());
+    comparison_id = *id;
+  }
+
+  InterruptGuard guard;
+  const experiment::BackendFactory backend = MakeBackendFactory();
+  std::vector<report::RunView> views;
+  int exit_code = kExitOk;
+  for (const recipe::SystemSpec* system : systems) {
+    ProgressLine progress(io, !options.quiet, recipe.name + "/" + system->name,
+                          recipe.backend == "sim");
+    experiment::RunRequest request;
+    request.recipe = &recipe;
+    request.system = system;
+    request.comparison_id = comparison_id;
+    request.interrupted = &InterruptGuard::Interrupted;
+    request.progress = [&](const experiment::Progress& p) { progress.Update(p); };
+    auto outcome = experiment::RunSystem(**store, request, backend);
+    progress.Clear();
+    if (!outcome.ok()) return Fail(io, outcome.status());
+    auto view = ReadBack(**store, outcome->run_id);
+    if (!view.ok()) return Fail(io, view.status());
+    if (!options.quiet) io.out << report::RunHeadline(view->run) << "\n";
+    views.push_back(std::move(*view));
+    if (!outcome->status.ok()) {
+      exit_code = ExitCodeFor(outcome->status);
+      if (outcome->status.code() != StatusCode::kInterrupted) {
+        io.err << "libra: run " << outcome->run_id << " (" << system->name
+               << ") failed: " << outcome->status.message() << "\n";
+      } else {
+        io.err << "libra: interrupted; run " << outcome->run_id
+               << " is recorded as interrupted in " << options.db << "\n";
+        break;
+      }
+    }
+  }
+  if (options.quiet) return exit_code;
+
+  std::optional<size_t> baseline;
+  if (compare && views.size() > 1) baseline = 1;  // speedups are over the first baseline
+  io.out << "\n" << report::SummaryTable(views, baseline).Render(report::Format::kText);
+  if (compare) {
+    io.out << StrFormat("\ncomparison %lld recorded in %s; `libra report` shows it again\n",
+                        static_cast<long long>(*comparison_id), options.db.c_str());
+  } else {
+    io.out << StrFormat("\nrecorded in %s; `libra report %lld` shows the steps\n",
+                        options.db.c_str(), static_cast<long long>(views.front().run.id));
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+int RunRun(const RecipeOptions& options, const Io& io) {
+  auto recipe = LoadRecipe(options);
+  if (!recipe.ok()) return Fail(io, recipe.status());
+  return RunSystems(options, io, *recipe, {&recipe->system}, /*compare=*/false);
+}
+
+int RunCompare(const CompareOptions& options, const Io& io) {
+  auto recipe = LoadRecipe(options.common);
+  if (!recipe.ok()) return Fail(io, recipe.status());
+  const std::vector<const recipe::SystemSpec*> all = experiment::AllSystems(*recipe);
+  std::vector<const recipe::SystemSpec*> chosen;
+  std::vector<std::string> names;
+  for (const recipe::SystemSpec* s : all) names.push_back(s->name);
+  for (const std::string& name : options.systems) {
+    auto it = std::find_if(all.begin(), all.end(),
+                           [&](const recipe::SystemSpec* s) { return s->name == name; });
+    if (it == all.end()) {
+      return Fail(io, Status::InvalidArgument("--systems: '" + name + "' is not a system of " +
+                                              options.common.recipe +
+                                              " (it has: " + StrJoin(names, ", ") + ")"));
+    }
+    chosen.push_back(*it);
+  }
+  if (chosen.empty()) chosen = all;
+  return RunSystems(options.common, io, *recipe, chosen, /*compare=*/true);
+}
+
+}  // namespace libra::cli

@@ -1,0 +1,62 @@
+// The subcommands of `libra`. Each Run* function does the work of one subcommand and returns its
+// exit code; the CLI11 wiring lives in app.cc, the only file that includes CLI11.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace libra::cli {
+
+/// Options every recipe command shares.
+struct RecipeOptions {
+  std::string recipe;
+  std::string db = "results/libra.db";
+  std::optional<int64_t> seed;
+  std::optional<int64_t> steps;
+  std::vector<std::string> sets;
+  bool quiet = false;
+};
+
+struct CompareOptions {
+  RecipeOptions common;
+  /// Only these systems, by name, in this order (default: all of the recipe).
+  std::vector<std::string> systems;
+};
+
+struct ReportOptions {
+  std::string db = "results/libra.db";
+  std::vector<int64_t> runs;
+  bool list = false;
+  bool steps = false;
+  std::string format = "text";
+  /// Name or run id of the run that speedups are relative to.
+  std::string baseline;
+};
+
+struct PlanOptions {
+  RecipeOptions common;
+  std::vector<std::string> systems;
+};
+
+/// Where output goes: stdout and stderr, swappable in tests.
+struct Io {
+  std::ostream& out;
+  std::ostream& err;
+  /// Whether stdout is a terminal (progress lines are drawn only then).
+  bool tty = false;
+};
+
+int RunRun(const RecipeOptions& options, const Io& io);
+int RunCompare(const CompareOptions& options, const Io& io);
+int RunReport(const ReportOptions& options, const Io& io);
+int RunPlan(const PlanOptions& options, const Io& io);
+int RunValidate(const RecipeOptions& options, const Io& io);
+int RunVersion(const Io& io);
+
+/// Parses the command line and runs the subcommand; returns the exit code.
+int Main(int argc, char** argv);
+
+}  // namespace libra::cli

@@ -1,0 +1,99 @@
+#include "cli/common.h"
+
+#include <csignal>
+#include <ostream>
+
+#include "cli/exit_codes.h"
+#include "common/strings.h"
+#include "recipe/recipe_parser.h"
+#include "sim/simple_sim.h"
+
+namespace libra::cli {
+
+Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options) {
+  std::vector<std::string> overrides;
+  if (options.seed) overrides.push_back(StrFormat("seed=%lld", static_cast<long long>(*options.seed)));
+  if (options.steps) {
+    overrides.push_back(StrFormat("steps=%lld", static_cast<long long>(*options.steps)));
+  }
+  overrides.insert(overrides.end(), options.sets.begin(), options.sets.end());
+  LIBRA_ASSIGN_OR_RETURN(recipe::ParsedRecipe parsed,
+                         recipe::ParseRecipeFile(options.recipe, overrides));
+  if (parsed.diagnostics.empty()) experiment::ValidateSystems(parsed.recipe, &parsed.diagnostics);
+  if (!parsed.diagnostics.empty()) return recipe::DiagnosticsToStatus(parsed.diagnostics);
+  return std::move(parsed.recipe);
+}
+
+int Fail(const Io& io, const Status& status) {
+  if (status.code() == StatusCode::kInvalidRecipe) {
+    // One problem per line, compiler style, then a count.
+    const std::vector<std::string> lines = StrSplit(status.message(), '\n');
+    for (const std::string& line : lines) io.err << line << "\n";
+    io.err << "libra: the recipe has " << lines.size() << (lines.size() == 1 ? " error" : " errors")
+           << "\n";
+    return ExitCodeFor(status);
+  }
+  io.err << "libra: error: " << status.message() << "\n";
+  return ExitCodeFor(status);
+}
+
+experiment::BackendFactory MakeBackendFactory() {
+  return [](const recipe::Recipe& recipe,
+            const workload::Workload& workload) -> Result<std::unique_ptr<backend::Backend>> {
+    if (recipe.backend == "sim") {
+      return std::unique_ptr<backend::Backend>(
+          std::make_unique<sim::SimpleSim>(recipe.sim, workload));
+    }
+    return Status::InvalidRecipe(recipe.Where("backend"),
+                                 "backend '" + recipe.backend + "' is not available");
+  };
+}
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void OnSignal(int) { g_interrupted = 1; }
+
+}  // namespace
+
+InterruptGuard::InterruptGuard() {
+  g_interrupted = 0;
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+}
+
+InterruptGuard::~InterruptGuard() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
+
+bool InterruptGuard::Interrupted() { return g_interrupted != 0; }
+
+ProgressLine::ProgressLine(const Io& io, bool enabled, std::string label, bool virtual_time)
+    : io_(io), enabled_(enabled && io.tty), label_(std::move(label)), virtual_time_(virtual_time) {}
+
+ProgressLine::~ProgressLine() { Clear(); }
+
+void ProgressLine::Update(const experiment::Progress& p) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && p.steps_done < p.steps_total && now - last_ < std::chrono::milliseconds(100)) {
+    return;
+  }
+  last_ = now;
+  const double rate = p.now_s > 0 ? static_cast<double>(p.trajectories) / p.now_s : 0;
+  io_.out << "\r\033[K" << label_
+          << StrFormat(": step %d/%d, %.1f s%s, %.3f traj/s", p.steps_done, p.steps_total,
+                       p.now_s, virtual_time_ ? " simulated" : "", rate)
+          << std::flush;
+  drawn_ = true;
+}
+
+void ProgressLine::Clear() {
+  if (!drawn_) return;
+  io_.out << "\r\033[K" << std::flush;
+  drawn_ = false;
+}
+
+}  // namespace libra::cli

@@ -1,0 +1,27 @@
+// Small string helpers (GCC 12 has no <format>).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace libra {
+
+/// printf-style formatting into a std::string.
+std::string StrFormat(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+/// Joins the items with `separator` between them.
+std::string StrJoin(const std::vector<std::string>& items, std::string_view separator);
+
+/// Splits on every `separator` (empty fields kept).
+std::vector<std::string> StrSplit(std::string_view text, char separator);
+
+/// Whether `text` starts / ends with the given string.
+bool StartsWith(std::string_view text, std::string_view prefix);
+bool EndsWith(std::string_view text, std::string_view suffix);
+
+/// The closest of `candidates` to `word` by edit distance, or "" when none is close; for
+/// "did you mean ...?" hints.
+std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace libra

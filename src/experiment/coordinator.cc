@@ -1,0 +1,351 @@
+#include "experiment/coordinator.h"
+
+#include <algorithm>
+
+#include "common/strings.h"
+
+namespace libra::experiment {
+
+Coordinator::Coordinator(const CoordinatorConfig& config, const workload::Workload& workload,
+                         sched::Router& router, planner::Planner& planner,
+                         backend::Backend& backend, Recorder& recorder)
+    : config_(config),
+      workload_(workload),
+      router_(router),
+      planner_(planner),
+      backend_(backend),
+      recorder_(recorder) {}
+
+Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
+                                    const std::function<void(const Progress&)>& progress) {
+  progress_ = progress;
+  planner::PlanContext context;
+  context.nodes = config_.nodes;
+  context.gpus_per_node = config_.gpus_per_node;
+  context.batch_trajectories = config_.prompts_per_step * config_.group_size;
+  context.staleness = config_.staleness;
+  LIBRA_ASSIGN_OR_RETURN(planner::Plan plan, planner_.Initial(context));
+  if (plan.layout.instances.empty()) {
+    return Status::Unschedulable("the plan has no rollout instance: " + plan.layout.ToString());
+  }
+  if (plan.layout.train_gpus <= 0) {
+    return Status::Unschedulable("the plan has no training GPU: " + plan.layout.ToString());
+  }
+  layout_ = plan.layout;
+  store::DecisionRecord decision;
+  decision.seq = decision_seq_++;
+  decision.planner = std::string(planner_.Name());
+  decision.reason = "initial plan: " + plan.reason;
+  decision.train_gpus = layout_.train_gpus;
+  decision.rollout_gpus = layout_.rollout_gpus();
+  decision.layout = layout_.ToString();
+  decision.predicted_step_s = plan.predicted_step_s;
+  decision.applied = true;
+  decisions_.push_back(decision);
+  LIBRA_RETURN_IF_ERROR(backend_.Submit(backend::ApplyLayout{layout_}));
+
+  while (steps_done_ < config_.steps) {
+    if (interrupted && interrupted()) {
+      return Status::Interrupted(StrFormat("interrupted after %d of %d steps", steps_done_,
+                                           config_.steps));
+    }
+    LIBRA_ASSIGN_OR_RETURN(std::vector<backend::Event> events, backend_.Wait());
+    if (events.empty()) {
+      return Status::Internal(StrFormat(
+          "the pipeline stalled after %d of %d steps: nothing is in flight and no step can "
+          "start (%zu trajectories waiting for an instance)",
+          steps_done_, config_.steps, waiting_.size()));
+    }
+    for (const backend::Event& event : events) LIBRA_RETURN_IF_ERROR(Handle(event));
+  }
+  return summary_;
+}
+
+Status Coordinator::Handle(const backend::Event& event) {
+  const double now = event.at;
+  return std::visit(
+      [&](const auto& what) -> Status {
+        using T = std::decay_t<decltype(what)>;
+        if constexpr (std::is_same_v<T, backend::LayoutApplied>) {
+          return OnLayout(now);
+        } else if constexpr (std::is_same_v<T, backend::TurnDone>) {
+          return OnTurnDone(now, what);
+        } else if constexpr (std::is_same_v<T, backend::ToolDone>) {
+          return OnToolDone(now, what);
+        } else if constexpr (std::is_same_v<T, backend::TrainDone>) {
+          return OnTrainDone(now, what);
+        } else {
+          return OnSyncDone(now, what);
+        }
+      },
+      event.what);
+}
+
+Status Coordinator::OnLayout(double now) {
+  instances_.clear();
+  for (const backend::InstanceSpec& spec : layout_.instances) {
+    sched::InstanceState state;
+    state.id = spec.id;
+    state.tp = spec.tp;
+    instances_.push_back(state);
+  }
+  Launch(now);
+  return RouteWaiting(now);
+}
+
+void Coordinator::Launch(double now) {
+  (void)now;
+  while (next_launch_step_ < config_.steps &&
+         rollout_version_ >= next_launch_step_ - config_.staleness) {
+    const int step = next_launch_step_++;
+    Batch& batch = batches_[step];
+    for (int p = 0; p < config_.prompts_per_step; ++p) {
+      const int64_t prompt = static_cast<int64_t>(step) * config_.prompts_per_step + p;
+      const workload::PromptInfo info = workload_.Prompt(prompt);
+      for (int s = 0; s < config_.group_size; ++s) {
+        Trajectory t;
+        t.id = TrajectoryId(next_trajectory_++);
+        t.prompt = prompt;
+        t.sample = s;
+        t.step = step;
+        t.prompt_tokens = info.prompt_tokens;
+        t.context_tokens = info.prompt_tokens;
+        waiting_.push_back(t.id);
+        live_.emplace(t.id, std::move(t));
+        ++batch.remaining;
+      }
+    }
+  }
+}
+
+Status Coordinator::RouteWaiting(double now) {
+  if (instances_.empty()) return Status();
+  std::deque<TrajectoryId> deferred;
+  while (!waiting_.empty()) {
+    const TrajectoryId id = waiting_.front();
+    waiting_.pop_front();
+    Trajectory& t = live_.at(id);
+    sched::RouteRequest request;
+    request.trajectory = t.id;
+    request.prompt = PromptId(t.prompt);
+    request.turn = t.turns;
+    request.prompt_tokens = t.prompt_tokens;
+    request.context_tokens = t.context_tokens;
+    request.generated_tokens = t.generated_tokens;
+    request.previous = t.instance;
+    request.last_tool = t.last_tool;
+    const sched::RouteDecision decision = router_.Route(request, instances_);
+    if (!decision.instance) {
+      deferred.push_back(id);
+      continue;
+    }
+    auto it = std::find_if(instances_.begin(), instances_.end(),
+                           [&](const sched::InstanceState& s) { return s.id == *decision.instance; });
+    if (it == instances_.end()) {
+      return Status::Internal(std::string(router_.Name()) + " routed to unknown instance " +
+                              decision.instance->ToString());
+    }
+    ++it->active;
+    if (t.turns == 0) {
+      t.version = rollout_version_;
+      t.start_s = now;
+      Batch& batch = batches_[t.step];
+      batch.rollout_start = std::min(batch.rollout_start, now);
+    }
+    t.instance = *decision.instance;
+    t.path.push_back(t.instance.value);
+    backend::StartTurn turn;
+    turn.trajectory = t.id;
+    turn.prompt = t.prompt;
+    turn.sample = t.sample;
+    turn.turn = t.turns;
+    turn.instance = t.instance;
+    turn.policy_version = t.version;
+    turn.context_tokens = t.context_tokens;
+    LIBRA_RETURN_IF_ERROR(backend_.Submit(turn));
+  }
+  waiting_ = std::move(deferred);
+  return Status();
+}
+
+Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
+  auto it = live_.find(done.trajectory);
+  if (it == live_.end()) {
+    return Status::Backend(std::string(backend_.Name()),
+                           "turn done for unknown trajectory " + done.trajectory.ToString());
+  }
+  Trajectory& t = it->second;
+  for (sched::InstanceState& s : instances_) {
+    if (s.id == done.instance) s.active = std::max(0, s.active - 1);
+  }
+  ++t.turns;
+  t.generated_tokens += done.generated_tokens;
+  t.context_tokens += done.generated_tokens;
+  ++summary_.turns;
+  summary_.generated_tokens += done.generated_tokens;
+  router_.OnTurnDone(sched::TurnObservation{t.id, PromptId(t.prompt), done.instance, t.turns - 1,
+                                            done.generated_tokens, done.end});
+  if (config_.record_turn_events) {
+    AddEvent("turn", done.started_at, now, "instance " + done.instance.ToString(), t.id.value,
+             t.step,
+             StrFormat("turn %d: %lld tokens, %s", t.turns - 1,
+                       static_cast<long long>(done.generated_tokens),
+                       workload::TurnEndName(done.end)));
+  }
+
+  if (done.end == workload::TurnEnd::kToolCall) {
+    ++t.tool_calls;
+    LIBRA_RETURN_IF_ERROR(backend_.Submit(backend::RunTool{t.id, done.tool}));
+    return RouteWaiting(now);
+  }
+
+  // The trajectory is complete: it joins its step's batch.
+  Batch& batch = batches_[t.step];
+  store::TrajectoryRecord record;
+  record.id = t.id.value;
+  record.prompt = t.prompt;
+  record.sample = t.sample;
+  record.step = t.step;
+  record.version = t.version;
+  record.turns = t.turns;
+  record.tool_calls = t.tool_calls;
+  record.prompt_tokens = t.prompt_tokens;
+  record.generated_tokens = t.generated_tokens;
+  record.start_s = t.start_s;
+  record.end_s = now;
+  record.reward = done.reward;
+  record.truncated = done.end == workload::TurnEnd::kTruncated;
+  std::vector<std::string> path;
+  for (size_t i = 0; i < t.path.size(); ++i) {
+    path.push_back(std::to_string(t.path[i]));
+    if (i > 0 && t.path[i] != t.path[i - 1]) ++record.migrations;
+  }
+  record.instances = StrJoin(path, ",");
+  batch.done.push_back(record);
+  batch.sequence_tokens.push_back(t.context_tokens);
+  batch.rollout_end = std::max(batch.rollout_end, now);
+  --batch.remaining;
+  ++summary_.trajectories;
+  live_.erase(it);
+  LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
+  return TryTrain(now);
+}
+
+Status Coordinator::OnToolDone(double now, const backend::ToolDone& done) {
+  auto it = live_.find(done.trajectory);
+  if (it == live_.end()) {
+    return Status::Backend(std::string(backend_.Name()),
+                           "tool done for unknown trajectory " + done.trajectory.ToString());
+  }
+  Trajectory& t = it->second;
+  t.context_tokens += done.output_tokens;
+  t.last_tool = sched::ToolObservation{"tool", done.status, done.output_tokens};
+  if (config_.record_turn_events) {
+    AddEvent("tool", done.started_at, now, "tools", t.id.value, t.step,
+             StrFormat("%s, %lld tokens", workload::ToolStatusName(done.status),
+                       static_cast<long long>(done.output_tokens)));
+  }
+  waiting_.push_back(t.id);
+  return RouteWaiting(now);
+}
+
+Status Coordinator::TryTrain(double now) {
+  if (trainer_busy_ || step_open_ || next_train_step_ >= config_.steps) return Status();
+  auto it = batches_.find(next_train_step_);
+  if (it == batches_.end() || it->second.remaining > 0) return Status();
+  trainer_busy_ = true;
+  train_start_ = now;
+  router_.OnStep(next_train_step_);
+  return backend_.Submit(backend::Train{next_train_step_, it->second.sequence_tokens});
+}
+
+Status Coordinator::OnTrainDone(double now, const backend::TrainDone& done) {
+  if (!trainer_busy_ || done.step != next_train_step_) {
+    return Status::Backend(std::string(backend_.Name()),
+                           StrFormat("unexpected train done for step %d", done.step));
+  }
+  trainer_busy_ = false;
+  train_s_ = now - train_start_;
+  AddEvent("train", train_start_, now, "trainer", std::nullopt, done.step,
+           StrFormat("step %d", done.step));
+  const int version = done.step + 1;
+  step_open_ = true;
+  if (version < config_.steps && version % config_.sync_interval == 0) {
+    return backend_.Submit(backend::SyncWeights{version});
+  }
+  return FinishStep(now, 0);
+}
+
+Status Coordinator::OnSyncDone(double now, const backend::SyncDone& done) {
+  if (!step_open_ || done.version != next_train_step_ + 1) {
+    return Status::Backend(std::string(backend_.Name()),
+                           StrFormat("unexpected sync done for version %d", done.version));
+  }
+  rollout_version_ = done.version;
+  AddEvent("sync", done.started_at, now, "trainer", std::nullopt, next_train_step_,
+           StrFormat("weights v%d", done.version));
+  LIBRA_RETURN_IF_ERROR(FinishStep(now, now - done.started_at));
+  Launch(now);
+  return RouteWaiting(now);
+}
+
+Status Coordinator::FinishStep(double now, double sync_s) {
+  const int step = next_train_step_;
+  Batch& batch = batches_.at(step);
+  store::StepRecord record;
+  record.step = step;
+  record.start_s = step_start_;
+  record.end_s = now;
+  record.rollout_s = batch.rollout_end - batch.rollout_start;
+  record.train_s = train_s_;
+  record.sync_s = sync_s;
+  record.wait_s = train_start_ - trainer_free_since_;
+  record.trajectories = static_cast<int>(batch.done.size());
+  double reward = 0;
+  for (const store::TrajectoryRecord& t : batch.done) {
+    record.turns += t.turns;
+    record.tool_calls += t.tool_calls;
+    record.prompt_tokens += t.prompt_tokens;
+    record.generated_tokens += t.generated_tokens;
+    reward += t.reward;
+    record.max_lag = std::max(record.max_lag, step - t.version);
+  }
+  record.reward_mean = batch.done.empty() ? 0 : reward / static_cast<double>(batch.done.size());
+  record.policy_version = step;
+  record.rollout_gpus = layout_.rollout_gpus();
+  record.train_gpus = layout_.train_gpus;
+  LIBRA_RETURN_IF_ERROR(recorder_.RecordStep(record, batch.done, events_, decisions_));
+  events_.clear();
+  decisions_.clear();
+  batches_.erase(step);
+
+  step_open_ = false;
+  trainer_free_since_ = now;
+  step_start_ = now;
+  ++next_train_step_;
+  ++steps_done_;
+  summary_.steps = steps_done_;
+  summary_.elapsed_s = now;
+  if (progress_) {
+    progress_(Progress{steps_done_, config_.steps, now, summary_.trajectories,
+                       summary_.generated_tokens});
+  }
+  return TryTrain(now);
+}
+
+void Coordinator::AddEvent(const char* kind, double start, double end, const std::string& resource,
+                           std::optional<int64_t> trajectory, int step,
+                           const std::string& detail) {
+  store::EventRecord e;
+  e.seq = event_seq_++;
+  e.kind = kind;
+  e.start_s = start;
+  e.end_s = end;
+  e.resource = resource;
+  e.trajectory = trajectory;
+  e.step = step;
+  e.detail = detail;
+  events_.push_back(std::move(e));
+}
+
+}  // namespace libra::experiment

@@ -1,0 +1,159 @@
+// Coordinator: the RL pipeline as an event-driven state machine. It samples prompts in GRPO groups,
+// asks the router where every turn goes, runs tools, forms each step's batch from complete groups,
+// trains, syncs weights and records every step; all by submitting actions to a Backend and reacting
+// to its events. It never reads a clock (time arrives with the events), so the same code runs in
+// virtual time under the simulator and in real time on a cluster.
+//
+// Pipeline rules:
+// * step k's batch is the prompts k*P .. k*P+P-1 of the dataset, each with n samples;
+// * rollouts for step k start once the rollout instances hold weights of version >= k - staleness
+//   (staleness 0: synchronous, rollout then train);
+// * step k trains when all of its trajectories are done and step k-1 has finished (its sync too);
+// * after train step k the trainer holds version k+1; it is synced to the rollout instances every
+//   sync_interval steps (and not after the last step).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "planner/planner.h"
+#include "sched/router.h"
+#include "store/records.h"
+#include "workload/workload.h"
+
+namespace libra::experiment {
+
+/// Receives what a run produces, as it goes (the store, or memory in tests).
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  /// One finished step with the trajectories it trained on, the events since the last step and
+  /// the planner decisions since the last step.
+  virtual Status RecordStep(const store::StepRecord& step,
+                            const std::vector<store::TrajectoryRecord>& trajectories,
+                            const std::vector<store::EventRecord>& events,
+                            const std::vector<store::DecisionRecord>& decisions) = 0;
+};
+
+/// Where a run is, reported after every step.
+struct Progress {
+  int steps_done = 0;
+  int steps_total = 0;
+  double now_s = 0;
+  int64_t trajectories = 0;
+  int64_t generated_tokens = 0;
+};
+
+struct CoordinatorConfig {
+  int steps = 1;
+  int prompts_per_step = 1;
+  int group_size = 1;
+  int staleness = 0;
+  int sync_interval = 1;
+  int nodes = 1;
+  int gpus_per_node = 1;
+  /// Record a span per turn and per tool call (the timeline's detail). Default: true.
+  bool record_turn_events = true;
+};
+
+/// Totals of a finished run.
+struct RunSummary {
+  int steps = 0;
+  double elapsed_s = 0;
+  int64_t trajectories = 0;
+  int64_t turns = 0;
+  int64_t generated_tokens = 0;
+};
+
+class Coordinator {
+ public:
+  /// Everything passed in must outlive the coordinator.
+  Coordinator(const CoordinatorConfig& config, const workload::Workload& workload,
+              sched::Router& router, planner::Planner& planner, backend::Backend& backend,
+              Recorder& recorder);
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  /// Runs every step. `interrupted` is polled between events (kInterrupted when it returns
+  /// true); `progress` is called after every recorded step. Either may be empty.
+  Result<RunSummary> Run(const std::function<bool()>& interrupted,
+                         const std::function<void(const Progress&)>& progress);
+
+ private:
+  struct Trajectory {
+    TrajectoryId id;
+    int64_t prompt = 0;
+    int sample = 0;
+    int step = 0;
+    int version = -1;
+    int turns = 0;
+    int tool_calls = 0;
+    int64_t prompt_tokens = 0;
+    int64_t context_tokens = 0;
+    int64_t generated_tokens = 0;
+    double start_s = -1;
+    InstanceId instance;
+    std::vector<int64_t> path;
+    std::optional<sched::ToolObservation> last_tool;
+  };
+  struct Batch {
+    int remaining = 0;
+    std::vector<store::TrajectoryRecord> done;
+    std::vector<int64_t> sequence_tokens;
+    double rollout_start = std::numeric_limits<double>::infinity();
+    double rollout_end = 0;
+  };
+
+  Status Handle(const backend::Event& event);
+  Status OnLayout(double now);
+  Status OnTurnDone(double now, const backend::TurnDone& done);
+  Status OnToolDone(double now, const backend::ToolDone& done);
+  Status OnTrainDone(double now, const backend::TrainDone& done);
+  Status OnSyncDone(double now, const backend::SyncDone& done);
+  /// Launches the rollouts of every step the weights allow.
+  void Launch(double now);
+  /// Routes waiting turns, in order; those the router defers stay waiting.
+  Status RouteWaiting(double now);
+  Status TryTrain(double now);
+  Status FinishStep(double now, double sync_s);
+  void AddEvent(const char* kind, double start, double end, const std::string& resource,
+                std::optional<int64_t> trajectory, int step, const std::string& detail);
+
+  CoordinatorConfig config_;
+  const workload::Workload& workload_;
+  sched::Router& router_;
+  planner::Planner& planner_;
+  backend::Backend& backend_;
+  Recorder& recorder_;
+
+  backend::Layout layout_;
+  std::vector<sched::InstanceState> instances_;
+  std::map<TrajectoryId, Trajectory> live_;
+  std::deque<TrajectoryId> waiting_;
+  std::map<int, Batch> batches_;
+  int64_t next_trajectory_ = 0;
+  int next_launch_step_ = 0;
+  int next_train_step_ = 0;
+  int rollout_version_ = 0;
+  bool trainer_busy_ = false;
+  bool step_open_ = false;  // trained, waiting for its sync
+  double trainer_free_since_ = 0;
+  double step_start_ = 0;
+  double train_start_ = 0;
+  double train_s_ = 0;
+  int steps_done_ = 0;
+  int64_t event_seq_ = 0;
+  int64_t decision_seq_ = 0;
+  std::vector<store::EventRecord> events_;
+  std::vector<store::DecisionRecord> decisions_;
+  RunSummary summary_;
+  std::function<void(const Progress&)> progress_;
+};
+
+}  // namespace libra::experiment

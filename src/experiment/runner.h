@@ -1,0 +1,59 @@
+// Runner: runs one system of a recipe end to end and records it in the store: builds the workload,
+// the router and the planner from their registries, asks the composition root for a backend,
+// drives the coordinator, and marks the run ok, failed or interrupted.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "experiment/coordinator.h"
+#include "recipe/recipe.h"
+#include "store/store.h"
+#include "workload/workload.h"
+
+namespace libra::experiment {
+
+/// Builds the backend a recipe asks for (the CLI knows the concrete backends).
+using BackendFactory = std::function<Result<std::unique_ptr<backend::Backend>>(
+    const recipe::Recipe& recipe, const workload::Workload& workload)>;
+
+/// Checks what the registries know about a recipe's systems: the router and the planner exist and
+/// accept their options, and the pipeline suits the planner. Appends one Diagnostic per problem.
+void ValidateSystems(const recipe::Recipe& recipe, std::vector<recipe::Diagnostic>* diagnostics);
+
+/// The systems of a recipe in report order: [system] first, then [[baselines]].
+std::vector<const recipe::SystemSpec*> AllSystems(const recipe::Recipe& recipe);
+
+/// The planner's context for a recipe and system.
+planner::PlanContext MakePlanContext(const recipe::Recipe& recipe,
+                                     const recipe::SystemSpec& system);
+
+struct RunRequest {
+  /// Must outlive the call.
+  const recipe::Recipe* recipe = nullptr;
+  const recipe::SystemSpec* system = nullptr;
+  std::optional<int64_t> comparison_id;
+  std::function<bool()> interrupted;
+  std::function<void(const Progress&)> progress;
+};
+
+struct RunOutcome {
+  int64_t run_id = 0;
+  /// OK, kInterrupted, or why the run failed (the run is recorded either way).
+  Status status;
+  RunSummary summary;
+};
+
+/// Runs `request.system` and records it. Returns an error only when the run could not be
+/// recorded at all (for example the store failed); a run that fails is an outcome.
+Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
+                             const BackendFactory& make_backend);
+
+/// The current wall-clock time as ISO 8601 UTC ("2026-12-02T15:04:05Z").
+std::string NowIso8601();
+
+}  // namespace libra::experiment

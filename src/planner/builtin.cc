@@ -1,0 +1,28 @@
+// The built-in planners, registered explicitly (no self-registering statics).
+#include "planner/colocated_planner.h"
+#include "planner/planner.h"
+#include "planner/static_planner.h"
+
+namespace libra::planner {
+
+Status RegisterBuiltinPlanners(PlannerRegistry& registry) {
+  LIBRA_RETURN_IF_ERROR(registry.Register(std::string(kStaticName),
+                                          "fixed train/rollout split from the recipe",
+                                          &StaticPlanner::Create));
+  LIBRA_RETURN_IF_ERROR(registry.Register(std::string(kColocatedName),
+                                          "all GPUs roll out, then all train (synchronous)",
+                                          &ColocatedPlanner::Create));
+  return Status();
+}
+
+const PlannerRegistry& BuiltinPlanners() {
+  static const PlannerRegistry* registry = [] {
+    auto* r = new PlannerRegistry("planner");
+    const Status s = RegisterBuiltinPlanners(*r);
+    LIBRA_CHECK(s.ok()) << s.ToString();
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace libra::planner

@@ -1,0 +1,28 @@
+// ColocatedPlanner ("colocated"): every GPU rolls out, then every GPU trains (verl's hybrid
+// engine). Rollout pauses while the trainer runs, so the pipeline must be synchronous.
+//
+// Assumptions: switching the GPUs between roles is cheap next to a step.
+// Algorithm: train on all GPUs; pack TP-`rollout_tp` instances on all GPUs.
+// Knobs: `rollout_tp` (1, 2, 4 or 8, dividing gpus_per_node; default 1).
+#pragma once
+
+#include "planner/planner.h"
+
+namespace libra::planner {
+
+inline constexpr std::string_view kColocatedName = "colocated";
+
+class ColocatedPlanner : public Planner {
+ public:
+  static Result<std::unique_ptr<Planner>> Create(const recipe::OptionTable& options);
+  explicit ColocatedPlanner(int rollout_tp) : rollout_tp_(rollout_tp) {}
+
+  std::string_view Name() const override { return kColocatedName; }
+  Result<Plan> Initial(const PlanContext& context) override;
+  bool RequiresSynchronous() const override { return true; }
+
+ private:
+  int rollout_tp_;
+};
+
+}  // namespace libra::planner

@@ -1,0 +1,34 @@
+#include "planner/planner.h"
+
+#include "common/strings.h"
+
+namespace libra::planner {
+
+Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu,
+                                                         int gpus, int tp) {
+  std::vector<backend::InstanceSpec> instances;
+  int gpu = first_gpu;
+  const int end = first_gpu + gpus;
+  while (gpu < end) {
+    const int node = gpu / gpus_per_node;
+    const int node_end = std::min(end, (node + 1) * gpus_per_node);
+    const int free = node_end - gpu;
+    if (free < tp || free % tp != 0) {
+      return Status::Unschedulable(StrFormat(
+          "%d rollout GPU%s on node %d cannot be split into TP-%d instances (an instance "
+          "never spans nodes)",
+          free, free == 1 ? "" : "s", node, tp));
+    }
+    for (; gpu + tp <= node_end; gpu += tp) {
+      backend::InstanceSpec spec;
+      spec.id = InstanceId(static_cast<int64_t>(instances.size()));
+      spec.tp = tp;
+      spec.node = node;
+      spec.first_gpu = gpu;
+      instances.push_back(spec);
+    }
+  }
+  return instances;
+}
+
+}  // namespace libra::planner

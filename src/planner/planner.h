@@ -1,0 +1,62 @@
+// Planner: decides how the GPUs are used: how many train, and which rollout instances (TP sizes)
+// run on the rest. Planners are pure policies: no I/O, no clock; they see the cluster and the
+// pipeline settings and return a plan, or say why none fits.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "common/registry.h"
+#include "recipe/options.h"
+
+namespace libra::planner {
+
+/// What a planner plans for.
+struct PlanContext {
+  int nodes = 1;
+  int gpus_per_node = 8;
+  /// Samples per step (prompts x group size).
+  int batch_trajectories = 0;
+  /// The staleness bound in force (0 = synchronous).
+  int staleness = 0;
+
+  int total_gpus() const { return nodes * gpus_per_node; }
+};
+
+/// A planner's answer.
+struct Plan {
+  backend::Layout layout;
+  /// Why this plan, in words.
+  std::string reason;
+  /// The planner's predicted time per step, when it has a model.
+  std::optional<double> predicted_step_s;
+};
+
+class Planner {
+ public:
+  virtual ~Planner() = default;
+  virtual std::string_view Name() const = 0;
+  /// The plan to start with. kUnschedulable (with the reason) when nothing fits this cluster.
+  virtual Result<Plan> Initial(const PlanContext& context) = 0;
+  /// Whether the plans need every sample to be on-policy (staleness 0): true for time-sharing
+  /// planners, whose rollout and training cannot overlap.
+  virtual bool RequiresSynchronous() const { return false; }
+};
+
+using PlannerRegistry = Registry<Planner, const recipe::OptionTable&>;
+
+/// Registers every built-in planner (static, colocated, ...).
+Status RegisterBuiltinPlanners(PlannerRegistry& registry);
+
+/// A registry with the built-ins, built once.
+const PlannerRegistry& BuiltinPlanners();
+
+/// Packs `count` instances of TP `tp` onto the GPUs [first_gpu, first_gpu + gpus) of the cluster
+/// (node-major numbering), never across a node boundary. kUnschedulable when they do not fit.
+Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu,
+                                                         int gpus, int tp);
+
+}  // namespace libra::planner

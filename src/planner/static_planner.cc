@@ -1,0 +1,50 @@
+#include "planner/static_planner.h"
+
+#include "common/strings.h"
+
+namespace libra::planner {
+
+Result<std::unique_ptr<Planner>> StaticPlanner::Create(const recipe::OptionTable& options) {
+  recipe::OptionReader reader(options);
+  std::optional<int> train_gpus;
+  if (reader.Has("train_gpus")) train_gpus = static_cast<int>(reader.Int("train_gpus", 1, 1, 1 << 20));
+  const int tp = static_cast<int>(reader.Int("rollout_tp", 1));
+  if (tp != 1 && tp != 2 && tp != 4 && tp != 8) {
+    reader.Error("rollout_tp", StrFormat("must be 1, 2, 4 or 8 (got %d)", tp));
+  }
+  LIBRA_RETURN_IF_ERROR(reader.Finish());
+  return std::unique_ptr<Planner>(std::make_unique<StaticPlanner>(train_gpus, tp));
+}
+
+Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
+  const int total = context.total_gpus();
+  if (total < 2) {
+    return Status::Unschedulable("a static split needs at least 2 GPUs (one to train, one to "
+                                 "roll out); use the colocated planner");
+  }
+  int train = 0;
+  if (train_gpus_) {
+    train = *train_gpus_;
+  } else if (context.nodes > 1) {
+    train = (context.nodes / 2) * context.gpus_per_node;
+  } else {
+    train = total / 2;
+  }
+  if (train >= total) {
+    return Status::Unschedulable(StrFormat(
+        "train_gpus = %d leaves no GPU for rollout (the cluster has %d)", train, total));
+  }
+  if (rollout_tp_ > context.gpus_per_node || context.gpus_per_node % rollout_tp_ != 0) {
+    return Status::Unschedulable(StrFormat("rollout_tp = %d does not divide gpus_per_node = %d",
+                                           rollout_tp_, context.gpus_per_node));
+  }
+  LIBRA_ASSIGN_OR_RETURN(auto instances,
+                         PackInstances(context.gpus_per_node, train, total - train, rollout_tp_));
+  Plan plan;
+  plan.layout.train_gpus = train;
+  plan.layout.instances = std::move(instances);
+  plan.reason = train_gpus_ ? "fixed split from the recipe" : "default split: half the cluster";
+  return plan;
+}
+
+}  // namespace libra::planner

@@ -1,0 +1,165 @@
+// Recipe: one experiment, as plain values. Parsed from TOML by recipe_parser.cc (the only file that
+// includes toml++), checked by ValidateRecipe (pure). Every field's default and meaning is listed in
+// docs/recipes.md; keep the two in step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "recipe/options.h"
+
+namespace libra::recipe {
+
+/// [cluster]: the GPUs an experiment runs on.
+struct ClusterSpec {
+  /// GPU type from the catalog. Default: "A800-80G".
+  std::string gpu = "A800-80G";
+  /// Number of nodes. Required.
+  int nodes = 0;
+  /// GPUs per node. Required.
+  int gpus_per_node = 0;
+
+  int total_gpus() const { return nodes * gpus_per_node; }
+  bool operator==(const ClusterSpec&) const = default;
+};
+
+/// [model]: the policy model.
+struct ModelSpec {
+  /// Model name from the catalog. Required.
+  std::string name;
+  bool operator==(const ModelSpec&) const = default;
+};
+
+/// [workload]: what the rollouts look like. The "simple" generator is a stand-in until the agentic
+/// workload model lands; its knobs are documented in docs/recipes.md.
+struct WorkloadSpec {
+  /// Trajectory generator. Default: "simple".
+  std::string generator = "simple";
+  /// Mean prompt length in tokens (uniform within +-50%). Default: 512.
+  int64_t prompt_tokens = 512;
+  /// Median tokens generated per turn (log-normal). Default: 256.
+  int64_t turn_tokens = 256;
+  /// Log-normal sigma of tokens per turn. Default: 1.0.
+  double turn_tokens_sigma = 1.0;
+  /// Tokens a tool returns into the context. Default: 128.
+  int64_t tool_output_tokens = 128;
+  /// Probability that a turn ends in a tool call (otherwise the trajectory stops). Default: 0.6.
+  double tool_call_probability = 0.6;
+  /// Turns at most; a trajectory that reaches it is truncated. Default: 8.
+  int max_turns = 8;
+  /// Generated tokens at most over all turns; reaching it truncates. Default: 8192.
+  int64_t max_new_tokens = 8192;
+  /// Mean chance that a trajectory solves its prompt. Default: 0.5.
+  double success_rate = 0.5;
+  bool operator==(const WorkloadSpec&) const = default;
+};
+
+/// [rl]: the RL pipeline.
+struct RlSpec {
+  /// Prompts sampled per training step. Required.
+  int prompts_per_step = 0;
+  /// GRPO group size n (samples per prompt). Required.
+  int group_size = 0;
+  /// Maximum policy lag of a sample (0 = synchronous). Default: 0.
+  int staleness = 0;
+  /// Weights are synced to rollout every this many train steps. Default: 1.
+  int sync_interval = 1;
+  bool operator==(const RlSpec&) const = default;
+};
+
+/// [sim]: the simple simulator's fixed costs.
+struct SimSpec {
+  /// Seconds per generated token of one sequence on a TP-1 instance (TP t: divided by t).
+  /// Default: 0.02.
+  double decode_s_per_token = 0.02;
+  /// Seconds per prefilled token on a TP-1 instance (TP t: divided by t). Default: 0.0002.
+  double prefill_s_per_token = 0.0002;
+  /// Sequences an instance decodes at once, per GPU; more wait in its queue. Default: 32.
+  int max_batch_per_gpu = 32;
+  /// Seconds per tool call. Default: 2.0.
+  double tool_s = 2.0;
+  /// GPU-seconds of training per token (divided over the training GPUs). Default: 0.002.
+  double train_gpu_s_per_token = 0.002;
+  /// Seconds to sync weights to the rollout instances (they pause meanwhile). Default: 5.0.
+  double sync_s = 5.0;
+  bool operator==(const SimSpec&) const = default;
+};
+
+/// [system] or one [[baselines]] entry: the mechanisms under test.
+struct SystemSpec {
+  /// Name shown in reports; unique within a recipe. Default for [system]: "system".
+  std::string name;
+  /// Router name from the router registry. Default: "least-conn".
+  std::string router = "least-conn";
+  /// [.router_options]: decoded by the router itself.
+  OptionTable router_options;
+  /// Planner name from the planner registry. Default: "static".
+  std::string planner = "static";
+  /// [.planner_options]: decoded by the planner itself.
+  OptionTable planner_options;
+  /// Overrides rl.staleness for this system (e.g. a synchronous baseline). Default: unset.
+  std::optional<int> staleness;
+  /// "file:line:col" of the table, for messages.
+  std::string where;
+  /// Dotted path of the table ("system", "baselines[1]").
+  std::string path;
+
+  bool operator==(const SystemSpec&) const = default;
+};
+
+/// A whole recipe.
+struct Recipe {
+  /// Experiment name. Required.
+  std::string name;
+  /// Seed of the run's random streams. Default: 1.
+  uint64_t seed = 1;
+  /// Training steps to run. Default: 10.
+  int steps = 10;
+  /// Execution backend. Default: "sim".
+  std::string backend = "sim";
+  ClusterSpec cluster;
+  ModelSpec model;
+  WorkloadSpec workload;
+  RlSpec rl;
+  SimSpec sim;
+  SystemSpec system;
+  std::vector<SystemSpec> baselines;
+
+  /// Where the recipe came from (a path, or a name given to in-memory text).
+  std::string source;
+  /// The recipe as TOML after --set overrides: what a run records so that it can be repeated.
+  std::string effective_toml;
+  /// Location of each key path that was set ("file:line:col" or "--set k=v"); for messages.
+  std::map<std::string, std::string> locations;
+
+  /// "file:line:col: key.path" for a key (falls back to the nearest located parent, or the file).
+  std::string Where(const std::string& key_path) const;
+
+  /// The staleness bound in force for `spec`.
+  int StalenessFor(const SystemSpec& spec) const {
+    return spec.staleness.value_or(rl.staleness);
+  }
+};
+
+/// One problem found in a recipe: "file:line:col: key.path: what".
+struct Diagnostic {
+  std::string where;
+  std::string what;
+  std::string ToString() const { return where + ": " + what; }
+  bool operator==(const Diagnostic&) const = default;
+};
+
+/// kInvalidRecipe listing every diagnostic, one per line; OK when there are none.
+Status DiagnosticsToStatus(const std::vector<Diagnostic>& diagnostics);
+
+/// The intrinsic checks that need no registry: ranges, divisibility, cross-field rules, unique
+/// names. Appends one Diagnostic per problem.
+void ValidateRecipe(const Recipe& recipe, std::vector<Diagnostic>* diagnostics);
+
+/// The backends this build knows.
+const std::vector<std::string>& KnownBackends();
+
+}  // namespace libra::recipe

@@ -1,0 +1,493 @@
+#include "recipe/recipe_parser.h"
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "common/strings.h"
+
+namespace libra::recipe {
+namespace {
+
+std::string TypeName(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+    case toml::node_type::time:
+    case toml::node_type::date_time:
+      return "a date/time";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+std::string Position(const std::string& source, const toml::source_position& p) {
+  return StrFormat("%s:%u:%u", source.c_str(), p.line, p.column);
+}
+
+/// "baselines[1].router" -> {"baselines", "1", "router"}.
+std::vector<std::string> SplitKeyPath(const std::string& path) {
+  std::string normal;
+  for (char c : path) {
+    if (c == '[') {
+      normal += '.';
+    } else if (c != ']') {
+      normal += c;
+    }
+  }
+  return StrSplit(normal, '.');
+}
+
+bool ParseIndex(const std::string& text, size_t* index) {
+  if (text.empty() || text.size() > 9) return false;
+  if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
+  *index = static_cast<size_t>(std::stoul(text));
+  return true;
+}
+
+/// Reads an override value as TOML ("8", "0.5", "true", "[1, 2]", "'x'"); anything else is a
+/// string, so that --set workload.generator=simple needs no quotes.
+toml::table ParseOverrideValue(const std::string& value) {
+  try {
+    toml::table t = toml::parse("v = " + value);
+    if (t.size() == 1 && t.contains("v")) return t;
+  } catch (const toml::parse_error&) {
+  }
+  toml::table t;
+  t.insert("v", value);
+  return t;
+}
+
+/// Applies one "key.path=value" to `root`. Records the override's location by key path.
+Status ApplyOverride(toml::table& root, const std::string& spec,
+                     std::map<std::string, std::string>* override_where) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Status::InvalidArgument("--set expects key.path=value, got '" + spec + "'");
+  }
+  const std::string key = spec.substr(0, eq);
+  const std::vector<std::string> segments = SplitKeyPath(key);
+  if (std::any_of(segments.begin(), segments.end(), [](const auto& s) { return s.empty(); })) {
+    return Status::InvalidArgument("--set " + spec + ": malformed key path '" + key + "'");
+  }
+  const std::string where = "--set " + spec;
+  toml::node* current = &root;
+  std::string path;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const std::string& segment = segments[i];
+    const bool last = i + 1 == segments.size();
+    const bool is_index = current->is_array();
+    path += is_index ? "[" + segment + "]" : (path.empty() ? "" : ".") + segment;
+    if (toml::table* table = current->as_table()) {
+      if (last) {
+        toml::table parsed = ParseOverrideValue(spec.substr(eq + 1));
+        parsed.get("v")->visit([&](auto& node) { table->insert_or_assign(segment, node); });
+      } else if (table->get(segment) == nullptr) {
+        table->insert(segment, toml::table{});
+      }
+      current = table->get(segment);
+    } else if (toml::array* array = current->as_array()) {
+      size_t index = 0;
+      if (!ParseIndex(segment, &index) || index >= array->size()) {
+        return Status::InvalidArgument(StrFormat(
+            "--set %s: '%s' is not an index of the array (it has %zu element%s)", spec.c_str(),
+            segment.c_str(), array->size(), array->size() == 1 ? "" : "s"));
+      }
+      if (last) {
+        toml::table parsed = ParseOverrideValue(spec.substr(eq + 1));
+        parsed.get("v")->visit(
+            [&](auto& node) { array->replace(array->cbegin() + index, node); });
+      }
+      current = array->get(index);
+    } else {
+      return Status::InvalidArgument("--set " + spec + ": '" +
+                                     path.substr(0, path.size() - segment.size() - 1) +
+                                     "' is not a table");
+    }
+  }
+  (*override_where)[path] = where;
+  return Status();
+}
+
+/// Converts the TOML document into a Recipe, collecting every problem as a Diagnostic.
+class Converter {
+ public:
+  Converter(const std::string& source, const std::map<std::string, std::string>& override_where,
+            Recipe* recipe, std::vector<Diagnostic>* diagnostics)
+      : source_(source),
+        override_where_(override_where),
+        recipe_(recipe),
+        diagnostics_(diagnostics) {}
+
+  /// Location of a node: the override that set it (or a parent), else its source position,
+  /// else `fallback`.
+  std::string Where(const toml::node* node, const std::string& path,
+                    const std::string& fallback) const {
+    for (std::string p = path; !p.empty();) {
+      auto it = override_where_.find(p);
+      if (it != override_where_.end()) return it->second;
+      const size_t cut = p.find_last_of(".[");
+      p = cut == std::string::npos ? "" : p.substr(0, cut);
+    }
+    if (node != nullptr && node->source().begin.line > 0) {
+      return Position(source_, node->source().begin);
+    }
+    return fallback;
+  }
+
+  void Error(const std::string& where, const std::string& path, const std::string& what) {
+    diagnostics_->push_back(Diagnostic{where, path.empty() ? what : path + ": " + what});
+  }
+
+  Recipe* recipe() { return recipe_; }
+
+  /// Walks one TOML table, reading known keys and reporting unknown ones at Finish().
+  class Table {
+   public:
+    Table(Converter* c, const toml::table* table, std::string path, std::string where)
+        : c_(c), table_(table), path_(std::move(path)), where_(std::move(where)) {
+      if (!path_.empty()) c_->recipe_->locations[path_] = where_;
+    }
+
+    const std::string& where() const { return where_; }
+    const std::string& path() const { return path_; }
+
+    std::string KeyPath(const std::string& key) const {
+      return path_.empty() ? key : path_ + "." + key;
+    }
+
+    /// The node for `key`, marking it known; null when absent (reports it when required).
+    const toml::node* Node(const std::string& key, bool required) {
+      known_.push_back(key);
+      const toml::node* node = table_ == nullptr ? nullptr : table_->get(key);
+      if (node == nullptr) {
+        if (required) c_->Error(where_, KeyPath(key), "required field is missing");
+        return nullptr;
+      }
+      c_->recipe_->locations[KeyPath(key)] = c_->Where(node, KeyPath(key), where_);
+      return node;
+    }
+
+    void TypeError(const std::string& key, const toml::node& node, const char* expected) {
+      c_->Error(c_->Where(&node, KeyPath(key), where_), KeyPath(key),
+                std::string("expected ") + expected + ", got " + TypeName(node));
+    }
+
+    void Read(const std::string& key, std::string* out, bool required = false) {
+      const toml::node* node = Node(key, required);
+      if (node == nullptr) return;
+      if (auto v = node->value_exact<std::string>()) {
+        *out = *v;
+      } else {
+        TypeError(key, *node, "a string");
+      }
+    }
+
+    void Read(const std::string& key, int64_t* out, bool required = false) {
+      const toml::node* node = Node(key, required);
+      if (node == nullptr) return;
+      if (auto v = node->value_exact<int64_t>()) {
+        *out = *v;
+      } else {
+        TypeError(key, *node, "an integer");
+      }
+    }
+
+    void Read(const std::string& key, int* out, bool required = false) {
+      int64_t wide = *out;
+      const toml::node* node = Node(key, required);
+      if (node == nullptr) return;
+      if (auto v = node->value_exact<int64_t>()) {
+        wide = *v;
+      } else {
+        TypeError(key, *node, "an integer");
+        return;
+      }
+      if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max()) {
+        c_->Error(c_->Where(node, KeyPath(key), where_), KeyPath(key),
+                  StrFormat("%lld is out of range", static_cast<long long>(wide)));
+        return;
+      }
+      *out = static_cast<int>(wide);
+    }
+
+    void Read(const std::string& key, std::optional<int>* out) {
+      if (table_ == nullptr || table_->get(key) == nullptr) {
+        known_.push_back(key);
+        return;
+      }
+      int value = 0;
+      const size_t errors = c_->diagnostics_->size();
+      Read(key, &value);
+      if (c_->diagnostics_->size() == errors) *out = value;
+    }
+
+    void Read(const std::string& key, uint64_t* out) {
+      int64_t wide = static_cast<int64_t>(*out);
+      const toml::node* node = Node(key, false);
+      if (node == nullptr) return;
+      if (auto v = node->value_exact<int64_t>()) {
+        wide = *v;
+      } else {
+        TypeError(key, *node, "an integer");
+        return;
+      }
+      if (wide < 0) {
+        c_->Error(c_->Where(node, KeyPath(key), where_), KeyPath(key),
+                  StrFormat("must not be negative (got %lld)", static_cast<long long>(wide)));
+        return;
+      }
+      *out = static_cast<uint64_t>(wide);
+    }
+
+    /// Floats; integers are accepted and converted.
+    void Read(const std::string& key, double* out, bool required = false) {
+      const toml::node* node = Node(key, required);
+      if (node == nullptr) return;
+      if (auto v = node->value_exact<double>()) {
+        *out = *v;
+      } else if (auto i = node->value_exact<int64_t>()) {
+        *out = static_cast<double>(*i);
+      } else {
+        TypeError(key, *node, "a number");
+      }
+    }
+
+    void Read(const std::string& key, OptionTable* out) {
+      const toml::node* node = Node(key, false);
+      out->path = KeyPath(key);
+      out->where = where_;
+      if (node == nullptr) return;
+      const toml::table* table = node->as_table();
+      if (table == nullptr) {
+        TypeError(key, *node, "a table");
+        return;
+      }
+      out->where = c_->Where(node, out->path, where_);
+      for (const auto& [k, v] : *table) {
+        out->entries.push_back(
+            OptionEntry{std::string(k.str()), c_->ToOption(v, out->path + "." + std::string(k.str()),
+                                                            out->where)});
+      }
+    }
+
+    /// A sub-table: calls `fill(Table&)` when present (or when required, with an empty table so
+    /// that its required fields are reported).
+    template <typename Fill>
+    void Sub(const std::string& key, bool required, Fill fill) {
+      const toml::node* node = Node(key, false);
+      if (node == nullptr) {
+        if (required) {
+          Table missing(c_, nullptr, KeyPath(key), where_);
+          fill(missing);
+        }
+        return;
+      }
+      const toml::table* table = node->as_table();
+      if (table == nullptr) {
+        TypeError(key, *node, "a table");
+        return;
+      }
+      Table sub(c_, table, KeyPath(key), c_->Where(node, KeyPath(key), where_));
+      fill(sub);
+      sub.Finish();
+    }
+
+    /// An array of tables ([[key]]): calls `fill(Table&, index)` for each.
+    template <typename Fill>
+    void Array(const std::string& key, Fill fill) {
+      const toml::node* node = Node(key, false);
+      if (node == nullptr) return;
+      const toml::array* array = node->as_array();
+      if (array == nullptr || !array->is_array_of_tables()) {
+        const std::string expected = "an array of tables ([[" + KeyPath(key) + "]])";
+        TypeError(key, *node, expected.c_str());
+        return;
+      }
+      for (size_t i = 0; i < array->size(); ++i) {
+        const std::string path = KeyPath(key) + StrFormat("[%zu]", i);
+        const toml::node* element = array->get(i);
+        Table sub(c_, element->as_table(), path, c_->Where(element, path, where_));
+        fill(sub, i);
+        sub.Finish();
+      }
+    }
+
+    void Finish() {
+      if (table_ == nullptr) return;
+      for (const auto& [k, v] : *table_) {
+        const std::string key(k.str());
+        if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+        std::string what = "unknown key";
+        const std::string hint = ClosestMatch(key, known_);
+        if (!hint.empty()) what += "; did you mean '" + hint + "'?";
+        c_->Error(c_->Where(&v, KeyPath(key), where_), KeyPath(key), what);
+      }
+    }
+
+   private:
+    Converter* c_;
+    const toml::table* table_;
+    std::string path_;
+    std::string where_;
+    std::vector<std::string> known_;
+  };
+
+  OptionValue ToOption(const toml::node& node, const std::string& path,
+                       const std::string& fallback) {
+    OptionValue out;
+    out.where = Where(&node, path, fallback);
+    if (auto v = node.value_exact<bool>()) {
+      out.kind = OptionValue::Kind::kBool;
+      out.bool_value = *v;
+    } else if (auto integer = node.value_exact<int64_t>()) {
+      out.kind = OptionValue::Kind::kInt;
+      out.int_value = *integer;
+    } else if (auto d = node.value_exact<double>()) {
+      out.kind = OptionValue::Kind::kDouble;
+      out.double_value = *d;
+    } else if (auto s = node.value_exact<std::string>()) {
+      out.kind = OptionValue::Kind::kString;
+      out.string_value = *s;
+    } else if (const toml::array* array = node.as_array()) {
+      out.kind = OptionValue::Kind::kArray;
+      for (size_t i = 0; i < array->size(); ++i) {
+        out.array.push_back(ToOption(*array->get(i), path + StrFormat("[%zu]", i), out.where));
+      }
+    } else if (const toml::table* table = node.as_table()) {
+      out.kind = OptionValue::Kind::kTable;
+      for (const auto& [k, value] : *table) {
+        const std::string key(k.str());
+        out.table.push_back(OptionEntry{key, ToOption(value, path + "." + key, out.where)});
+      }
+    } else {
+      Error(out.where, path, "dates and times are not valid option values");
+    }
+    return out;
+  }
+
+  void ReadSystem(Table& t, SystemSpec* system, bool name_required) {
+    system->where = t.where();
+    system->path = t.path();
+    t.Read("name", &system->name, name_required);
+    t.Read("router", &system->router);
+    t.Read("router_options", &system->router_options);
+    t.Read("planner", &system->planner);
+    t.Read("planner_options", &system->planner_options);
+    t.Read("staleness", &system->staleness);
+  }
+
+  void Convert(const toml::table& root) {
+    Recipe& r = *recipe_;
+    Table top(this, &root, "", source_ + ":1:1");
+    top.Read("name", &r.name, true);
+    top.Read("seed", &r.seed);
+    top.Read("steps", &r.steps);
+    top.Read("backend", &r.backend);
+    top.Sub("cluster", true, [&](Table& t) {
+      t.Read("gpu", &r.cluster.gpu);
+      t.Read("nodes", &r.cluster.nodes, true);
+      t.Read("gpus_per_node", &r.cluster.gpus_per_node, true);
+    });
+    top.Sub("model", true, [&](Table& t) { t.Read("name", &r.model.name, true); });
+    top.Sub("workload", false, [&](Table& t) {
+      WorkloadSpec& w = r.workload;
+      t.Read("generator", &w.generator);
+      t.Read("prompt_tokens", &w.prompt_tokens);
+      t.Read("turn_tokens", &w.turn_tokens);
+      t.Read("turn_tokens_sigma", &w.turn_tokens_sigma);
+      t.Read("tool_output_tokens", &w.tool_output_tokens);
+      t.Read("tool_call_probability", &w.tool_call_probability);
+      t.Read("max_turns", &w.max_turns);
+      t.Read("max_new_tokens", &w.max_new_tokens);
+      t.Read("success_rate", &w.success_rate);
+    });
+    top.Sub("rl", true, [&](Table& t) {
+      t.Read("prompts_per_step", &r.rl.prompts_per_step, true);
+      t.Read("group_size", &r.rl.group_size, true);
+      t.Read("staleness", &r.rl.staleness);
+      t.Read("sync_interval", &r.rl.sync_interval);
+    });
+    top.Sub("sim", false, [&](Table& t) {
+      SimSpec& s = r.sim;
+      t.Read("decode_s_per_token", &s.decode_s_per_token);
+      t.Read("prefill_s_per_token", &s.prefill_s_per_token);
+      t.Read("max_batch_per_gpu", &s.max_batch_per_gpu);
+      t.Read("tool_s", &s.tool_s);
+      t.Read("train_gpu_s_per_token", &s.train_gpu_s_per_token);
+      t.Read("sync_s", &s.sync_s);
+    });
+    r.system.name = "system";
+    r.system.path = "system";
+    r.system.where = source_ + ":1:1";
+    r.system.router_options.path = "system.router_options";
+    r.system.planner_options.path = "system.planner_options";
+    top.Sub("system", false, [&](Table& t) { ReadSystem(t, &r.system, false); });
+    top.Array("baselines", [&](Table& t, size_t) {
+      r.baselines.emplace_back();
+      ReadSystem(t, &r.baselines.back(), true);
+    });
+    top.Finish();
+  }
+
+ private:
+  const std::string& source_;
+  const std::map<std::string, std::string>& override_where_;
+  Recipe* recipe_;
+  std::vector<Diagnostic>* diagnostics_;
+};
+
+}  // namespace
+
+Result<ParsedRecipe> ParseRecipe(const std::string& text, const std::string& source,
+                                 const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidRecipe(Position(source, e.source().begin),
+                                 "not valid TOML: " + std::string(e.description()));
+  }
+  std::map<std::string, std::string> override_where;
+  for (const std::string& spec : overrides) {
+    LIBRA_RETURN_IF_ERROR(ApplyOverride(root, spec, &override_where));
+  }
+
+  ParsedRecipe parsed;
+  parsed.recipe.source = source;
+  std::ostringstream effective;
+  effective << root << "\n";
+  parsed.recipe.effective_toml = effective.str();
+  Converter converter(source, override_where, &parsed.recipe, &parsed.diagnostics);
+  converter.Convert(root);
+  ValidateRecipe(parsed.recipe, &parsed.diagnostics);
+  return parsed;
+}
+
+Result<ParsedRecipe> ParseRecipeFile(const std::string& path,
+                                     const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot read the recipe file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::NotFound(path + ": error while reading the recipe file");
+  return ParseRecipe(text.str(), path, overrides);
+}
+
+}  // namespace libra::recipe

@@ -1,0 +1,137 @@
+// ValidateRecipe: the checks on a Recipe that need no TOML and no registry.
+#include <algorithm>
+#include <set>
+
+#include "common/strings.h"
+#include "recipe/recipe.h"
+
+namespace libra::recipe {
+namespace {
+
+class Checker {
+ public:
+  Checker(const Recipe& recipe, std::vector<Diagnostic>* diagnostics)
+      : recipe_(recipe), diagnostics_(diagnostics) {}
+
+  /// Reports `what` for `key` unless `ok`, and unless the key already has a diagnostic (a
+  /// missing or mistyped field is reported once, by the parser).
+  void Check(bool ok, const std::string& key, const std::string& what) {
+    if (ok) return;
+    const std::string prefix = key + ":";
+    for (const Diagnostic& d : *diagnostics_) {
+      if (StartsWith(d.what, prefix)) return;
+    }
+    diagnostics_->push_back(Diagnostic{recipe_.Where(key), key + ": " + what});
+  }
+
+  void AtLeast(int64_t value, int64_t min, const std::string& key) {
+    Check(value >= min, key,
+          StrFormat("must be at least %lld (got %lld)", static_cast<long long>(min),
+                    static_cast<long long>(value)));
+  }
+
+  void InRange(double value, double min, double max, const std::string& key) {
+    Check(value >= min && value <= max, key,
+          StrFormat("must be in [%g, %g] (got %g)", min, max, value));
+  }
+
+  void Positive(double value, const std::string& key) {
+    Check(value > 0, key, StrFormat("must be positive (got %g)", value));
+  }
+
+  void OneOf(const std::string& value, const std::vector<std::string>& allowed,
+             const std::string& key) {
+    const bool ok = std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+    std::string what = "must be one of " + StrJoin(allowed, ", ") + " (got '" + value + "')";
+    const std::string hint = ClosestMatch(value, allowed);
+    if (!hint.empty()) what += "; did you mean '" + hint + "'?";
+    Check(ok, key, what);
+  }
+
+ private:
+  const Recipe& recipe_;
+  std::vector<Diagnostic>* diagnostics_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& KnownBackends() {
+  static const std::vector<std::string> kBackends = {"sim"};
+  return kBackends;
+}
+
+std::string Recipe::Where(const std::string& key_path) const {
+  for (std::string p = key_path; !p.empty();) {
+    auto it = locations.find(p);
+    if (it != locations.end()) return it->second;
+    const size_t cut = p.find_last_of(".[");
+    p = cut == std::string::npos ? "" : p.substr(0, cut);
+  }
+  return source.empty() ? "<recipe>" : source + ":1:1";
+}
+
+Status DiagnosticsToStatus(const std::vector<Diagnostic>& diagnostics) {
+  if (diagnostics.empty()) return Status();
+  std::vector<std::string> lines;
+  for (const Diagnostic& d : diagnostics) lines.push_back(d.ToString());
+  return Status(StatusCode::kInvalidRecipe, StrJoin(lines, "\n"));
+}
+
+void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
+  Checker c(r, diagnostics);
+  c.Check(!r.name.empty(), "name", "must not be empty");
+  c.AtLeast(r.steps, 1, "steps");
+  c.OneOf(r.backend, KnownBackends(), "backend");
+
+  c.Check(!r.cluster.gpu.empty(), "cluster.gpu", "must not be empty");
+  c.AtLeast(r.cluster.nodes, 1, "cluster.nodes");
+  c.AtLeast(r.cluster.gpus_per_node, 1, "cluster.gpus_per_node");
+  c.Check(r.cluster.gpus_per_node <= 64, "cluster.gpus_per_node",
+          StrFormat("must be at most 64 (got %d)", r.cluster.gpus_per_node));
+  c.Check(!r.model.name.empty(), "model.name", "must not be empty");
+
+  const WorkloadSpec& w = r.workload;
+  c.OneOf(w.generator, {"simple"}, "workload.generator");
+  c.AtLeast(w.prompt_tokens, 1, "workload.prompt_tokens");
+  c.AtLeast(w.turn_tokens, 1, "workload.turn_tokens");
+  c.InRange(w.turn_tokens_sigma, 0, 4, "workload.turn_tokens_sigma");
+  c.AtLeast(w.tool_output_tokens, 0, "workload.tool_output_tokens");
+  c.InRange(w.tool_call_probability, 0, 1, "workload.tool_call_probability");
+  c.AtLeast(w.max_turns, 1, "workload.max_turns");
+  c.AtLeast(w.max_new_tokens, 1, "workload.max_new_tokens");
+  c.InRange(w.success_rate, 0, 1, "workload.success_rate");
+
+  c.AtLeast(r.rl.prompts_per_step, 1, "rl.prompts_per_step");
+  c.AtLeast(r.rl.group_size, 1, "rl.group_size");
+  c.AtLeast(r.rl.staleness, 0, "rl.staleness");
+  c.AtLeast(r.rl.sync_interval, 1, "rl.sync_interval");
+
+  c.Positive(r.sim.decode_s_per_token, "sim.decode_s_per_token");
+  c.InRange(r.sim.prefill_s_per_token, 0, 1e9, "sim.prefill_s_per_token");
+  c.AtLeast(r.sim.max_batch_per_gpu, 1, "sim.max_batch_per_gpu");
+  c.InRange(r.sim.tool_s, 0, 1e9, "sim.tool_s");
+  c.Positive(r.sim.train_gpu_s_per_token, "sim.train_gpu_s_per_token");
+  c.InRange(r.sim.sync_s, 0, 1e9, "sim.sync_s");
+
+  std::vector<const SystemSpec*> systems = {&r.system};
+  for (const SystemSpec& b : r.baselines) systems.push_back(&b);
+  std::set<std::string> names;
+  for (const SystemSpec* s : systems) {
+    c.Check(!s->name.empty(), s->path + ".name", "must not be empty");
+    c.Check(names.insert(s->name).second || s->name.empty(), s->path + ".name",
+            "'" + s->name + "' names another system of this recipe already");
+    if (s->staleness) c.AtLeast(*s->staleness, 0, s->path + ".staleness");
+    const int staleness = r.StalenessFor(*s);
+    // Rollouts for step k need weights of version k - staleness; with fewer syncs the pipeline
+    // would wait forever.
+    if (staleness >= 0 && r.rl.sync_interval >= 1) {
+      c.Check(r.rl.sync_interval <= staleness + 1,
+              s->staleness ? s->path + ".staleness" : "rl.sync_interval",
+              StrFormat("sync_interval %d needs a staleness bound of at least %d (system '%s' "
+                        "has %d): rollouts for step k need the weights of step k - staleness",
+                        r.rl.sync_interval, r.rl.sync_interval - 1, s->name.c_str(), staleness));
+    }
+  }
+}
+
+}  // namespace libra::recipe

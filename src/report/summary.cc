@@ -1,0 +1,164 @@
+#include "report/summary.h"
+
+#include "common/strings.h"
+
+namespace libra::report {
+
+RunMetrics ComputeMetrics(const RunView& view) {
+  RunMetrics m;
+  m.steps = static_cast<int>(view.steps.size());
+  if (view.steps.empty()) return m;
+  double rollout = 0;
+  double train = 0;
+  double sync = 0;
+  double wait = 0;
+  for (const store::StepRecord& s : view.steps) {
+    m.trajectories += s.trajectories;
+    m.generated_tokens += s.generated_tokens;
+    rollout += s.rollout_s;
+    train += s.train_s;
+    sync += s.sync_s;
+    wait += s.wait_s;
+  }
+  const double n = static_cast<double>(view.steps.size());
+  const double elapsed = view.steps.back().end_s;
+  m.elapsed_s = elapsed;
+  if (elapsed > 0) {
+    m.trajectories_per_s = static_cast<double>(m.trajectories) / elapsed;
+    m.tokens_per_s = static_cast<double>(m.generated_tokens) / elapsed;
+    if (view.run.gpus > 0) m.tokens_per_s_per_gpu = *m.tokens_per_s / view.run.gpus;
+  }
+  m.step_s = elapsed / n;
+  m.rollout_s = rollout / n;
+  m.train_s = train / n;
+  m.sync_s = sync / n;
+  m.wait_s = wait / n;
+  m.final_reward = view.steps.back().reward_mean;
+  return m;
+}
+
+Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline) {
+  std::vector<Column> columns = {
+      {"run", "run", true},
+      {"system", "system", false},
+      {"status", "status", false},
+      {"steps", "steps", true},
+      {"elapsed_s", "time s", true},
+      {"trajectories_per_s", "traj/s", true},
+      {"tokens_per_s_per_gpu", "tok/s/GPU", true},
+      {"step_s", "step s", true},
+      {"rollout_s", "rollout s", true},
+      {"train_s", "train s", true},
+      {"sync_s", "sync s", true},
+      {"wait_s", "wait s", true},
+      {"final_reward", "reward", true},
+  };
+  std::optional<double> reference;
+  if (baseline && *baseline < runs.size()) {
+    columns.push_back({"speedup", "speedup", true});
+    reference = ComputeMetrics(runs[*baseline]).trajectories_per_s;
+  }
+  Table table(columns);
+  for (const RunView& view : runs) {
+    const RunMetrics m = ComputeMetrics(view);
+    std::vector<Cell> row = {
+        Cell::Integer(view.run.id),
+        Cell::Text(view.run.system),
+        Cell::Text(view.run.status),
+        Cell::Integer(m.steps),
+        Cell::Number(m.elapsed_s, 1),
+        Cell::Number(m.trajectories_per_s, 3),
+        Cell::Number(m.tokens_per_s_per_gpu, 1),
+        Cell::Number(m.step_s, 1),
+        Cell::Number(m.rollout_s, 1),
+        Cell::Number(m.train_s, 1),
+        Cell::Number(m.sync_s, 1),
+        Cell::Number(m.wait_s, 1),
+        Cell::Number(m.final_reward, 3),
+    };
+    if (baseline && *baseline < runs.size()) {
+      std::optional<double> speedup;
+      if (reference && *reference > 0 && m.trajectories_per_s) {
+        speedup = *m.trajectories_per_s / *reference;
+      }
+      Cell cell = Cell::Number(speedup, 2);
+      row.push_back(cell);
+    }
+    table.AddRow(std::move(row));
+  }
+  return table;
+}
+
+Table StepTable(const RunView& view) {
+  Table table({
+      {"step", "step", true},
+      {"end_s", "end s", true},
+      {"rollout_s", "rollout s", true},
+      {"train_s", "train s", true},
+      {"sync_s", "sync s", true},
+      {"wait_s", "wait s", true},
+      {"trajectories", "traj", true},
+      {"turns", "turns", true},
+      {"generated_tokens", "gen tokens", true},
+      {"reward_mean", "reward", true},
+      {"max_lag", "max lag", true},
+      {"layout", "train/rollout GPUs", true},
+  });
+  for (const store::StepRecord& s : view.steps) {
+    table.AddRow({
+        Cell::Integer(s.step),
+        Cell::Number(s.end_s, 1),
+        Cell::Number(s.rollout_s, 1),
+        Cell::Number(s.train_s, 1),
+        Cell::Number(s.sync_s, 1),
+        Cell::Number(s.wait_s, 1),
+        Cell::Integer(s.trajectories),
+        Cell::Integer(s.turns),
+        Cell::Integer(s.generated_tokens),
+        Cell::Number(s.reward_mean, 3),
+        Cell::Integer(s.max_lag),
+        Cell::Text(StrFormat("%d/%d", s.train_gpus, s.rollout_gpus)),
+    });
+  }
+  return table;
+}
+
+Table ListTable(const std::vector<store::RunInfo>& runs) {
+  Table table({
+      {"run", "run", true},
+      {"name", "name", false},
+      {"system", "system", false},
+      {"backend", "backend", false},
+      {"started_at", "started (UTC)", false},
+      {"steps", "steps", true},
+      {"status", "status", false},
+      {"comparison", "comparison", true},
+  });
+  for (const store::RunInfo& r : runs) {
+    std::optional<long long> comparison;
+    if (r.comparison_id) comparison = *r.comparison_id;
+    table.AddRow({
+        Cell::Integer(r.id),
+        Cell::Text(r.name),
+        Cell::Text(r.system),
+        Cell::Text(r.backend),
+        Cell::Text(r.started_at),
+        Cell::Integer(r.steps_planned),
+        Cell::Text(r.status),
+        Cell::Integer(comparison),
+    });
+  }
+  return table;
+}
+
+std::string RunHeadline(const store::RunInfo& run) {
+  std::string line = StrFormat(
+      "run %lld: %s, system '%s' (%s / %s), %s, seed %llu, %d GPUs: %s",
+      static_cast<long long>(run.id), run.name.c_str(), run.system.c_str(), run.router.c_str(),
+      run.planner.c_str(), run.backend.c_str(), static_cast<unsigned long long>(run.seed),
+      run.gpus, run.status.c_str());
+  if (!run.error.empty()) line += " (" + run.error + ")";
+  return line;
+}
+
+}  // namespace libra::report

@@ -1,0 +1,54 @@
+// Summary tables of recorded runs: what `libra run`, `libra compare` and `libra report` print.
+// Everything here is computed from the store's rows, so a report of an old run shows the same
+// numbers as the run printed.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/table.h"
+#include "store/records.h"
+
+namespace libra::report {
+
+/// A run with its steps.
+struct RunView {
+  store::RunInfo run;
+  std::vector<store::StepRecord> steps;
+};
+
+/// Totals and rates of one run; missing when the run recorded no step.
+struct RunMetrics {
+  int steps = 0;
+  std::optional<double> elapsed_s;
+  int64_t trajectories = 0;
+  int64_t generated_tokens = 0;
+  std::optional<double> trajectories_per_s;
+  std::optional<double> tokens_per_s;
+  std::optional<double> tokens_per_s_per_gpu;
+  std::optional<double> step_s;
+  std::optional<double> rollout_s;
+  std::optional<double> train_s;
+  std::optional<double> sync_s;
+  std::optional<double> wait_s;
+  /// Mean reward of the last step's batch.
+  std::optional<double> final_reward;
+};
+
+RunMetrics ComputeMetrics(const RunView& view);
+
+/// One row per run. `baseline` (an index into `runs`) adds a speedup column: throughput in
+/// trajectories/s over the baseline's.
+Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline);
+
+/// One row per step of a run.
+Table StepTable(const RunView& view);
+
+/// One row per run: what the database holds.
+Table ListTable(const std::vector<store::RunInfo>& runs);
+
+/// "run 3: quickstart, system 'baseline' (least-conn / static), sim, seed 1, 16 GPUs: ok".
+std::string RunHeadline(const store::RunInfo& run);
+
+}  // namespace libra::report

@@ -1,0 +1,15 @@
+// Shared by the load-balancing routers: which instances may take a turn now.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "sched/router.h"
+
+namespace libra::sched {
+
+/// Indexes of the available instances with active < max_active (max_active 0 = no cap); when
+/// every available instance is at the cap, all available ones (they queue the turn).
+std::vector<size_t> EligibleInstances(std::span<const InstanceState> instances, int max_active);
+
+}  // namespace libra::sched

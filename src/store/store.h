@@ -1,0 +1,105 @@
+// Store: the results database (SQLite). The only module that includes sqlite3.h.
+//
+// One file holds every run, comparison, step, trajectory, planner decision and event. It is opened
+// in WAL mode so that reports can read while a run writes. The schema version lives in
+// PRAGMA user_version and is moved forward by an ordered list of migrations; a database from a
+// newer libra is refused, and a corrupt or locked file gives a clear error and is never
+// overwritten. Every write of a step happens in one transaction, so a crash never leaves half a
+// step behind.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "store/records.h"
+
+namespace libra::store {
+
+/// One schema change: applied in its own transaction, then user_version = version.
+struct Migration {
+  int version = 0;
+  std::string description;
+  std::string sql;
+};
+
+/// The migrations of this libra, in order (version 1, 2, ...).
+const std::vector<Migration>& SchemaMigrations();
+
+class Store {
+ public:
+  struct Options {
+    /// Create the file (and its parent folders) when missing. When false, a missing file is
+    /// kNotFound. Default: true.
+    bool create_if_missing = true;
+    /// How long to wait for another writer's lock before failing with kStore. Default: 5000.
+    int busy_timeout_ms = 5000;
+  };
+
+  /// Opens (or creates) the database at `path` and migrates it to the latest schema.
+  /// Errors (kStore unless noted): not a database / corrupt, locked by another process, schema
+  /// newer than this libra; kNotFound when missing and !create_if_missing.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, const Options& options);
+  static Result<std::unique_ptr<Store>> Open(const std::string& path) {
+    return Open(path, Options());
+  }
+  /// As Open, with a given migration list (tests use it to stage old schema versions).
+  static Result<std::unique_ptr<Store>> OpenWithMigrations(const std::string& path,
+                                                           const Options& options,
+                                                           const std::vector<Migration>& migrations);
+
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  /// The schema version of the open database (user_version).
+  int schema_version() const;
+  const std::string& path() const;
+
+  // --- Writing ---------------------------------------------------------------------------------
+
+  /// Inserts a run (its id is ignored) and returns its new id.
+  Result<int64_t> BeginRun(const RunInfo& run);
+  /// Records one step with its trajectories, events and decisions in one transaction.
+  Status RecordStep(int64_t run_id, const StepRecord& step,
+                    const std::vector<TrajectoryRecord>& trajectories,
+                    const std::vector<EventRecord>& events,
+                    const std::vector<DecisionRecord>& decisions);
+  /// Records decisions or events outside a step (for example the initial plan).
+  Status RecordDecisions(int64_t run_id, const std::vector<DecisionRecord>& decisions);
+  /// Sets the final status (kRunOk, kRunFailed, kRunInterrupted), error text and end time.
+  Status FinishRun(int64_t run_id, const std::string& status, const std::string& error,
+                   const std::string& ended_at);
+  /// Creates a comparison and returns its id.
+  Result<int64_t> CreateComparison(const std::string& name, const std::string& created_at);
+  /// Adds a run to a comparison (appended after the runs already in it).
+  Status AddToComparison(int64_t comparison_id, int64_t run_id);
+
+  // --- Reading ---------------------------------------------------------------------------------
+
+  /// All runs, oldest first.
+  Result<std::vector<RunInfo>> ListRuns();
+  /// kNotFound for an unknown id.
+  Result<RunInfo> GetRun(int64_t run_id);
+  /// The steps of a run, by step.
+  Result<std::vector<StepRecord>> Steps(int64_t run_id);
+  /// The trajectories of a run, by id.
+  Result<std::vector<TrajectoryRecord>> Trajectories(int64_t run_id);
+  /// The decisions of a run, by seq.
+  Result<std::vector<DecisionRecord>> Decisions(int64_t run_id);
+  /// The events of a run, by seq.
+  Result<std::vector<EventRecord>> Events(int64_t run_id);
+  /// All comparisons, oldest first.
+  Result<std::vector<ComparisonInfo>> ListComparisons();
+  /// kNotFound for an unknown id.
+  Result<ComparisonInfo> GetComparison(int64_t comparison_id);
+
+ private:
+  class Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace libra::store

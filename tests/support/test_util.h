@@ -1,0 +1,72 @@
+// Helpers shared by the tests: Status assertions, temporary folders, golden files, and running the
+// built libra binary.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+#define EXPECT_OK(expr)                                    \
+  do {                                                     \
+    const ::libra::Status libra_s_ = ::libra::test::ToStatus(expr); \
+    EXPECT_TRUE(libra_s_.ok()) << libra_s_.ToString();     \
+  } while (false)
+#define ASSERT_OK(expr)                                    \
+  do {                                                     \
+    const ::libra::Status libra_s_ = ::libra::test::ToStatus(expr); \
+    ASSERT_TRUE(libra_s_.ok()) << libra_s_.ToString();     \
+  } while (false)
+
+namespace libra::test {
+
+inline Status ToStatus(const Status& s) { return s; }
+template <typename T>
+Status ToStatus(const Result<T>& r) {
+  return r.status();
+}
+
+/// A fresh folder under the system temp dir, removed (with its contents) on destruction.
+class ScopedTempDir {
+ public:
+  ScopedTempDir();
+  ~ScopedTempDir();
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  /// path() / name, as a string.
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Writes `text` to `path`, creating parent folders.
+void WriteFile(const std::string& path, const std::string& text);
+/// The whole file; fails the test when it cannot be read.
+std::string ReadFile(const std::string& path);
+
+/// A path under the source tree, e.g. SourcePath("recipes/quickstart.toml").
+std::string SourcePath(const std::string& relative);
+
+/// Compares `actual` with the golden file tests/golden/<name>. The file starts with '#' header
+/// lines (name, description), then a line "----", then the expected text. With
+/// LIBRA_UPDATE_GOLDEN=1 in the environment the file is rewritten instead (keeping its header).
+void ExpectGolden(const std::string& name, const std::string& description,
+                  const std::string& actual);
+
+/// The result of running the built libra binary.
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+/// Runs `libra <args>` in `cwd` (the source tree when empty), with stdin closed.
+CommandResult RunLibra(const std::vector<std::string>& args, const std::string& cwd = "");
+
+}  // namespace libra::test
