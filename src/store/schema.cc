@@ -1,0 +1,225 @@
+#include "store/schema.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/strings.h"
+
+namespace libra::store {
+namespace {
+
+// Version 1: every table of the first libra. Column names are the field names of the records in
+// store/records.h, so that users can query them by the names they read in the code and the docs
+// (docs/schema.md). Times are seconds (REAL) since the run's start; booleans are 0 or 1.
+constexpr char kSchemaV1[] = R"sql(
+CREATE TABLE comparisons (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  name       TEXT    NOT NULL,
+  created_at TEXT    NOT NULL
+);
+
+CREATE TABLE runs (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  name          TEXT    NOT NULL,
+  system        TEXT    NOT NULL,
+  router        TEXT    NOT NULL,
+  planner       TEXT    NOT NULL,
+  backend       TEXT    NOT NULL,
+  seed          INTEGER NOT NULL,  -- the uint64 seed's bit pattern as a signed 64-bit integer
+  steps_planned INTEGER NOT NULL,
+  gpus          INTEGER NOT NULL,
+  recipe_source TEXT    NOT NULL,
+  recipe_toml   TEXT    NOT NULL,
+  git_revision  TEXT    NOT NULL,
+  libra_version TEXT    NOT NULL,
+  started_at    TEXT    NOT NULL,
+  ended_at      TEXT,              -- NULL while running
+  status        TEXT    NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'ok', 'failed', 'interrupted')),
+  error         TEXT    NOT NULL DEFAULT '',
+  comparison_id INTEGER REFERENCES comparisons (id) ON DELETE SET NULL
+);
+CREATE INDEX idx_runs_comparison ON runs (comparison_id);
+
+CREATE TABLE comparison_runs (
+  comparison_id INTEGER NOT NULL REFERENCES comparisons (id) ON DELETE CASCADE,
+  run_id        INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  position      INTEGER NOT NULL,
+  PRIMARY KEY (comparison_id, position),
+  UNIQUE (comparison_id, run_id)
+);
+CREATE INDEX idx_comparison_runs_run ON comparison_runs (run_id);
+
+CREATE TABLE steps (
+  run_id           INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step             INTEGER NOT NULL,
+  start_s          REAL    NOT NULL,
+  end_s            REAL    NOT NULL,
+  rollout_s        REAL    NOT NULL,
+  train_s          REAL    NOT NULL,
+  sync_s           REAL    NOT NULL,
+  wait_s           REAL    NOT NULL,
+  trajectories     INTEGER NOT NULL,
+  turns            INTEGER NOT NULL,
+  tool_calls       INTEGER NOT NULL,
+  prompt_tokens    INTEGER NOT NULL,
+  generated_tokens INTEGER NOT NULL,
+  reward_mean      REAL    NOT NULL,
+  policy_version   INTEGER NOT NULL,
+  max_lag          INTEGER NOT NULL,
+  rollout_gpus     INTEGER NOT NULL,
+  train_gpus       INTEGER NOT NULL,
+  PRIMARY KEY (run_id, step)
+) WITHOUT ROWID;
+
+CREATE TABLE trajectories (
+  run_id           INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  id               INTEGER NOT NULL,
+  prompt           INTEGER NOT NULL,
+  sample           INTEGER NOT NULL,
+  step             INTEGER NOT NULL,
+  version          INTEGER NOT NULL,
+  turns            INTEGER NOT NULL,
+  tool_calls       INTEGER NOT NULL,
+  prompt_tokens    INTEGER NOT NULL,
+  generated_tokens INTEGER NOT NULL,
+  start_s          REAL    NOT NULL,
+  end_s            REAL    NOT NULL,
+  reward           REAL    NOT NULL,
+  truncated        INTEGER NOT NULL CHECK (truncated IN (0, 1)),
+  instances        TEXT    NOT NULL,
+  migrations       INTEGER NOT NULL,
+  PRIMARY KEY (run_id, id)
+) WITHOUT ROWID;
+CREATE INDEX idx_trajectories_run_step ON trajectories (run_id, step);
+
+CREATE TABLE decisions (
+  run_id           INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  seq              INTEGER NOT NULL,
+  at_s             REAL    NOT NULL,
+  step             INTEGER NOT NULL,
+  planner          TEXT    NOT NULL,
+  reason           TEXT    NOT NULL,
+  train_gpus       INTEGER NOT NULL,
+  rollout_gpus     INTEGER NOT NULL,
+  layout           TEXT    NOT NULL,
+  predicted_step_s REAL,             -- NULL when the planner made no prediction
+  applied          INTEGER NOT NULL CHECK (applied IN (0, 1)),
+  PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX idx_decisions_run_step ON decisions (run_id, step);
+
+CREATE TABLE events (
+  run_id     INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  seq        INTEGER NOT NULL,
+  kind       TEXT    NOT NULL,
+  start_s    REAL    NOT NULL,
+  end_s      REAL    NOT NULL,
+  resource   TEXT    NOT NULL,
+  trajectory INTEGER,                -- NULL for events of no trajectory (train, sync)
+  step       INTEGER NOT NULL,
+  detail     TEXT    NOT NULL,
+  PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX idx_events_run_step ON events (run_id, step);
+)sql";
+
+Result<int> UserVersion(Db& db) {
+  LIBRA_ASSIGN_OR_RETURN(const int64_t version,
+                         db.QueryInt64("PRAGMA user_version", "read the schema version"));
+  return static_cast<int>(version);
+}
+
+}  // namespace
+
+const std::vector<Migration>& SchemaMigrations() {
+  static const std::vector<Migration>* const migrations = new std::vector<Migration>{
+      {1, "runs, steps, trajectories, decisions, events, comparisons", kSchemaV1},
+  };
+  return *migrations;
+}
+
+Status ValidateMigrations(const std::vector<Migration>& migrations) {
+  if (migrations.empty()) return Status::Internal("the list of schema migrations is empty");
+  for (size_t i = 0; i < migrations.size(); ++i) {
+    const int expected = static_cast<int>(i) + 1;
+    if (migrations[i].version != expected) {
+      return Status::Internal(StrFormat(
+          "schema migration %zu (\"%s\") has version %d, expected %d: versions must be 1, 2, 3, "
+          "... in order",
+          i, migrations[i].description.c_str(), migrations[i].version, expected));
+    }
+  }
+  return Status();
+}
+
+Result<int> CheckSchema(Db& db, const std::vector<Migration>& migrations) {
+  LIBRA_ASSIGN_OR_RETURN(const int64_t application_id,
+                         db.QueryInt64("PRAGMA application_id", "read the application id"));
+  LIBRA_ASSIGN_OR_RETURN(const int version, UserVersion(db));
+
+  if (application_id != kApplicationId) {
+    // Not stamped by libra. Only an empty database (a new file) may become one.
+    std::vector<std::string> names;
+    LIBRA_ASSIGN_OR_RETURN(
+        Statement list,
+        db.Prepare("SELECT type || ' ' || name FROM sqlite_master "
+                   "WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name",
+                   "list the schema", /*persistent=*/false));
+    LIBRA_RETURN_IF_ERROR(list.ForEachRow([&names](const Statement& row) {
+      names.push_back(row.Text(0));
+      return Status();
+    }));
+    if (application_id != 0 || version != 0 || !names.empty()) {
+      std::string holds;
+      if (application_id != 0) {
+        holds = StrFormat("application_id 0x%08llx",
+                          static_cast<unsigned long long>(static_cast<uint32_t>(application_id)));
+      } else if (names.empty()) {
+        holds = StrFormat("user_version %d but no tables", version);
+      } else {
+        constexpr size_t kShown = 5;
+        std::vector<std::string> shown(names.begin(),
+                                       names.begin() + std::min(names.size(), kShown));
+        holds = StrJoin(shown, ", ");
+        if (names.size() > kShown) holds += StrFormat(", and %zu more", names.size() - kShown);
+      }
+      return Status::Store(db.path(), "an SQLite database, but not a libra results database (" +
+                                          holds + "); libra leaves it unchanged, use another --db");
+    }
+  }
+
+  const int newest = migrations.empty() ? 0 : migrations.back().version;
+  if (version > newest) {
+    return Status::Store(db.path(),
+                         StrFormat("schema version %d is newer than this libra supports (%d); use "
+                                   "a newer libra or another --db",
+                                   version, newest));
+  }
+  return version;
+}
+
+Result<int> ApplyMigrations(Db& db, const std::vector<Migration>& migrations) {
+  LIBRA_RETURN_IF_ERROR(ValidateMigrations(migrations));
+  LIBRA_ASSIGN_OR_RETURN(int version, UserVersion(db));
+  for (const Migration& migration : migrations) {
+    if (migration.version <= version) continue;
+    const std::string what =
+        StrFormat("schema migration %d (%s)", migration.version, migration.description.c_str());
+    LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
+                           Transaction::Begin(db, Transaction::Mode::kWrite));
+    // Another process may have migrated the file between our read and our write lock.
+    LIBRA_ASSIGN_OR_RETURN(version, UserVersion(db));
+    if (migration.version <= version) continue;
+    LIBRA_RETURN_IF_ERROR(db.Exec(migration.sql, what));
+    // PRAGMAs take no parameters; both values are integers from this file, not user input.
+    LIBRA_RETURN_IF_ERROR(db.Exec(StrFormat("PRAGMA user_version = %d; PRAGMA application_id = %d",
+                                            migration.version, kApplicationId),
+                                  what + ": set the schema version"));
+    LIBRA_RETURN_IF_ERROR(transaction.Commit());
+    version = migration.version;
+  }
+  return version;
+}
+
+}  // namespace libra::store
