@@ -54,18 +54,21 @@ int Main(int argc, char** argv) {
   int exit_code = kExitOk;
 
   auto run = std::make_shared<RecipeOptions>();
-  CLI::App* run_cmd = app.add_subcommand(
-      "run", "Run the recipe's [system] and record it.\n"
-             "Prints a summary; `libra report` shows the steps. A progress line is drawn\n"
-             "when stdout is a terminal. Ctrl-C stops cleanly (the run is marked interrupted).");
+  CLI::App* run_cmd = app.add_subcommand("run", "Run the recipe's [system] and record it");
+  run_cmd->footer(
+      "Prints a summary; `libra report` shows the steps. A progress line is drawn when stdout\n"
+      "is a terminal. Ctrl-C stops cleanly: the run is recorded as interrupted.\n\n" +
+      std::string(kFooter));
   AddRecipeOptions(run_cmd, run.get());
   run_cmd->callback([&] { exit_code = RunRun(*run, io); });
 
   auto compare = std::make_shared<CompareOptions>();
-  CLI::App* compare_cmd = app.add_subcommand(
-      "compare", "Run [system] and every [[baselines]] entry on the identical workload\n"
-                 "(same seed, same trajectories), record them as one comparison, and print\n"
-                 "them side by side with the speedup over the first baseline.");
+  CLI::App* compare_cmd =
+      app.add_subcommand("compare", "Run [system] and every [[baselines]] entry side by side");
+  compare_cmd->footer(
+      "Every system runs on the identical workload (same seed, same trajectories). The runs\n"
+      "are recorded as one comparison; the table shows the speedup over the first baseline.\n\n" +
+      std::string(kFooter));
   AddRecipeOptions(compare_cmd, &compare->common);
   compare_cmd->add_option("--systems", compare->systems,
                           "Only these systems, in this order (comma separated)")
@@ -74,9 +77,11 @@ int Main(int argc, char** argv) {
   compare_cmd->callback([&] { exit_code = RunCompare(*compare, io); });
 
   auto report = std::make_shared<ReportOptions>();
-  CLI::App* report_cmd = app.add_subcommand(
-      "report", "Show recorded runs. With no run ids: the latest comparison, or the latest\n"
-                "run. With ids: those runs side by side. --list: what the database holds.");
+  CLI::App* report_cmd = app.add_subcommand("report", "Show recorded runs and comparisons");
+  report_cmd->footer(
+      "With no run ids: the latest comparison, or the latest run with its steps. With ids:\n"
+      "those runs side by side. --list: what the database holds.\n\n" +
+      std::string(kFooter));
   report_cmd->add_option("runs", report->runs, "Run ids (see --list)")->type_name("RUN");
   report_cmd->add_option("--db", report->db, "Results database")
       ->capture_default_str()
@@ -93,9 +98,12 @@ int Main(int argc, char** argv) {
   report_cmd->callback([&] { exit_code = RunReport(*report, io); });
 
   auto plan = std::make_shared<PlanOptions>();
-  CLI::App* plan_cmd = app.add_subcommand(
-      "plan", "The planner alone: the GPU split and rollout layout each system's planner\n"
-              "chooses for the recipe's cluster, and why. Runs nothing.");
+  CLI::App* plan_cmd =
+      app.add_subcommand("plan", "The planner alone: each system's GPU split and layout");
+  plan_cmd->footer(
+      "Shows the training / rollout split and rollout layout that each system's planner\n"
+      "chooses for the recipe's cluster, and why. Runs nothing.\n\n" +
+      std::string(kFooter));
   AddRecipeOptions(plan_cmd, &plan->common);
   plan_cmd->add_option("--systems", plan->systems, "Only these systems (comma separated)")
       ->delimiter(',')
@@ -103,10 +111,12 @@ int Main(int argc, char** argv) {
   plan_cmd->callback([&] { exit_code = RunPlan(*plan, io); });
 
   auto validate = std::make_shared<RecipeOptions>();
-  CLI::App* validate_cmd = app.add_subcommand(
-      "validate", "Check a recipe without running it: every error (unknown keys, wrong types,\n"
-                  "missing fields, impossible values, unknown policies or options) is\n"
-                  "printed as file:line:column: key.path: problem. Exits 2 on any error.");
+  CLI::App* validate_cmd =
+      app.add_subcommand("validate", "Check a recipe without running it");
+  validate_cmd->footer(
+      "Every error (unknown keys, wrong types, missing fields, impossible values, unknown\n"
+      "policies or options) is printed as file:line:column: key.path: problem.\n\n" +
+      std::string(kFooter));
   AddRecipeOptions(validate_cmd, validate.get());
   validate_cmd->callback([&] { exit_code = RunValidate(*validate, io); });
 

@@ -152,6 +152,10 @@ struct Diagnostic {
   bool operator==(const Diagnostic&) const = default;
 };
 
+/// Orders diagnostics as a reader meets them: by line and column of the file, then the --set
+/// overrides in the order given. Stable.
+void SortDiagnostics(std::vector<Diagnostic>* diagnostics);
+
 /// kInvalidRecipe listing every diagnostic, one per line; OK when there are none.
 Status DiagnosticsToStatus(const std::vector<Diagnostic>& diagnostics);
 

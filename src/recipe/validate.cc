@@ -1,6 +1,8 @@
 // ValidateRecipe: the checks on a Recipe that need no TOML and no registry.
 #include <algorithm>
+#include <cstdlib>
 #include <set>
+#include <tuple>
 
 #include "common/strings.h"
 #include "recipe/recipe.h"
@@ -68,6 +70,34 @@ std::string Recipe::Where(const std::string& key_path) const {
     p = cut == std::string::npos ? "" : p.substr(0, cut);
   }
   return source.empty() ? "<recipe>" : source + ":1:1";
+}
+
+namespace {
+
+/// (0, line, column) for "file:line:col", (1, 0, 0) for anything else (overrides).
+std::tuple<int, long, long> SortKey(const std::string& where) {
+  const std::vector<std::string> parts = StrSplit(where, ':');
+  if (parts.size() >= 3) {
+    char* end_line = nullptr;
+    char* end_column = nullptr;
+    const std::string& line = parts[parts.size() - 2];
+    const std::string& column = parts[parts.size() - 1];
+    const long l = std::strtol(line.c_str(), &end_line, 10);
+    const long c = std::strtol(column.c_str(), &end_column, 10);
+    if (!line.empty() && !column.empty() && *end_line == '\0' && *end_column == '\0') {
+      return {0, l, c};
+    }
+  }
+  return {1, 0, 0};
+}
+
+}  // namespace
+
+void SortDiagnostics(std::vector<Diagnostic>* diagnostics) {
+  std::stable_sort(diagnostics->begin(), diagnostics->end(),
+                   [](const Diagnostic& a, const Diagnostic& b) {
+                     return SortKey(a.where) < SortKey(b.where);
+                   });
 }
 
 Status DiagnosticsToStatus(const std::vector<Diagnostic>& diagnostics) {

@@ -1,0 +1,145 @@
+// End to end: `libra run` and `libra compare` on the built binary.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "cli/cli_fixture.h"
+#include "common/strings.h"
+
+namespace libra::test {
+namespace {
+
+class CmdRunTest : public CliFixture {};
+
+TEST_F(CmdRunTest, RunPrintsSummaryAndRecordsSteps) {
+  // `libra run recipes/quickstart.toml`: a summary on stdout, the steps in the database.
+  CopyRecipe("quickstart.toml");
+  const CommandResult r = Libra({"run", "quickstart.toml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  ExpectGolden("cli/run_quickstart.txt", "libra run quickstart.toml (default database)", r.out);
+  const CommandResult steps = Libra({"report", "--steps", "--format", "csv", "1"});
+  ASSERT_EQ(steps.exit_code, 0) << steps.err;
+  EXPECT_EQ(StrSplit(steps.out, '\n').size(), 12u);  // header + 10 steps + trailing newline
+}
+
+TEST_F(CmdRunTest, SameSeedRecordsIdenticalNumbers) {
+  // Two runs with the same seed record the same steps; another seed records different ones.
+  CopyRecipe("quickstart.toml");
+  ASSERT_EQ(Libra({"run", "-q", "quickstart.toml"}).exit_code, 0);
+  ASSERT_EQ(Libra({"run", "-q", "quickstart.toml"}).exit_code, 0);
+  ASSERT_EQ(Libra({"run", "-q", "--seed", "2", "quickstart.toml"}).exit_code, 0);
+  const std::string a = Libra({"report", "--steps", "--format", "csv", "1"}).out;
+  const std::string b = Libra({"report", "--steps", "--format", "csv", "2"}).out;
+  const std::string c = Libra({"report", "--steps", "--format", "csv", "3"}).out;
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST_F(CmdRunTest, QuietPrintsNothing) {
+  // --quiet: no output on success.
+  CopyRecipe("quickstart.toml");
+  const CommandResult r = Libra({"run", "--quiet", "--steps", "2", "quickstart.toml"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(CmdRunTest, CompareRunsEverySystemOnOneWorkload) {
+  // `libra compare`: one table, speedups over the first baseline, one comparison recorded.
+  CopyRecipe("quickstart.toml");
+  const CommandResult r = Libra({"compare", "quickstart.toml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("cli/compare_quickstart.txt", "libra compare quickstart.toml", r.out);
+  const CommandResult list = Libra({"report", "--list", "--format", "csv"});
+  EXPECT_NE(list.out.find("3,quickstart,sync-split,sim,"), std::string::npos) << list.out;
+}
+
+TEST_F(CmdRunTest, CompareSystemsSelectsAndOrders) {
+  // --systems picks systems by name and order; an unknown name is a usage error.
+  CopyRecipe("quickstart.toml");
+  const CommandResult r =
+      Libra({"compare", "--steps", "2", "--systems", "sync-split,async-split", "quickstart.toml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(r.out.find("run 1: quickstart, system 'sync-split'"),
+            r.out.find("run 2: quickstart, system 'async-split'"));
+  const CommandResult bad = Libra({"compare", "--systems", "nope", "quickstart.toml"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err,
+            "libra: error: --systems: 'nope' is not a system of quickstart.toml (it has: "
+            "async-split, sync-colocated, sync-split)\n");
+}
+
+TEST_F(CmdRunTest, BadRecipeExitsTwoWithEveryError) {
+  // Recipe errors: exit 2, every problem on stderr, nothing recorded.
+  WriteFile(dir_.File("bad.toml"), "name = \"b\"\nstesp = 3\n[cluster]\nnodes = 0\n");
+  const CommandResult r = Libra({"run", "bad.toml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "bad.toml:1:1: model.name: required field is missing\n"
+            "bad.toml:1:1: rl.prompts_per_step: required field is missing\n"
+            "bad.toml:1:1: rl.group_size: required field is missing\n"
+            "bad.toml:2:9: stesp: unknown key; did you mean 'steps'?\n"
+            "bad.toml:3:1: cluster.gpus_per_node: required field is missing\n"
+            "bad.toml:4:9: cluster.nodes: must be at least 1 (got 0)\n"
+            "libra: the recipe has 6 errors\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("results/libra.db")));
+}
+
+TEST_F(CmdRunTest, MissingRecipeIsAUsageError) {
+  // A recipe path that does not exist: exit 2 and the path in the message.
+  const CommandResult r = Libra({"run", "nowhere.toml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "libra: error: nowhere.toml: cannot read the recipe file\n");
+}
+
+TEST_F(CmdRunTest, CorruptDatabaseIsRefusedAndKept) {
+  // A --db that is not a database: exit 1, a clear error, the file untouched.
+  CopyRecipe("quickstart.toml");
+  WriteFile(dir_.File("junk.db"), std::string(4096, 'x'));
+  const CommandResult r = Libra({"run", "--db", "junk.db", "quickstart.toml"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("junk.db"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadFile(dir_.File("junk.db")), std::string(4096, 'x'));
+}
+
+TEST_F(CmdRunTest, CtrlCStopsCleanlyAndMarksTheRunInterrupted) {
+  // SIGINT during a long run: exit 130, the run recorded as interrupted with its steps so far.
+  CopyRecipe("quickstart.toml");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir_.path().c_str()) != 0) _exit(127);
+    const int null_fd = open("/dev/null", O_RDWR);
+    dup2(null_fd, 0);
+    dup2(null_fd, 1);
+    dup2(null_fd, 2);
+    execl(LIBRA_BINARY, LIBRA_BINARY, "run", "--steps", "1000000", "quickstart.toml",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until the run has recorded a step or two.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool started = false;
+  while (!started && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const CommandResult steps = Libra({"report", "--steps", "--format", "csv", "1"});
+    started = steps.exit_code == 0 && StrSplit(steps.out, '\n').size() > 3;
+  }
+  ASSERT_TRUE(started) << "the run did not start recording";
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const CommandResult list = Libra({"report", "--list", "--format", "csv"});
+  EXPECT_NE(list.out.find(",interrupted,"), std::string::npos) << list.out;
+}
+
+}  // namespace
+}  // namespace libra::test

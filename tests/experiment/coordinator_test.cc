@@ -1,0 +1,253 @@
+#include "experiment/coordinator.h"
+
+#include <gtest/gtest.h>
+
+#include "planner/static_planner.h"
+#include "sched/least_conn.h"
+#include "sim/simple_sim.h"
+#include "common/strings.h"
+#include "support/test_util.h"
+
+#include <map>
+#include <set>
+
+namespace libra::experiment {
+namespace {
+
+/// Every trajectory: two turns of 100 tokens with one tool call between; prompts of 50 tokens.
+class FixedWorkload : public workload::Workload {
+ public:
+  workload::PromptInfo Prompt(int64_t index) const override { return {index, 50}; }
+  workload::TrajectoryScript Script(int64_t prompt, int sample, int) const override {
+    workload::TrajectoryScript s;
+    workload::TurnScript first;
+    first.generated_tokens = 100;
+    first.end = workload::TurnEnd::kToolCall;
+    first.tool = "t";
+    first.tool_output_tokens = 10;
+    workload::TurnScript second;
+    second.generated_tokens = 100;
+    second.end = workload::TurnEnd::kStop;
+    s.turns = {first, second};
+    s.reward = (prompt + sample) % 2 == 0 ? 1 : 0;
+    return s;
+  }
+};
+
+class MemoryRecorder : public Recorder {
+ public:
+  Status RecordStep(const store::StepRecord& step,
+                    const std::vector<store::TrajectoryRecord>& step_trajectories,
+                    const std::vector<store::EventRecord>& step_events,
+                    const std::vector<store::DecisionRecord>& step_decisions) override {
+    steps.push_back(step);
+    trajectories.insert(trajectories.end(), step_trajectories.begin(), step_trajectories.end());
+    events.insert(events.end(), step_events.begin(), step_events.end());
+    decisions.insert(decisions.end(), step_decisions.begin(), step_decisions.end());
+    return Status();
+  }
+  std::vector<store::StepRecord> steps;
+  std::vector<store::TrajectoryRecord> trajectories;
+  std::vector<store::EventRecord> events;
+  std::vector<store::DecisionRecord> decisions;
+};
+
+/// A router that places nothing: the pipeline must report a stall, not hang.
+class NeverRouter : public sched::Router {
+ public:
+  std::string_view Name() const override { return "never"; }
+  sched::RouteDecision Route(const sched::RouteRequest&,
+                             std::span<const sched::InstanceState>) override {
+    return {std::nullopt, "never"};
+  }
+};
+
+struct Harness {
+  explicit Harness(CoordinatorConfig c, recipe::SimSpec spec = Spec())
+      : config(c), sim(spec, workload), planner(std::optional<int>(4), 1), router(0) {}
+
+  static recipe::SimSpec Spec() {
+    recipe::SimSpec spec;
+    spec.decode_s_per_token = 0.01;  // 100 tokens: 1 s on TP 1
+    spec.prefill_s_per_token = 0;
+    spec.tool_s = 2;
+    spec.train_gpu_s_per_token = 0.01;
+    spec.sync_s = 1;
+    spec.max_batch_per_gpu = 64;
+    return spec;
+  }
+
+  Result<RunSummary> Run(std::function<bool()> interrupted = {}) {
+    Coordinator coordinator(config, workload, router, planner, sim, recorder);
+    return coordinator.Run(interrupted, {});
+  }
+
+  CoordinatorConfig config;
+  FixedWorkload workload;
+  sim::SimpleSim sim;
+  planner::StaticPlanner planner;
+  sched::LeastConnRouter router;
+  MemoryRecorder recorder;
+};
+
+CoordinatorConfig Config(int steps, int staleness) {
+  CoordinatorConfig c;
+  c.steps = steps;
+  c.prompts_per_step = 2;
+  c.group_size = 2;
+  c.staleness = staleness;
+  c.sync_interval = 1;
+  c.nodes = 1;
+  c.gpus_per_node = 8;
+  return c;
+}
+
+TEST(CoordinatorTest, SynchronousStepsRollOutThenTrainThenSync) {
+  // Staleness 0: turn 1 s, tool 2 s, turn 1 s -> rollout 4 s; train 4 x 260 tokens x 0.01 / 4
+  // GPUs = 2.6 s; sync 1 s. Every step takes 7.6 s, the last one has no sync.
+  Harness h(Config(3, 0));
+  auto summary = h.Run();
+  ASSERT_OK(summary);
+  ASSERT_EQ(h.recorder.steps.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE(k);
+    const store::StepRecord& s = h.recorder.steps[static_cast<size_t>(k)];
+    EXPECT_EQ(s.step, k);
+    EXPECT_DOUBLE_EQ(s.start_s, 7.6 * k);
+    EXPECT_DOUBLE_EQ(s.rollout_s, 4.0);
+    EXPECT_NEAR(s.train_s, 2.6, 1e-9);
+    EXPECT_DOUBLE_EQ(s.sync_s, k < 2 ? 1.0 : 0.0);
+    EXPECT_DOUBLE_EQ(s.wait_s, 4.0);
+    EXPECT_EQ(s.trajectories, 4);
+    EXPECT_EQ(s.turns, 8);
+    EXPECT_EQ(s.tool_calls, 4);
+    EXPECT_EQ(s.generated_tokens, 800);
+    EXPECT_EQ(s.prompt_tokens, 200);
+    EXPECT_EQ(s.max_lag, 0);
+    EXPECT_DOUBLE_EQ(s.reward_mean, 0.5);
+    EXPECT_EQ(s.train_gpus, 4);
+    EXPECT_EQ(s.rollout_gpus, 4);
+  }
+  EXPECT_NEAR(summary->elapsed_s, 7.6 * 2 + 6.6, 1e-9);
+  EXPECT_EQ(summary->trajectories, 12);
+  EXPECT_EQ(summary->turns, 24);
+}
+
+TEST(CoordinatorTest, BoundedStalenessOverlapsRolloutWithTraining) {
+  // Staleness 1: step 1 rolls out while step 0 trains, so the run is shorter and lags reach 1
+  // but never more.
+  Harness sync_run(Config(4, 0));
+  Harness async_run(Config(4, 1));
+  ASSERT_OK(sync_run.Run());
+  auto summary = async_run.Run();
+  ASSERT_OK(summary);
+  EXPECT_LT(async_run.recorder.steps.back().end_s, sync_run.recorder.steps.back().end_s);
+  int max_lag = 0;
+  for (const store::StepRecord& s : async_run.recorder.steps) max_lag = std::max(max_lag, s.max_lag);
+  EXPECT_EQ(max_lag, 1);
+  for (const store::TrajectoryRecord& t : async_run.recorder.trajectories) {
+    EXPECT_GE(t.version, t.step - 1) << "trajectory " << t.id;
+  }
+  // Steps 0 and 1 both start rolling out at time 0.
+  EXPECT_DOUBLE_EQ(async_run.recorder.trajectories[4].start_s, 0.0);
+}
+
+TEST(CoordinatorTest, RecordsEveryTrajectoryOnceInItsStep) {
+  // Batches are complete GRPO groups: P prompts x n samples, each trajectory exactly once.
+  Harness h(Config(2, 1));
+  ASSERT_OK(h.Run());
+  ASSERT_EQ(h.recorder.trajectories.size(), 8u);
+  std::set<int64_t> ids;
+  for (const store::TrajectoryRecord& t : h.recorder.trajectories) {
+    EXPECT_TRUE(ids.insert(t.id).second);
+    EXPECT_EQ(t.prompt / 2, t.step);
+    EXPECT_EQ(t.turns, 2);
+    EXPECT_EQ(t.tool_calls, 1);
+    EXPECT_EQ(t.generated_tokens, 200);
+    EXPECT_FALSE(t.truncated);
+    EXPECT_EQ(StrSplit(t.instances, ',').size(), 2u);
+    EXPECT_GT(t.end_s, t.start_s);
+  }
+}
+
+TEST(CoordinatorTest, RecordsTheInitialPlanAndSpans) {
+  // The planner's first decision and one span per turn, tool, train and sync are recorded.
+  Harness h(Config(2, 0));
+  ASSERT_OK(h.Run());
+  ASSERT_EQ(h.recorder.decisions.size(), 1u);
+  EXPECT_EQ(h.recorder.decisions[0].planner, "static");
+  EXPECT_EQ(h.recorder.decisions[0].layout, "train 4 | rollout tp1x4");
+  EXPECT_TRUE(h.recorder.decisions[0].applied);
+  std::map<std::string, int> kinds;
+  for (const store::EventRecord& e : h.recorder.events) {
+    ++kinds[e.kind];
+    EXPECT_LE(e.start_s, e.end_s) << e.kind;
+  }
+  EXPECT_EQ(kinds["turn"], 16);
+  EXPECT_EQ(kinds["tool"], 8);
+  EXPECT_EQ(kinds["train"], 2);
+  EXPECT_EQ(kinds["sync"], 1);
+}
+
+TEST(CoordinatorTest, SameInputsGiveIdenticalRecords) {
+  // Determinism: two runs record exactly the same rows.
+  Harness a(Config(5, 1));
+  Harness b(Config(5, 1));
+  ASSERT_OK(a.Run());
+  ASSERT_OK(b.Run());
+  EXPECT_EQ(a.recorder.steps, b.recorder.steps);
+  EXPECT_EQ(a.recorder.trajectories, b.recorder.trajectories);
+  EXPECT_EQ(a.recorder.events, b.recorder.events);
+}
+
+TEST(CoordinatorTest, SyncIntervalSkipsSyncs) {
+  // sync_interval 2 with staleness 1: weights are pushed after steps 1 and 3 only.
+  CoordinatorConfig c = Config(5, 1);
+  c.sync_interval = 2;
+  Harness h(c);
+  ASSERT_OK(h.Run());
+  std::vector<int> synced;
+  for (const store::StepRecord& s : h.recorder.steps) {
+    if (s.sync_s > 0) synced.push_back(s.step);
+  }
+  EXPECT_EQ(synced, (std::vector<int>{1, 3}));
+}
+
+TEST(CoordinatorTest, InterruptStopsBetweenEvents) {
+  // An interrupt request ends the run with kInterrupted; steps done so far stay recorded.
+  Harness h(Config(50, 0));
+  int polls = 0;
+  auto summary = h.Run([&] { return ++polls > 40; });
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), StatusCode::kInterrupted);
+  EXPECT_FALSE(h.recorder.steps.empty());
+  EXPECT_LT(h.recorder.steps.size(), 50u);
+}
+
+TEST(CoordinatorTest, StallIsAnErrorNotAHang) {
+  // A router that never places a turn leaves nothing in flight: the run fails and says why.
+  FixedWorkload workload;
+  sim::SimpleSim sim(Harness::Spec(), workload);
+  planner::StaticPlanner planner(std::optional<int>(4), 1);
+  NeverRouter router;
+  MemoryRecorder recorder;
+  Coordinator coordinator(Config(1, 0), workload, router, planner, sim, recorder);
+  auto summary = coordinator.Run({}, {});
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), StatusCode::kInternal);
+  EXPECT_EQ(summary.status().message(),
+            "the pipeline stalled after 0 of 1 steps: nothing is in flight and no step can "
+            "start (4 trajectories waiting for an instance)");
+}
+
+TEST(CoordinatorTest, PlanThatDoesNotFitFails) {
+  // The planner's kUnschedulable reaches the caller.
+  Harness h(Config(1, 0));
+  h.config.gpus_per_node = 4;  // train_gpus 4 leaves nothing for rollout
+  auto summary = h.Run();
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), StatusCode::kUnschedulable);
+}
+
+}  // namespace
+}  // namespace libra::experiment

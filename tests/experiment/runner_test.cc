@@ -1,0 +1,198 @@
+#include "experiment/runner.h"
+
+#include <gtest/gtest.h>
+
+#include "recipe/recipe_parser.h"
+#include "sim/simple_sim.h"
+#include "support/test_util.h"
+
+namespace libra::experiment {
+namespace {
+
+constexpr const char* kRecipe = R"(name = "r"
+steps = 3
+
+[cluster]
+nodes = 1
+gpus_per_node = 8
+
+[model]
+name = "Qwen3-0.6B"
+
+[rl]
+prompts_per_step = 2
+group_size = 2
+staleness = 1
+
+[system]
+name = "main"
+[system.planner_options]
+train_gpus = 4
+
+[[baselines]]
+name = "colo"
+planner = "colocated"
+staleness = 0
+)";
+
+recipe::Recipe Parse(const std::string& text, const std::vector<std::string>& sets = {}) {
+  auto parsed = recipe::ParseRecipe(text, "r.toml", sets);
+  EXPECT_OK(parsed);
+  EXPECT_TRUE(parsed->diagnostics.empty());
+  return parsed->recipe;
+}
+
+std::vector<std::string> Validate(const std::vector<std::string>& sets) {
+  const recipe::Recipe r = Parse(kRecipe, sets);
+  std::vector<recipe::Diagnostic> d;
+  ValidateSystems(r, &d);
+  std::vector<std::string> out;
+  for (const recipe::Diagnostic& x : d) out.push_back(x.ToString());
+  return out;
+}
+
+BackendFactory Sim() {
+  return [](const recipe::Recipe& r,
+            const workload::Workload& w) -> Result<std::unique_ptr<backend::Backend>> {
+    return std::unique_ptr<backend::Backend>(std::make_unique<sim::SimpleSim>(r.sim, w));
+  };
+}
+
+TEST(RunnerTest, ValidRecipeHasNoSystemProblems) {
+  // The test recipe's systems exist, take their options and fit the cluster.
+  EXPECT_TRUE(Validate({}).empty());
+}
+
+TEST(RunnerTest, ValidateSystemsReportsPolicyProblems) {
+  // Unknown policies, bad options, a time-sharing planner with staleness, and a plan that does
+  // not fit: each is one diagnostic at the right place.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"system.router=fastest",
+       "--set system.router=fastest: system.router: unknown router 'fastest' (known: "
+       "least-conn, round-robin)"},
+      {"baselines[0].planner=grp",
+       "--set baselines[0].planner=grp: baselines[0].planner: unknown planner 'grp' (known: "
+       "colocated, static)"},
+      {"system.router_options.max_actve=3",
+       "--set system.router_options.max_actve=3: system.router_options.max_actve: unknown "
+       "option; did you mean 'max_active'? (known: max_active)"},
+      {"baselines[0].staleness=1",
+       "r.toml:23:11: baselines[0].planner: the colocated planner time-shares the GPUs, so it "
+       "needs staleness 0 (system 'colo' has 1); set baselines[0].staleness = 0"},
+      {"system.planner_options.train_gpus=8",
+       "r.toml:18:1: system.planner_options: no plan fits the cluster: train_gpus = 8 leaves "
+       "no GPU for rollout (the cluster has 8)"},
+  };
+  for (const auto& [set, expected] : cases) {
+    SCOPED_TRACE(set);
+    const std::vector<std::string> d = Validate({set});
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0], expected);
+  }
+}
+
+TEST(RunnerTest, RunSystemRecordsARun) {
+  // A run is recorded with its recipe, its steps and status ok.
+  test::ScopedTempDir dir;
+  auto store = store::Store::Open(dir.File("r.db"));
+  ASSERT_OK(store);
+  const recipe::Recipe r = Parse(kRecipe);
+  RunRequest request;
+  request.recipe = &r;
+  request.system = &r.system;
+  int progress_calls = 0;
+  request.progress = [&](const Progress& p) {
+    ++progress_calls;
+    EXPECT_EQ(p.steps_total, 3);
+  };
+  auto outcome = RunSystem(**store, request, Sim());
+  ASSERT_OK(outcome);
+  EXPECT_OK(outcome->status);
+  EXPECT_EQ(progress_calls, 3);
+  auto run = (*store)->GetRun(outcome->run_id);
+  ASSERT_OK(run);
+  EXPECT_EQ(run->status, store::kRunOk);
+  EXPECT_EQ(run->system, "main");
+  EXPECT_EQ(run->recipe_toml, r.effective_toml);
+  EXPECT_EQ(run->gpus, 8);
+  EXPECT_FALSE(run->ended_at.empty());
+  auto steps = (*store)->Steps(outcome->run_id);
+  ASSERT_OK(steps);
+  EXPECT_EQ(steps->size(), 3u);
+}
+
+TEST(RunnerTest, FailuresAndInterruptsAreRecorded) {
+  // A backend that cannot be built fails the run; an interrupt marks it interrupted.
+  test::ScopedTempDir dir;
+  auto store = store::Store::Open(dir.File("r.db"));
+  ASSERT_OK(store);
+  const recipe::Recipe r = Parse(kRecipe);
+  RunRequest request;
+  request.recipe = &r;
+  request.system = &r.system;
+  BackendFactory broken = [](const recipe::Recipe&, const workload::Workload&)
+      -> Result<std::unique_ptr<backend::Backend>> {
+    return Status::Backend("test", "no backend today");
+  };
+  auto failed = RunSystem(**store, request, broken);
+  ASSERT_OK(failed);
+  EXPECT_EQ(failed->status.code(), StatusCode::kBackend);
+  auto run = (*store)->GetRun(failed->run_id);
+  ASSERT_OK(run);
+  EXPECT_EQ(run->status, store::kRunFailed);
+  EXPECT_EQ(run->error, "test: no backend today");
+
+  request.interrupted = [] { return true; };
+  auto interrupted = RunSystem(**store, request, Sim());
+  ASSERT_OK(interrupted);
+  EXPECT_EQ(interrupted->status.code(), StatusCode::kInterrupted);
+  run = (*store)->GetRun(interrupted->run_id);
+  ASSERT_OK(run);
+  EXPECT_EQ(run->status, store::kRunInterrupted);
+}
+
+TEST(RunnerTest, ComparisonRunsShareTheWorkload) {
+  // Every system of a comparison sees the same trajectories (same seed), so the per-step
+  // rewards and token counts agree, while the times differ.
+  test::ScopedTempDir dir;
+  auto store = store::Store::Open(dir.File("r.db"));
+  ASSERT_OK(store);
+  const recipe::Recipe r = Parse(kRecipe);
+  auto comparison = (*store)->CreateComparison("r", NowIso8601());
+  ASSERT_OK(comparison);
+  std::vector<int64_t> ids;
+  for (const recipe::SystemSpec* s : AllSystems(r)) {
+    RunRequest request;
+    request.recipe = &r;
+    request.system = s;
+    request.comparison_id = *comparison;
+    auto outcome = RunSystem(**store, request, Sim());
+    ASSERT_OK(outcome);
+    ASSERT_OK(outcome->status);
+    ids.push_back(outcome->run_id);
+  }
+  auto info = (*store)->GetComparison(*comparison);
+  ASSERT_OK(info);
+  EXPECT_EQ(info->run_ids, ids);
+  auto a = (*store)->Steps(ids[0]);
+  auto b = (*store)->Steps(ids[1]);
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].generated_tokens, (*b)[i].generated_tokens);
+    EXPECT_EQ((*a)[i].reward_mean, (*b)[i].reward_mean);
+  }
+  EXPECT_NE(a->back().end_s, b->back().end_s);
+}
+
+TEST(RunnerTest, NowIso8601LooksLikeUtc) {
+  // "YYYY-MM-DDTHH:MM:SSZ".
+  const std::string now = NowIso8601();
+  ASSERT_EQ(now.size(), 20u);
+  EXPECT_EQ(now[10], 'T');
+  EXPECT_EQ(now.back(), 'Z');
+}
+
+}  // namespace
+}  // namespace libra::experiment

@@ -1,0 +1,90 @@
+#include "recipe/options.h"
+
+#include <gtest/gtest.h>
+
+#include "support/test_util.h"
+
+namespace libra::recipe {
+namespace {
+
+OptionValue Int(int64_t v, std::string where) {
+  OptionValue o;
+  o.kind = OptionValue::Kind::kInt;
+  o.int_value = v;
+  o.where = std::move(where);
+  return o;
+}
+
+OptionValue Str(std::string v, std::string where) {
+  OptionValue o;
+  o.kind = OptionValue::Kind::kString;
+  o.string_value = std::move(v);
+  o.where = std::move(where);
+  return o;
+}
+
+OptionTable Table(std::vector<OptionEntry> entries) {
+  OptionTable t;
+  t.entries = std::move(entries);
+  t.where = "r.toml:5:1";
+  t.path = "system.router_options";
+  return t;
+}
+
+TEST(OptionReaderTest, ReadsValuesAndDefaults) {
+  // Present keys are read, absent keys take the default, integers serve as doubles.
+  OptionValue list;
+  list.kind = OptionValue::Kind::kArray;
+  list.array = {Int(1, "a"), Int(2, "b")};
+  const OptionTable table = Table({{"cap", Int(4, "r.toml:6:7")},
+                                   {"mode", Str("fast", "r.toml:7:8")},
+                                   {"ratio", Int(2, "r.toml:8:9")},
+                                   {"tps", list}});
+  OptionReader reader(table);
+  EXPECT_EQ(reader.Int("cap", 0, 0, 10), 4);
+  EXPECT_EQ(reader.String("mode", "slow", {"slow", "fast"}), "fast");
+  EXPECT_DOUBLE_EQ(reader.Double("ratio", 0.5), 2.0);
+  EXPECT_EQ(reader.IntList("tps", {}), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(reader.Bool("flag", true));
+  EXPECT_EQ(reader.Int("absent", 9), 9);
+  EXPECT_OK(reader.Finish());
+}
+
+TEST(OptionReaderTest, CollectsEveryProblemWithLocations) {
+  // A wrong type, an out-of-range value, a bad choice and an unknown key: four lines.
+  const OptionTable table = Table({{"cap", Str("x", "r.toml:6:7")},
+                                   {"limit", Int(99, "r.toml:7:9")},
+                                   {"mode", Str("warp", "r.toml:8:8")},
+                                   {"modd", Int(1, "r.toml:9:8")}});
+  OptionReader reader(table);
+  reader.Int("cap", 0);
+  reader.Int("limit", 0, 0, 10);
+  reader.String("mode", "slow", {"slow", "fast"});
+  const Status s = reader.Finish();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidRecipe);
+  EXPECT_EQ(s.message(),
+            "r.toml:6:7: system.router_options.cap: expected an integer, got a string\n"
+            "r.toml:7:9: system.router_options.limit: must be in [0, 10] (got 99)\n"
+            "r.toml:8:8: system.router_options.mode: must be one of slow, fast (got 'warp')\n"
+            "r.toml:9:8: system.router_options.modd: unknown option; did you mean 'mode'? "
+            "(known: cap, limit, mode)");
+}
+
+TEST(OptionReaderTest, PolicyWithoutOptionsSaysSo) {
+  // Any key given to a policy that reads none is reported as such.
+  const OptionTable table = Table({{"x", Int(1, "r.toml:6:1")}});
+  OptionReader reader(table);
+  EXPECT_EQ(reader.Finish().message(),
+            "r.toml:6:1: system.router_options.x: unknown option (this policy takes no options)");
+}
+
+TEST(OptionReaderTest, CallerErrorsUseTheTableWhenTheKeyIsAbsent) {
+  // Error() on an absent key points at the table.
+  const OptionTable table = Table({});
+  OptionReader reader(table);
+  reader.Error("tp", "must be set");
+  EXPECT_EQ(reader.Finish().message(), "r.toml:5:1: system.router_options.tp: must be set");
+}
+
+}  // namespace
+}  // namespace libra::recipe
