@@ -70,8 +70,9 @@ int Main(int argc, char** argv) {
       "are recorded as one comparison; the table shows the speedup over the first baseline.\n\n" +
       std::string(kFooter));
   AddRecipeOptions(compare_cmd, &compare->common);
-  compare_cmd->add_option("--systems", compare->systems,
-                          "Only these systems, in this order (comma separated)")
+  compare_cmd
+      ->add_option("--systems", compare->systems,
+                   "Only these systems, in this order (comma separated)")
       ->delimiter(',')
       ->type_name("A,B,...");
   compare_cmd->callback([&] { exit_code = RunCompare(*compare, io); });
@@ -91,9 +92,10 @@ int Main(int argc, char** argv) {
   report_cmd->add_option("--format", report->format, "Output format: text, md, csv or json")
       ->capture_default_str()
       ->type_name("FORMAT");
-  report_cmd->add_option("--baseline", report->baseline,
-                         "System name or run id that speedups are relative to\n"
-                         "(default: the second run, i.e. the first baseline)")
+  report_cmd
+      ->add_option("--baseline", report->baseline,
+                   "System name or run id that speedups are relative to\n"
+                   "(default: the second run, i.e. the first baseline)")
       ->type_name("NAME|RUN");
   report_cmd->callback([&] { exit_code = RunReport(*report, io); });
 
@@ -111,8 +113,7 @@ int Main(int argc, char** argv) {
   plan_cmd->callback([&] { exit_code = RunPlan(*plan, io); });
 
   auto validate = std::make_shared<RecipeOptions>();
-  CLI::App* validate_cmd =
-      app.add_subcommand("validate", "Check a recipe without running it");
+  CLI::App* validate_cmd = app.add_subcommand("validate", "Check a recipe without running it");
   validate_cmd->footer(
       "Every error (unknown keys, wrong types, missing fields, impossible values, unknown\n"
       "policies or options) is printed as file:line:column: key.path: problem.\n\n" +

@@ -42,8 +42,8 @@ int RunPlan(const PlanOptions& options, const Io& io) {
     });
   }
   if (table.rows() == 0) {
-    return Fail(io, Status::InvalidArgument("--systems matched no system of " +
-                                            options.common.recipe));
+    return Fail(io,
+                Status::InvalidArgument("--systems matched no system of " + options.common.recipe));
   }
   io.out << StrFormat("%s: %d nodes x %d %s\n\n", recipe->name.c_str(), recipe->cluster.nodes,
                       recipe->cluster.gpus_per_node, recipe->cluster.gpu.c_str())

@@ -95,8 +95,8 @@ int RunReport(const ReportOptions& options, const Io& io) {
 
   const bool markdown = *format == report::Format::kMarkdown;
   if (!title.empty()) io.out << (markdown ? "## " : "") << title << "\n\n";
-  if (views.size() == 1) io.out << (markdown ? "## " : "") << report::RunHeadline(views.front().run)
-                                << "\n\n";
+  if (views.size() == 1)
+    io.out << (markdown ? "## " : "") << report::RunHeadline(views.front().run) << "\n\n";
   if (!options.steps) io.out << report::SummaryTable(views, *baseline).Render(*format);
   if (views.size() == 1) {
     if (!options.steps) io.out << "\n";

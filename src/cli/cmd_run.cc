@@ -58,8 +58,8 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
         io.err << "libra: run " << outcome->run_id << " (" << system->name
                << ") failed: " << outcome->status.message() << "\n";
       } else {
-        io.err << "libra: interrupted; run " << outcome->run_id
-               << " is recorded as interrupted in " << options.db << "\n";
+        io.err << "libra: interrupted; run " << outcome->run_id << " is recorded as interrupted in "
+               << options.db << "\n";
         break;
       }
     }

@@ -12,7 +12,8 @@ namespace libra::cli {
 
 Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options) {
   std::vector<std::string> overrides;
-  if (options.seed) overrides.push_back(StrFormat("seed=%lld", static_cast<long long>(*options.seed)));
+  if (options.seed)
+    overrides.push_back(StrFormat("seed=%lld", static_cast<long long>(*options.seed)));
   if (options.steps) {
     overrides.push_back(StrFormat("steps=%lld", static_cast<long long>(*options.steps)));
   }
@@ -85,8 +86,8 @@ void ProgressLine::Update(const experiment::Progress& p) {
   last_ = now;
   const double rate = p.now_s > 0 ? static_cast<double>(p.trajectories) / p.now_s : 0;
   io_.out << "\r\033[K" << label_
-          << StrFormat(": step %d/%d, %.1f s%s, %.3f traj/s", p.steps_done, p.steps_total,
-                       p.now_s, virtual_time_ ? " simulated" : "", rate)
+          << StrFormat(": step %d/%d, %.1f s%s, %.3f traj/s", p.steps_done, p.steps_total, p.now_s,
+                       virtual_time_ ? " simulated" : "", rate)
           << std::flush;
   drawn_ = true;
 }

@@ -89,7 +89,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : state_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : state_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     LIBRA_CHECK(!std::get<Status>(state_).ok()) << "Result constructed from an OK status";
   }
@@ -126,10 +126,10 @@ class Result {
 #define LIBRA_STATUS_CONCAT_(a, b) LIBRA_STATUS_CONCAT_INNER_(a, b)
 
 /// Returns the Status of `expr` from the enclosing function when it is not OK.
-#define LIBRA_RETURN_IF_ERROR(expr)                      \
-  do {                                                   \
-    ::libra::Status libra_status_ = (expr);              \
-    if (!libra_status_.ok()) return libra_status_;       \
+#define LIBRA_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::libra::Status libra_status_ = (expr);        \
+    if (!libra_status_.ok()) return libra_status_; \
   } while (false)
 
 /// `LIBRA_ASSIGN_OR_RETURN(auto x, F());` declares x from F()'s value or returns its error.

@@ -46,8 +46,8 @@ Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
 
   while (steps_done_ < config_.steps) {
     if (interrupted && interrupted()) {
-      return Status::Interrupted(StrFormat("interrupted after %d of %d steps", steps_done_,
-                                           config_.steps));
+      return Status::Interrupted(
+          StrFormat("interrupted after %d of %d steps", steps_done_, config_.steps));
     }
     LIBRA_ASSIGN_OR_RETURN(std::vector<backend::Event> events, backend_.Wait());
     if (events.empty()) {
@@ -139,8 +139,9 @@ Status Coordinator::RouteWaiting(double now) {
       deferred.push_back(id);
       continue;
     }
-    auto it = std::find_if(instances_.begin(), instances_.end(),
-                           [&](const sched::InstanceState& s) { return s.id == *decision.instance; });
+    auto it =
+        std::find_if(instances_.begin(), instances_.end(),
+                     [&](const sched::InstanceState& s) { return s.id == *decision.instance; });
     if (it == instances_.end()) {
       return Status::Internal(std::string(router_.Name()) + " routed to unknown instance " +
                               decision.instance->ToString());
@@ -186,11 +187,10 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   router_.OnTurnDone(sched::TurnObservation{t.id, PromptId(t.prompt), done.instance, t.turns - 1,
                                             done.generated_tokens, done.end});
   if (config_.record_turn_events) {
-    AddEvent("turn", done.started_at, now, "instance " + done.instance.ToString(), t.id.value,
-             t.step,
-             StrFormat("turn %d: %lld tokens, %s", t.turns - 1,
-                       static_cast<long long>(done.generated_tokens),
-                       workload::TurnEndName(done.end)));
+    AddEvent(
+        "turn", done.started_at, now, "instance " + done.instance.ToString(), t.id.value, t.step,
+        StrFormat("turn %d: %lld tokens, %s", t.turns - 1,
+                  static_cast<long long>(done.generated_tokens), workload::TurnEndName(done.end)));
   }
 
   if (done.end == workload::TurnEnd::kToolCall) {
@@ -334,8 +334,7 @@ Status Coordinator::FinishStep(double now, double sync_s) {
 }
 
 void Coordinator::AddEvent(const char* kind, double start, double end, const std::string& resource,
-                           std::optional<int64_t> trajectory, int step,
-                           const std::string& detail) {
+                           std::optional<int64_t> trajectory, int step, const std::string& detail) {
   store::EventRecord e;
   e.seq = event_seq_++;
   e.kind = kind;

@@ -105,8 +105,7 @@ void ValidateSystems(const recipe::Recipe& recipe, std::vector<recipe::Diagnosti
     if (!plan.ok()) {
       diagnostics->push_back(recipe::Diagnostic{
           recipe.Where(system->path + ".planner_options"),
-          system->path + ".planner_options: no plan fits the cluster: " +
-              plan.status().message()});
+          system->path + ".planner_options: no plan fits the cluster: " + plan.status().message()});
     }
   }
 }
@@ -148,8 +147,7 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   RunOutcome outcome;
   outcome.run_id = run_id;
   auto run = [&]() -> Result<RunSummary> {
-    LIBRA_ASSIGN_OR_RETURN(auto workload,
-                           workload::MakeWorkload(recipe.workload, recipe.seed));
+    LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
     LIBRA_ASSIGN_OR_RETURN(auto router,
                            sched::BuiltinRouters().Create(system.router, system.router_options));
     LIBRA_ASSIGN_OR_RETURN(
@@ -176,8 +174,7 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
     status = outcome.status.code() == StatusCode::kInterrupted ? store::kRunInterrupted
                                                                : store::kRunFailed;
   }
-  LIBRA_RETURN_IF_ERROR(
-      store.FinishRun(run_id, status, outcome.status.message(), NowIso8601()));
+  LIBRA_RETURN_IF_ERROR(store.FinishRun(run_id, status, outcome.status.message(), NowIso8601()));
   return outcome;
 }
 

@@ -19,8 +19,8 @@ Result<Plan> ColocatedPlanner::Initial(const PlanContext& context) {
     return Status::Unschedulable(StrFormat("rollout_tp = %d does not divide gpus_per_node = %d",
                                            rollout_tp_, context.gpus_per_node));
   }
-  LIBRA_ASSIGN_OR_RETURN(auto instances, PackInstances(context.gpus_per_node, 0,
-                                                       context.total_gpus(), rollout_tp_));
+  LIBRA_ASSIGN_OR_RETURN(
+      auto instances, PackInstances(context.gpus_per_node, 0, context.total_gpus(), rollout_tp_));
   Plan plan;
   plan.layout.train_gpus = context.total_gpus();
   plan.layout.instances = std::move(instances);

@@ -4,8 +4,8 @@
 
 namespace libra::planner {
 
-Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu,
-                                                         int gpus, int tp) {
+Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,
+                                                         int tp) {
   std::vector<backend::InstanceSpec> instances;
   int gpu = first_gpu;
   const int end = first_gpu + gpus;
@@ -14,10 +14,10 @@ Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int 
     const int node_end = std::min(end, (node + 1) * gpus_per_node);
     const int free = node_end - gpu;
     if (free < tp || free % tp != 0) {
-      return Status::Unschedulable(StrFormat(
-          "%d rollout GPU%s on node %d cannot be split into TP-%d instances (an instance "
-          "never spans nodes)",
-          free, free == 1 ? "" : "s", node, tp));
+      return Status::Unschedulable(
+          StrFormat("%d rollout GPU%s on node %d cannot be split into TP-%d instances (an instance "
+                    "never spans nodes)",
+                    free, free == 1 ? "" : "s", node, tp));
     }
     for (; gpu + tp <= node_end; gpu += tp) {
       backend::InstanceSpec spec;

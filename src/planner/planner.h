@@ -56,7 +56,7 @@ const PlannerRegistry& BuiltinPlanners();
 
 /// Packs `count` instances of TP `tp` onto the GPUs [first_gpu, first_gpu + gpus) of the cluster
 /// (node-major numbering), never across a node boundary. kUnschedulable when they do not fit.
-Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu,
-                                                         int gpus, int tp);
+Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,
+                                                         int tp);
 
 }  // namespace libra::planner

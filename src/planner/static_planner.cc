@@ -7,7 +7,8 @@ namespace libra::planner {
 Result<std::unique_ptr<Planner>> StaticPlanner::Create(const recipe::OptionTable& options) {
   recipe::OptionReader reader(options);
   std::optional<int> train_gpus;
-  if (reader.Has("train_gpus")) train_gpus = static_cast<int>(reader.Int("train_gpus", 1, 1, 1 << 20));
+  if (reader.Has("train_gpus"))
+    train_gpus = static_cast<int>(reader.Int("train_gpus", 1, 1, 1 << 20));
   const int tp = static_cast<int>(reader.Int("rollout_tp", 1));
   if (tp != 1 && tp != 2 && tp != 4 && tp != 8) {
     reader.Error("rollout_tp", StrFormat("must be 1, 2, 4 or 8 (got %d)", tp));
@@ -19,8 +20,9 @@ Result<std::unique_ptr<Planner>> StaticPlanner::Create(const recipe::OptionTable
 Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
   const int total = context.total_gpus();
   if (total < 2) {
-    return Status::Unschedulable("a static split needs at least 2 GPUs (one to train, one to "
-                                 "roll out); use the colocated planner");
+    return Status::Unschedulable(
+        "a static split needs at least 2 GPUs (one to train, one to "
+        "roll out); use the colocated planner");
   }
   int train = 0;
   if (train_gpus_) {
@@ -31,8 +33,8 @@ Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
     train = total / 2;
   }
   if (train >= total) {
-    return Status::Unschedulable(StrFormat(
-        "train_gpus = %d leaves no GPU for rollout (the cluster has %d)", train, total));
+    return Status::Unschedulable(
+        StrFormat("train_gpus = %d leaves no GPU for rollout (the cluster has %d)", train, total));
   }
   if (rollout_tp_ > context.gpus_per_node || context.gpus_per_node % rollout_tp_ != 0) {
     return Status::Unschedulable(StrFormat("rollout_tp = %d does not divide gpus_per_node = %d",

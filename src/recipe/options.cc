@@ -60,11 +60,9 @@ const OptionValue* OptionReader::Lookup(const std::string& key, const char* expe
   return v;
 }
 
-int64_t OptionReader::Int(const std::string& key, int64_t default_value, int64_t min,
-                          int64_t max) {
-  const OptionValue* v = Lookup(key, "an integer", [](const OptionValue& x) {
-    return x.kind == OptionValue::Kind::kInt;
-  });
+int64_t OptionReader::Int(const std::string& key, int64_t default_value, int64_t min, int64_t max) {
+  const OptionValue* v = Lookup(
+      key, "an integer", [](const OptionValue& x) { return x.kind == OptionValue::Kind::kInt; });
   if (v == nullptr) return default_value;
   if (v->int_value < min || v->int_value > max) {
     Error(key, StrFormat("must be in [%lld, %lld] (got %lld)", static_cast<long long>(min),
@@ -74,8 +72,7 @@ int64_t OptionReader::Int(const std::string& key, int64_t default_value, int64_t
   return v->int_value;
 }
 
-double OptionReader::Double(const std::string& key, double default_value, double min,
-                            double max) {
+double OptionReader::Double(const std::string& key, double default_value, double min, double max) {
   const OptionValue* v = Lookup(key, "a number", [](const OptionValue& x) {
     return x.kind == OptionValue::Kind::kDouble || x.kind == OptionValue::Kind::kInt;
   });
@@ -90,17 +87,15 @@ double OptionReader::Double(const std::string& key, double default_value, double
 }
 
 bool OptionReader::Bool(const std::string& key, bool default_value) {
-  const OptionValue* v = Lookup(key, "a boolean", [](const OptionValue& x) {
-    return x.kind == OptionValue::Kind::kBool;
-  });
+  const OptionValue* v = Lookup(
+      key, "a boolean", [](const OptionValue& x) { return x.kind == OptionValue::Kind::kBool; });
   return v == nullptr ? default_value : v->bool_value;
 }
 
 std::string OptionReader::String(const std::string& key, const std::string& default_value,
                                  const std::vector<std::string>& allowed) {
-  const OptionValue* v = Lookup(key, "a string", [](const OptionValue& x) {
-    return x.kind == OptionValue::Kind::kString;
-  });
+  const OptionValue* v = Lookup(
+      key, "a string", [](const OptionValue& x) { return x.kind == OptionValue::Kind::kString; });
   if (v == nullptr) return default_value;
   if (!allowed.empty() &&
       std::find(allowed.begin(), allowed.end(), v->string_value) == allowed.end()) {
@@ -111,8 +106,8 @@ std::string OptionReader::String(const std::string& key, const std::string& defa
 }
 
 std::vector<int64_t> OptionReader::IntList(const std::string& key,
-                                           const std::vector<int64_t>& default_value,
-                                           int64_t min, int64_t max) {
+                                           const std::vector<int64_t>& default_value, int64_t min,
+                                           int64_t max) {
   const OptionValue* v = Lookup(key, "an array of integers", [](const OptionValue& x) {
     if (x.kind != OptionValue::Kind::kArray) return false;
     return std::all_of(x.array.begin(), x.array.end(),

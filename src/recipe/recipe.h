@@ -1,6 +1,6 @@
 // Recipe: one experiment, as plain values. Parsed from TOML by recipe_parser.cc (the only file that
-// includes toml++), checked by ValidateRecipe (pure). Every field's default and meaning is listed in
-// docs/recipes.md; keep the two in step.
+// includes toml++), checked by ValidateRecipe (pure). Every field's default and meaning is listed
+// in docs/recipes.md; keep the two in step.
 #pragma once
 
 #include <cstdint>
@@ -139,9 +139,7 @@ struct Recipe {
   std::string Where(const std::string& key_path) const;
 
   /// The staleness bound in force for `spec`.
-  int StalenessFor(const SystemSpec& spec) const {
-    return spec.staleness.value_or(rl.staleness);
-  }
+  int StalenessFor(const SystemSpec& spec) const { return spec.staleness.value_or(rl.staleness); }
 };
 
 /// One problem found in a recipe: "file:line:col: key.path: what".

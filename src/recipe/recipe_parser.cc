@@ -1,10 +1,11 @@
 #include "recipe/recipe_parser.h"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <fstream>
 #include <limits>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "common/strings.h"
 
@@ -105,14 +106,13 @@ Status ApplyOverride(toml::table& root, const std::string& spec,
     } else if (toml::array* array = current->as_array()) {
       size_t index = 0;
       if (!ParseIndex(segment, &index) || index >= array->size()) {
-        return Status::InvalidArgument(StrFormat(
-            "--set %s: '%s' is not an index of the array (it has %zu element%s)", spec.c_str(),
-            segment.c_str(), array->size(), array->size() == 1 ? "" : "s"));
+        return Status::InvalidArgument(
+            StrFormat("--set %s: '%s' is not an index of the array (it has %zu element%s)",
+                      spec.c_str(), segment.c_str(), array->size(), array->size() == 1 ? "" : "s"));
       }
       if (last) {
         toml::table parsed = ParseOverrideValue(spec.substr(eq + 1));
-        parsed.get("v")->visit(
-            [&](auto& node) { array->replace(array->cbegin() + index, node); });
+        parsed.get("v")->visit([&](auto& node) { array->replace(array->cbegin() + index, node); });
       }
       current = array->get(index);
     } else {
@@ -282,8 +282,8 @@ class Converter {
       out->where = c_->Where(node, out->path, where_);
       for (const auto& [k, v] : *table) {
         out->entries.push_back(
-            OptionEntry{std::string(k.str()), c_->ToOption(v, out->path + "." + std::string(k.str()),
-                                                            out->where)});
+            OptionEntry{std::string(k.str()),
+                        c_->ToOption(v, out->path + "." + std::string(k.str()), out->where)});
       }
     }
 

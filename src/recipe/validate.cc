@@ -94,10 +94,9 @@ std::tuple<int, long, long> SortKey(const std::string& where) {
 }  // namespace
 
 void SortDiagnostics(std::vector<Diagnostic>* diagnostics) {
-  std::stable_sort(diagnostics->begin(), diagnostics->end(),
-                   [](const Diagnostic& a, const Diagnostic& b) {
-                     return SortKey(a.where) < SortKey(b.where);
-                   });
+  std::stable_sort(
+      diagnostics->begin(), diagnostics->end(),
+      [](const Diagnostic& a, const Diagnostic& b) { return SortKey(a.where) < SortKey(b.where); });
 }
 
 Status DiagnosticsToStatus(const std::vector<Diagnostic>& diagnostics) {

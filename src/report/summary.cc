@@ -152,11 +152,11 @@ Table ListTable(const std::vector<store::RunInfo>& runs) {
 }
 
 std::string RunHeadline(const store::RunInfo& run) {
-  std::string line = StrFormat(
-      "run %lld: %s, system '%s' (%s / %s), %s, seed %llu, %d GPUs: %s",
-      static_cast<long long>(run.id), run.name.c_str(), run.system.c_str(), run.router.c_str(),
-      run.planner.c_str(), run.backend.c_str(), static_cast<unsigned long long>(run.seed),
-      run.gpus, run.status.c_str());
+  std::string line =
+      StrFormat("run %lld: %s, system '%s' (%s / %s), %s, seed %llu, %d GPUs: %s",
+                static_cast<long long>(run.id), run.name.c_str(), run.system.c_str(),
+                run.router.c_str(), run.planner.c_str(), run.backend.c_str(),
+                static_cast<unsigned long long>(run.seed), run.gpus, run.status.c_str());
   if (!run.error.empty()) line += " (" + run.error + ")";
   return line;
 }

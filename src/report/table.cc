@@ -1,6 +1,7 @@
 #include "report/table.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/check.h"
 #include "common/strings.h"
@@ -16,7 +17,7 @@ std::optional<Format> ParseFormat(const std::string& name) {
 }
 
 Cell Cell::Number(std::optional<double> value, int decimals) {
-  if (!value) return Missing();
+  if (!value || !std::isfinite(*value)) return Missing();
   return Cell{StrFormat("%.*f", decimals, *value), false, true};
 }
 
@@ -112,7 +113,7 @@ std::string Table::RenderMarkdown() const {
 
 std::string Table::RenderCsv() const {
   auto field = [](const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
     std::string out = "\"";
     for (char c : s) {
       if (c == '"') out += '"';

@@ -22,7 +22,7 @@ struct Cell {
 
   static Cell Text(std::string s) { return Cell{std::move(s), false, false}; }
   static Cell Missing() { return Cell{"", true, false}; }
-  /// `value` with `decimals` digits after the point; missing when nullopt.
+  /// `value` with `decimals` digits after the point; missing when nullopt, NaN or infinite.
   static Cell Number(std::optional<double> value, int decimals);
   static Cell Integer(std::optional<long long> value);
 };

@@ -9,14 +9,13 @@ namespace libra::sched {
 
 Result<std::unique_ptr<Router>> LeastConnRouter::Create(const recipe::OptionTable& options) {
   recipe::OptionReader reader(options);
-  const int max_active = static_cast<int>(reader.Int("max_active", 0, 0, 1 << 20));
   LIBRA_RETURN_IF_ERROR(reader.Finish());
-  return std::unique_ptr<Router>(std::make_unique<LeastConnRouter>(max_active));
+  return std::unique_ptr<Router>(std::make_unique<LeastConnRouter>());
 }
 
 RouteDecision LeastConnRouter::Route(const RouteRequest& /*request*/,
                                      std::span<const InstanceState> instances) {
-  const std::vector<size_t> eligible = EligibleInstances(instances, max_active_);
+  const std::vector<size_t> eligible = EligibleInstances(instances, /*max_active=*/0);
   if (eligible.empty()) return RouteDecision{std::nullopt, "no instance available"};
   int least = std::numeric_limits<int>::max();
   for (size_t i : eligible) least = std::min(least, instances[i].active);
@@ -28,7 +27,8 @@ RouteDecision LeastConnRouter::Route(const RouteRequest& /*request*/,
     pointer_ = (i + 1) % n;
     return RouteDecision{instances[i].id, "least-conn"};
   }
-  return RouteDecision{std::nullopt, "no instance available"};  // unreachable: eligible is not empty
+  return RouteDecision{std::nullopt,
+                       "no instance available"};  // unreachable: eligible is not empty
 }
 
 }  // namespace libra::sched

@@ -42,7 +42,7 @@ Status SimpleSim::Submit(const backend::Action& action) {
   }
   if (const auto* tool = std::get_if<backend::RunTool>(&action)) {
     auto it = trajectories_.find(tool->trajectory);
-    if (it == trajectories_.end() || it->second.running) {
+    if (it == trajectories_.end() || !it->second.awaiting_tool) {
       return Status::Backend("sim", "RunTool for trajectory " + tool->trajectory.ToString() +
                                         " that is not waiting for a tool");
     }
@@ -51,9 +51,10 @@ Status SimpleSim::Submit(const backend::Action& action) {
     const workload::TurnScript* called =
         t.next_turn > 0 ? &t.script.turns[static_cast<size_t>(t.next_turn - 1)] : nullptr;
     if (called == nullptr || called->end != workload::TurnEnd::kToolCall) {
-      return Status::Backend("sim", "trajectory " + tool->trajectory.ToString() +
-                                        " called no tool");
+      return Status::Backend("sim",
+                             "trajectory " + tool->trajectory.ToString() + " called no tool");
     }
+    it->second.awaiting_tool = false;
     backend::ToolDone done{tool->trajectory, called->tool_status, called->tool_output_tokens, now};
     queue_.Push(now + spec_.tool_s, kRankTool,
                 Pending{backend::Event{now + spec_.tool_s, done}, 0});
@@ -72,9 +73,9 @@ Status SimpleSim::Submit(const backend::Action& action) {
   }
   if (const auto* sync = std::get_if<backend::SyncWeights>(&action)) {
     PauseInstances(spec_.sync_s);
-    queue_.Push(now + spec_.sync_s, kRankSync,
-                Pending{backend::Event{now + spec_.sync_s, backend::SyncDone{sync->version, now}},
-                        0});
+    queue_.Push(
+        now + spec_.sync_s, kRankSync,
+        Pending{backend::Event{now + spec_.sync_s, backend::SyncDone{sync->version, now}}, 0});
     return Status();
   }
   return Status::Internal("sim: unhandled action");
@@ -85,15 +86,21 @@ Status SimpleSim::StartOrQueue(const backend::StartTurn& turn) {
   if (index < 0 || index >= static_cast<int64_t>(instances_.size())) {
     return Status::Backend("sim", "StartTurn on unknown instance " + turn.instance.ToString());
   }
-  auto [it, inserted] = trajectories_.try_emplace(turn.trajectory);
-  Trajectory& t = it->second;
-  if (inserted) t.script = workload_.Script(turn.prompt, turn.sample, turn.policy_version);
-  if (t.running || turn.turn != t.next_turn ||
-      turn.turn >= static_cast<int>(t.script.turns.size())) {
-    return Status::Backend("sim", StrFormat("trajectory %lld: unexpected turn %d",
-                                            static_cast<long long>(turn.trajectory.value),
-                                            turn.turn));
+  auto it = trajectories_.find(turn.trajectory);
+  Trajectory fresh;
+  if (it == trajectories_.end()) {
+    fresh.script = workload_.Script(turn.prompt, turn.sample, turn.policy_version);
   }
+  const Trajectory& current = it == trajectories_.end() ? fresh : it->second;
+  if (current.running || current.awaiting_tool || turn.turn != current.next_turn ||
+      turn.turn >= static_cast<int>(current.script.turns.size())) {
+    return Status::Backend("sim",
+                           StrFormat("trajectory %lld: unexpected turn %d",
+                                     static_cast<long long>(turn.trajectory.value), turn.turn));
+  }
+  if (it == trajectories_.end())
+    it = trajectories_.emplace(turn.trajectory, std::move(fresh)).first;
+  Trajectory& t = it->second;
   t.running = true;
   Instance& instance = instances_[static_cast<size_t>(index)];
   if (instance.running < spec_.max_batch_per_gpu * instance.spec.tp) {
@@ -110,9 +117,10 @@ void SimpleSim::Begin(Instance& instance, const backend::StartTurn& turn, double
   const int64_t prefill = t.last_instance == instance.spec.id
                               ? turn.context_tokens - t.context_after_last_turn
                               : turn.context_tokens;
-  const double duration = (static_cast<double>(prefill) * spec_.prefill_s_per_token +
-                           static_cast<double>(script.generated_tokens) * spec_.decode_s_per_token) /
-                          instance.spec.tp;
+  const double duration =
+      (static_cast<double>(prefill) * spec_.prefill_s_per_token +
+       static_cast<double>(script.generated_tokens) * spec_.decode_s_per_token) /
+      instance.spec.tp;
   ++instance.running;
   t.turn_start = std::max(at, paused_until_);
   t.turn_end = t.turn_start + duration;
@@ -161,8 +169,7 @@ void SimpleSim::PauseInstances(double duration) {
 }
 
 void SimpleSim::Drain(Instance& instance) {
-  while (!instance.queue.empty() &&
-         instance.running < spec_.max_batch_per_gpu * instance.spec.tp) {
+  while (!instance.queue.empty() && instance.running < spec_.max_batch_per_gpu * instance.spec.tp) {
     const backend::StartTurn turn = instance.queue.front();
     instance.queue.pop_front();
     Begin(instance, turn, queue_.now());
@@ -180,6 +187,7 @@ Result<std::vector<backend::Event>> SimpleSim::Wait() {
       }
       Trajectory& t = it->second;
       t.running = false;
+      t.awaiting_tool = done->end == workload::TurnEnd::kToolCall;
       Instance& instance = instances_[static_cast<size_t>(done->instance.value)];
       --instance.running;
       if (done->end != workload::TurnEnd::kToolCall) trajectories_.erase(it);

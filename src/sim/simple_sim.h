@@ -52,6 +52,8 @@ class SimpleSim : public backend::Backend {
     double turn_end = 0;
     double turn_start = 0;
     bool running = false;
+    /// Its last turn called a tool that has not been run yet.
+    bool awaiting_tool = false;
   };
   /// What the queue holds: an event to emit, tagged for staleness checks.
   struct Pending {

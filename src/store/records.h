@@ -17,23 +17,23 @@ inline constexpr const char* kRunInterrupted = "interrupted";
 
 /// One experiment run: a system on a recipe with a seed (table `runs`).
 struct RunInfo {
-  int64_t id = 0;               // assigned by the store
-  std::string name;             // the recipe's name
-  std::string system;           // the system's name ([system] or a baseline)
-  std::string router;           // router registry name
-  std::string planner;          // planner registry name
-  std::string backend;          // "sim", "cluster"
+  int64_t id = 0;       // assigned by the store
+  std::string name;     // the recipe's name
+  std::string system;   // the system's name ([system] or a baseline)
+  std::string router;   // router registry name
+  std::string planner;  // planner registry name
+  std::string backend;  // "sim", "cluster"
   uint64_t seed = 0;
   int steps_planned = 0;
-  int gpus = 0;                 // GPUs in the cluster
-  std::string recipe_source;    // path of the recipe file
-  std::string recipe_toml;      // the effective recipe (after --set), to repeat the run
-  std::string git_revision;     // source revision of the libra binary
+  int gpus = 0;               // GPUs in the cluster
+  std::string recipe_source;  // path of the recipe file
+  std::string recipe_toml;    // the effective recipe (after --set), to repeat the run
+  std::string git_revision;   // source revision of the libra binary
   std::string libra_version;
-  std::string started_at;       // ISO 8601 UTC, wall clock
-  std::string ended_at;         // empty while running
+  std::string started_at;  // ISO 8601 UTC, wall clock
+  std::string ended_at;    // empty while running
   std::string status = kRunRunning;
-  std::string error;            // why it failed, when it did
+  std::string error;  // why it failed, when it did
   std::optional<int64_t> comparison_id;
 
   bool operator==(const RunInfo&) const = default;
@@ -43,20 +43,20 @@ struct RunInfo {
 /// in the simulator, wall seconds on a real cluster.
 struct StepRecord {
   int step = 0;
-  double start_s = 0;           // when the previous step's train finished (0 for step 0)
-  double end_s = 0;             // when this step's train (and sync, if any) finished
-  double rollout_s = 0;         // first turn started -> last trajectory of the batch done
-  double train_s = 0;           // the train step itself
-  double sync_s = 0;            // weight sync after this step (0 when none)
-  double wait_s = 0;            // the trainer idled waiting for this batch
+  double start_s = 0;    // when the previous step's train finished (0 for step 0)
+  double end_s = 0;      // when this step's train (and sync, if any) finished
+  double rollout_s = 0;  // first turn started -> last trajectory of the batch done
+  double train_s = 0;    // the train step itself
+  double sync_s = 0;     // weight sync after this step (0 when none)
+  double wait_s = 0;     // the trainer idled waiting for this batch
   int trajectories = 0;
   int64_t turns = 0;
   int64_t tool_calls = 0;
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
   double reward_mean = 0;
-  int policy_version = 0;       // version the batch trained (the step's input weights)
-  int max_lag = 0;              // the largest policy lag of a sample in the batch
+  int policy_version = 0;  // version the batch trained (the step's input weights)
+  int max_lag = 0;         // the largest policy lag of a sample in the batch
   int rollout_gpus = 0;
   int train_gpus = 0;
 
@@ -65,11 +65,11 @@ struct StepRecord {
 
 /// One finished trajectory (table `trajectories`).
 struct TrajectoryRecord {
-  int64_t id = 0;               // per run
-  int64_t prompt = 0;           // prompt index (a GRPO group shares it)
-  int sample = 0;               // index within the group
-  int step = 0;                 // the batch it trained in
-  int version = 0;              // policy version that generated it
+  int64_t id = 0;      // per run
+  int64_t prompt = 0;  // prompt index (a GRPO group shares it)
+  int sample = 0;      // index within the group
+  int step = 0;        // the batch it trained in
+  int version = 0;     // policy version that generated it
   int turns = 0;
   int tool_calls = 0;
   int64_t prompt_tokens = 0;
@@ -78,22 +78,22 @@ struct TrajectoryRecord {
   double end_s = 0;
   double reward = 0;
   bool truncated = false;
-  std::string instances;        // instance id of each turn, comma separated
-  int migrations = 0;           // turns that ran on another instance than the turn before
+  std::string instances;  // instance id of each turn, comma separated
+  int migrations = 0;     // turns that ran on another instance than the turn before
 
   bool operator==(const TrajectoryRecord&) const = default;
 };
 
 /// One planner decision (table `decisions`).
 struct DecisionRecord {
-  int64_t seq = 0;              // per run
+  int64_t seq = 0;  // per run
   double at_s = 0;
   int step = 0;
   std::string planner;
   std::string reason;
   int train_gpus = 0;
   int rollout_gpus = 0;
-  std::string layout;           // e.g. "train 8 | rollout tp1x8"
+  std::string layout;  // e.g. "train 8 | rollout tp1x8"
   std::optional<double> predicted_step_s;
   bool applied = false;
 
@@ -103,11 +103,11 @@ struct DecisionRecord {
 /// One span of activity on a resource (table `events`): a turn on an instance, a tool call, a
 /// train step, a weight sync. The timeline report is drawn from these.
 struct EventRecord {
-  int64_t seq = 0;              // per run
-  std::string kind;             // "turn", "tool", "train", "sync"
+  int64_t seq = 0;   // per run
+  std::string kind;  // "turn", "tool", "train", "sync"
   double start_s = 0;
   double end_s = 0;
-  std::string resource;         // "instance 3", "trainer", "tools"
+  std::string resource;  // "instance 3", "trainer", "tools"
   std::optional<int64_t> trajectory;
   int step = 0;
   std::string detail;
@@ -119,8 +119,8 @@ struct EventRecord {
 struct ComparisonInfo {
   int64_t id = 0;
   std::string name;
-  std::string created_at;       // ISO 8601 UTC
-  std::vector<int64_t> run_ids; // in the order they were added
+  std::string created_at;        // ISO 8601 UTC
+  std::vector<int64_t> run_ids;  // in the order they were added
 
   bool operator==(const ComparisonInfo&) const = default;
 };

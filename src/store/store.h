@@ -46,9 +46,8 @@ class Store {
     return Open(path, Options());
   }
   /// As Open, with a given migration list (tests use it to stage old schema versions).
-  static Result<std::unique_ptr<Store>> OpenWithMigrations(const std::string& path,
-                                                           const Options& options,
-                                                           const std::vector<Migration>& migrations);
+  static Result<std::unique_ptr<Store>> OpenWithMigrations(
+      const std::string& path, const Options& options, const std::vector<Migration>& migrations);
 
   ~Store();
   Store(const Store&) = delete;

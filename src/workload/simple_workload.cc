@@ -36,8 +36,8 @@ TrajectoryScript SimpleWorkload::Script(int64_t prompt, int sample, int /*policy
   int64_t generated = 0;
   for (int turn = 0;; ++turn) {
     TurnScript t;
-    t.generated_tokens = std::max<int64_t>(
-        1, std::llround(rng.LogNormal(mu, spec_.turn_tokens_sigma)));
+    t.generated_tokens =
+        std::max<int64_t>(1, std::llround(rng.LogNormal(mu, spec_.turn_tokens_sigma)));
     const bool wants_tool = rng.Bernoulli(spec_.tool_call_probability);
     if (generated + t.generated_tokens >= spec_.max_new_tokens) {
       t.generated_tokens = spec_.max_new_tokens - generated;

@@ -43,8 +43,7 @@ TEST(CliCommonTest, ProgressLineOnlyOnATerminal) {
     ProgressLine line(tty, true, "q/s", true);
     line.Update(p);
   }
-  EXPECT_EQ(out.str(),
-            "\r\033[Kq/s: step 1/4, 12.5 s simulated, 0.800 traj/s\r\033[K");
+  EXPECT_EQ(out.str(), "\r\033[Kq/s: step 1/4, 12.5 s simulated, 0.800 traj/s\r\033[K");
   std::ostringstream quiet;
   {
     Io pipe{quiet, err, false};

@@ -9,8 +9,7 @@ namespace {
 
 std::vector<std::string> AllRecipes() {
   std::vector<std::string> out;
-  for (const auto& entry :
-       std::filesystem::recursive_directory_iterator(SourcePath("recipes"))) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(SourcePath("recipes"))) {
     if (entry.is_regular_file() && entry.path().extension() == ".toml") {
       out.push_back(entry.path().string());
     }

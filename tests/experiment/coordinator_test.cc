@@ -2,14 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
+#include "common/strings.h"
 #include "planner/static_planner.h"
 #include "sched/least_conn.h"
 #include "sim/simple_sim.h"
-#include "common/strings.h"
 #include "support/test_util.h"
-
-#include <map>
-#include <set>
 
 namespace libra::experiment {
 namespace {
@@ -64,7 +64,7 @@ class NeverRouter : public sched::Router {
 
 struct Harness {
   explicit Harness(CoordinatorConfig c, recipe::SimSpec spec = Spec())
-      : config(c), sim(spec, workload), planner(std::optional<int>(4), 1), router(0) {}
+      : config(c), sim(spec, workload), planner(std::optional<int>(4), 1) {}
 
   static recipe::SimSpec Spec() {
     recipe::SimSpec spec;
@@ -143,7 +143,8 @@ TEST(CoordinatorTest, BoundedStalenessOverlapsRolloutWithTraining) {
   ASSERT_OK(summary);
   EXPECT_LT(async_run.recorder.steps.back().end_s, sync_run.recorder.steps.back().end_s);
   int max_lag = 0;
-  for (const store::StepRecord& s : async_run.recorder.steps) max_lag = std::max(max_lag, s.max_lag);
+  for (const store::StepRecord& s : async_run.recorder.steps)
+    max_lag = std::max(max_lag, s.max_lag);
   EXPECT_EQ(max_lag, 1);
   for (const store::TrajectoryRecord& t : async_run.recorder.trajectories) {
     EXPECT_GE(t.version, t.step - 1) << "trajectory " << t.id;

@@ -73,9 +73,9 @@ TEST(RunnerTest, ValidateSystemsReportsPolicyProblems) {
       {"baselines[0].planner=grp",
        "--set baselines[0].planner=grp: baselines[0].planner: unknown planner 'grp' (known: "
        "colocated, static)"},
-      {"system.router_options.max_actve=3",
-       "--set system.router_options.max_actve=3: system.router_options.max_actve: unknown "
-       "option; did you mean 'max_active'? (known: max_active)"},
+      {"system.planner_options.train_gpu=3",
+       "--set system.planner_options.train_gpu=3: system.planner_options.train_gpu: unknown "
+       "option; did you mean 'train_gpus'? (known: rollout_tp, train_gpus)"},
       {"baselines[0].staleness=1",
        "r.toml:23:11: baselines[0].planner: the colocated planner time-shares the GPUs, so it "
        "needs staleness 0 (system 'colo' has 1); set baselines[0].staleness = 0"},
@@ -130,8 +130,9 @@ TEST(RunnerTest, FailuresAndInterruptsAreRecorded) {
   RunRequest request;
   request.recipe = &r;
   request.system = &r.system;
-  BackendFactory broken = [](const recipe::Recipe&, const workload::Workload&)
-      -> Result<std::unique_ptr<backend::Backend>> {
+  BackendFactory broken =
+      [](const recipe::Recipe&,
+         const workload::Workload&) -> Result<std::unique_ptr<backend::Backend>> {
     return Status::Backend("test", "no backend today");
   };
   auto failed = RunSystem(**store, request, broken);

@@ -76,8 +76,11 @@ TEST(ValidateRecipeTest, WhereFallsBackToTheNearestParent) {
 
 TEST(ValidateRecipeTest, SortDiagnosticsOrdersByPositionThenOverrides) {
   // File positions by line and column (numerically), overrides after them in given order.
-  std::vector<Diagnostic> d = {{"--set a=1", "a"},   {"v.toml:10:2", "b"}, {"v.toml:9:30", "c"},
-                               {"--set b=2", "d"},   {"v.toml:9:4", "e"}};
+  std::vector<Diagnostic> d = {{"--set a=1", "a"},
+                               {"v.toml:10:2", "b"},
+                               {"v.toml:9:30", "c"},
+                               {"--set b=2", "d"},
+                               {"v.toml:9:4", "e"}};
   SortDiagnostics(&d);
   std::vector<std::string> order;
   for (const Diagnostic& x : d) order.push_back(x.what);

@@ -10,15 +10,15 @@
 
 #include "common/status.h"
 
-#define EXPECT_OK(expr)                                    \
-  do {                                                     \
+#define EXPECT_OK(expr)                                             \
+  do {                                                              \
     const ::libra::Status libra_s_ = ::libra::test::ToStatus(expr); \
-    EXPECT_TRUE(libra_s_.ok()) << libra_s_.ToString();     \
+    EXPECT_TRUE(libra_s_.ok()) << libra_s_.ToString();              \
   } while (false)
-#define ASSERT_OK(expr)                                    \
-  do {                                                     \
+#define ASSERT_OK(expr)                                             \
+  do {                                                              \
     const ::libra::Status libra_s_ = ::libra::test::ToStatus(expr); \
-    ASSERT_TRUE(libra_s_.ok()) << libra_s_.ToString();     \
+    ASSERT_TRUE(libra_s_.ok()) << libra_s_.ToString();              \
   } while (false)
 
 namespace libra::test {

@@ -1,0 +1,92 @@
+#include "planner/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/test_util.h"
+
+namespace libra::planner {
+namespace {
+
+struct Expected {
+  int node;
+  int first_gpu;
+};
+
+TEST(PackInstancesTest, PacksNodeByNode) {
+  // Instances fill the range node by node, numbered 0..n-1, each on one node.
+  struct Case {
+    std::string name;
+    int gpus_per_node;
+    int first_gpu;
+    int gpus;
+    int tp;
+    std::vector<Expected> instances;
+  };
+  const std::vector<Case> cases = {
+      {"one node tp1", 4, 0, 4, 1, {{0, 0}, {0, 1}, {0, 2}, {0, 3}}},
+      {"two nodes tp4", 8, 8, 16, 4, {{1, 8}, {1, 12}, {2, 16}, {2, 20}}},
+      {"starting mid-node", 8, 4, 12, 4, {{0, 4}, {1, 8}, {1, 12}}},
+      {"tp8 on whole nodes", 8, 8, 8, 8, {{1, 8}}},
+      {"nothing to pack", 8, 8, 0, 2, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto packed = PackInstances(c.gpus_per_node, c.first_gpu, c.gpus, c.tp);
+    ASSERT_OK(packed);
+    ASSERT_EQ(packed->size(), c.instances.size());
+    for (size_t i = 0; i < c.instances.size(); ++i) {
+      const backend::InstanceSpec& spec = (*packed)[i];
+      EXPECT_EQ(spec.id, InstanceId(static_cast<int64_t>(i)));
+      EXPECT_EQ(spec.tp, c.tp);
+      EXPECT_EQ(spec.node, c.instances[i].node);
+      EXPECT_EQ(spec.first_gpu, c.instances[i].first_gpu);
+    }
+  }
+}
+
+TEST(PackInstancesTest, RejectsInstancesThatWouldSpanNodes) {
+  // GPUs of one node that cannot be split into whole instances are unschedulable: an instance
+  // never spans a node boundary, even when the GPUs of two nodes together would fit.
+  struct Case {
+    std::string name;
+    int gpus_per_node;
+    int first_gpu;
+    int gpus;
+    int tp;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"fragment at the start", 8, 4, 12, 8,
+       "4 rollout GPUs on node 0 cannot be split into TP-8 instances (an instance never spans "
+       "nodes)"},
+      {"fragment at the end", 8, 0, 12, 8,
+       "4 rollout GPUs on node 1 cannot be split into TP-8 instances (an instance never spans "
+       "nodes)"},
+      {"not a multiple", 8, 2, 6, 4,
+       "6 rollout GPUs on node 0 cannot be split into TP-4 instances (an instance never spans "
+       "nodes)"},
+      {"single GPU", 8, 15, 1, 2,
+       "1 rollout GPU on node 1 cannot be split into TP-2 instances (an instance never spans "
+       "nodes)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto packed = PackInstances(c.gpus_per_node, c.first_gpu, c.gpus, c.tp);
+    ASSERT_FALSE(packed.ok());
+    EXPECT_EQ(packed.status(), Status::Unschedulable(c.message));
+  }
+}
+
+TEST(PlanContextTest, TotalGpus) {
+  // The cluster size is nodes times GPUs per node.
+  PlanContext context;
+  context.nodes = 3;
+  context.gpus_per_node = 4;
+  EXPECT_EQ(context.total_gpus(), 12);
+}
+
+}  // namespace
+}  // namespace libra::planner

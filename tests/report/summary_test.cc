@@ -1,0 +1,219 @@
+#include "report/summary.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/strings.h"
+
+namespace libra::report {
+namespace {
+
+store::StepRecord Step(int step, double end_s, int trajectories, int64_t tokens, double reward) {
+  store::StepRecord s;
+  s.step = step;
+  s.end_s = end_s;
+  s.trajectories = trajectories;
+  s.generated_tokens = tokens;
+  s.reward_mean = reward;
+  return s;
+}
+
+store::RunInfo MakeRun(int64_t id, const std::string& system, int gpus) {
+  store::RunInfo run;
+  run.id = id;
+  run.name = "quickstart";
+  run.system = system;
+  run.router = "least-conn";
+  run.planner = "static";
+  run.backend = "sim";
+  run.seed = 1;
+  run.gpus = gpus;
+  run.status = store::kRunOk;
+  return run;
+}
+
+// Two steps on 4 GPUs: 16 trajectories and 3000 tokens in 30 s.
+RunView TwoSteps(int64_t id, const std::string& system) {
+  RunView view;
+  view.run = MakeRun(id, system, 4);
+  store::StepRecord a = Step(0, 10, 8, 1000, 0.25);
+  a.rollout_s = 6;
+  a.train_s = 3;
+  a.sync_s = 1;
+  a.wait_s = 2;
+  store::StepRecord b = Step(1, 30, 8, 2000, 0.75);
+  b.rollout_s = 10;
+  b.train_s = 5;
+  b.sync_s = 1;
+  b.wait_s = 0;
+  view.steps = {a, b};
+  return view;
+}
+
+TEST(SummaryTest, ComputeMetricsOnHandMadeSteps) {
+  // Totals are sums, rates divide by the last step's end, per-step times are means, and the
+  // reward is the last step's.
+  const RunMetrics m = ComputeMetrics(TwoSteps(1, "baseline"));
+  EXPECT_EQ(m.steps, 2);
+  EXPECT_EQ(m.trajectories, 16);
+  EXPECT_EQ(m.generated_tokens, 3000);
+  EXPECT_EQ(m.elapsed_s, 30.0);
+  ASSERT_TRUE(m.trajectories_per_s.has_value());
+  EXPECT_DOUBLE_EQ(*m.trajectories_per_s, 16.0 / 30);
+  EXPECT_EQ(m.tokens_per_s, 100.0);
+  EXPECT_EQ(m.tokens_per_s_per_gpu, 25.0);
+  EXPECT_EQ(m.step_s, 15.0);
+  EXPECT_EQ(m.rollout_s, 8.0);
+  EXPECT_EQ(m.train_s, 4.0);
+  EXPECT_EQ(m.sync_s, 1.0);
+  EXPECT_EQ(m.wait_s, 1.0);
+  EXPECT_EQ(m.final_reward, 0.75);
+}
+
+TEST(SummaryTest, NoStepsGivesMissingValuesNotZeros) {
+  // A run that recorded no step has no times, rates or reward: they are missing, not 0.
+  RunView view;
+  view.run = MakeRun(3, "broken", 8);
+  const RunMetrics m = ComputeMetrics(view);
+  EXPECT_EQ(m.steps, 0);
+  EXPECT_EQ(m.trajectories, 0);
+  for (const std::optional<double>& v :
+       {m.elapsed_s, m.trajectories_per_s, m.tokens_per_s, m.tokens_per_s_per_gpu, m.step_s,
+        m.rollout_s, m.train_s, m.sync_s, m.wait_s, m.final_reward}) {
+    EXPECT_FALSE(v.has_value());
+  }
+}
+
+TEST(SummaryTest, ZeroElapsedOrGpusLeavesRatesMissing) {
+  // Rates need elapsed time (and a GPU count for the per-GPU rate); without them they are
+  // missing rather than infinite or 0.
+  RunView instant;
+  instant.run = MakeRun(1, "s", 4);
+  instant.steps = {Step(0, 0, 4, 100, 0.5)};
+  const RunMetrics a = ComputeMetrics(instant);
+  EXPECT_FALSE(a.trajectories_per_s.has_value());
+  EXPECT_FALSE(a.tokens_per_s.has_value());
+  EXPECT_FALSE(a.tokens_per_s_per_gpu.has_value());
+  EXPECT_EQ(a.elapsed_s, 0.0);
+
+  RunView no_gpus;
+  no_gpus.run = MakeRun(2, "s", 0);
+  no_gpus.steps = {Step(0, 10, 4, 100, 0.5)};
+  const RunMetrics b = ComputeMetrics(no_gpus);
+  EXPECT_EQ(b.tokens_per_s, 10.0);
+  EXPECT_FALSE(b.tokens_per_s_per_gpu.has_value());
+}
+
+TEST(SummaryTest, RunWithoutStepsRendersDashAndNull) {
+  // In the summary table a run with no steps shows "-" in text and null in JSON for every
+  // metric; only its step count is a real 0.
+  RunView empty;
+  empty.run = MakeRun(3, "broken", 8);
+  empty.run.status = store::kRunFailed;
+  const Table table = SummaryTable({empty}, std::nullopt);
+  EXPECT_EQ(table.Render(Format::kText),
+            "run  system  status  steps  time s  traj/s  tok/s/GPU  step s  rollout s  train s  "
+            "sync s  wait s  reward\n"
+            "---  ------  ------  -----  ------  ------  ---------  ------  ---------  -------  "
+            "------  ------  ------\n"
+            "  3  broken  failed      0       -       -          -       -          -        -  "
+            "     -       -       -\n");
+  EXPECT_EQ(table.Render(Format::kJson),
+            "[\n  {\"run\": 3, \"system\": \"broken\", \"status\": \"failed\", \"steps\": 0, "
+            "\"elapsed_s\": null, \"trajectories_per_s\": null, \"tokens_per_s_per_gpu\": null, "
+            "\"step_s\": null, \"rollout_s\": null, \"train_s\": null, \"sync_s\": null, "
+            "\"wait_s\": null, \"final_reward\": null}\n]\n");
+}
+
+TEST(SummaryTest, SpeedupIsRelativeToTheChosenBaseline) {
+  // The speedup column divides each run's trajectories/s by the baseline's; a run without
+  // throughput has no speedup; without a (valid) baseline there is no column.
+  RunView fast = TwoSteps(2, "fast");
+  for (store::StepRecord& s : fast.steps) s.trajectories *= 2;  // twice the throughput
+  RunView empty;
+  empty.run = MakeRun(3, "empty", 4);
+  const std::vector<RunView> runs = {TwoSteps(1, "slow"), fast, empty};
+
+  struct Case {
+    std::string name;
+    std::optional<size_t> baseline;
+    std::string csv_tail;  // the speedup values, one per run, or "" when there is no column
+  };
+  const std::vector<Case> cases = {
+      {"baseline slow", 0, "1.00|2.00|"},  {"baseline fast", 1, "0.50|1.00|"},
+      {"baseline without steps", 2, "||"}, {"no baseline", std::nullopt, ""},
+      {"baseline out of range", 3, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string csv = SummaryTable(runs, c.baseline).Render(Format::kCsv);
+    const std::string header = csv.substr(0, csv.find('\n'));
+    const bool has_column = EndsWith(header, ",speedup");
+    EXPECT_EQ(has_column, !c.csv_tail.empty()) << header;
+    if (!has_column) continue;
+    std::vector<std::string> lines = StrSplit(csv, '\n');
+    std::vector<std::string> speedups;
+    for (size_t i = 1; i + 1 < lines.size(); ++i) {
+      speedups.push_back(lines[i].substr(lines[i].rfind(',') + 1));
+    }
+    const std::string tail = StrJoin(speedups, "|");
+    EXPECT_EQ(tail, c.csv_tail);
+  }
+}
+
+TEST(SummaryTest, SummaryRowValues) {
+  // A full row: rounded to the documented decimals.
+  const Table table = SummaryTable({TwoSteps(1, "baseline")}, 0);
+  EXPECT_EQ(table.Render(Format::kCsv),
+            "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,step_s,"
+            "rollout_s,train_s,sync_s,wait_s,final_reward,speedup\n"
+            "1,baseline,ok,2,30.0,0.533,25.0,15.0,8.0,4.0,1.0,1.0,0.750,1.00\n");
+}
+
+TEST(SummaryTest, StepTableHasOneRowPerStep) {
+  // Each step's record, with the layout as train/rollout GPUs.
+  RunView view = TwoSteps(1, "baseline");
+  view.steps[0].turns = 20;
+  view.steps[0].max_lag = 1;
+  view.steps[0].train_gpus = 4;
+  view.steps[0].rollout_gpus = 12;
+  const Table table = StepTable(view);
+  EXPECT_EQ(table.rows(), 2u);
+  const std::string csv = table.Render(Format::kCsv);
+  EXPECT_EQ(csv.substr(0, csv.find('\n', csv.find('\n') + 1) + 1),
+            "step,end_s,rollout_s,train_s,sync_s,wait_s,trajectories,turns,generated_tokens,"
+            "reward_mean,max_lag,layout\n"
+            "0,10.0,6.0,3.0,1.0,2.0,8,20,1000,0.250,1,4/12\n");
+  EXPECT_EQ(StepTable(RunView()).rows(), 0u);
+}
+
+TEST(SummaryTest, ListTableShowsComparisonOrMissing) {
+  // One row per run; a run outside any comparison has a missing comparison id.
+  store::RunInfo a = MakeRun(1, "baseline", 8);
+  a.started_at = "2024-01-02T03:04:05Z";
+  a.steps_planned = 5;
+  store::RunInfo b = MakeRun(2, "libra", 8);
+  b.comparison_id = 7;
+  EXPECT_EQ(ListTable({a, b}).Render(Format::kCsv),
+            "run,name,system,backend,started_at,steps,status,comparison\n"
+            "1,quickstart,baseline,sim,2024-01-02T03:04:05Z,5,ok,\n"
+            "2,quickstart,libra,sim,,0,ok,7\n");
+}
+
+TEST(SummaryTest, RunHeadline) {
+  // One line naming the run, its system and policies, backend, seed, GPUs and outcome.
+  store::RunInfo run = MakeRun(3, "baseline", 16);
+  EXPECT_EQ(RunHeadline(run),
+            "run 3: quickstart, system 'baseline' (least-conn / static), sim, seed 1, 16 GPUs: ok");
+  run.status = store::kRunFailed;
+  run.error = "backend error: sim: boom";
+  EXPECT_EQ(RunHeadline(run),
+            "run 3: quickstart, system 'baseline' (least-conn / static), sim, seed 1, 16 GPUs: "
+            "failed (backend error: sim: boom)");
+}
+
+}  // namespace
+}  // namespace libra::report
