@@ -11,13 +11,6 @@
 namespace libra::cli {
 namespace {
 
-Result<report::RunView> ReadRun(store::Store& store, int64_t run_id) {
-  report::RunView view;
-  LIBRA_ASSIGN_OR_RETURN(view.run, store.GetRun(run_id));
-  LIBRA_ASSIGN_OR_RETURN(view.steps, store.Steps(run_id));
-  return view;
-}
-
 /// The index of --baseline (a system name or a run id) among `views`.
 Result<std::optional<size_t>> FindBaseline(const std::string& baseline,
                                            const std::vector<report::RunView>& views) {
@@ -76,7 +69,7 @@ int RunReport(const ReportOptions& options, const Io& io) {
 
   std::vector<report::RunView> views;
   for (int64_t id : ids) {
-    auto view = ReadRun(**store, id);
+    auto view = report::ReadRunView(**store, id);
     if (!view.ok()) return Fail(io, view.status());
     views.push_back(std::move(*view));
   }

@@ -11,14 +11,6 @@
 namespace libra::cli {
 namespace {
 
-/// Reads a run back from the store, so that what is printed is what was recorded.
-Result<report::RunView> ReadBack(store::Store& store, int64_t run_id) {
-  report::RunView view;
-  LIBRA_ASSIGN_OR_RETURN(view.run, store.GetRun(run_id));
-  LIBRA_ASSIGN_OR_RETURN(view.steps, store.Steps(run_id));
-  return view;
-}
-
 /// Runs `systems` of the recipe one after another (as one comparison when `compare`), prints the
 /// summary and returns the exit code.
 int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe& recipe,
@@ -48,7 +40,8 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
     auto outcome = experiment::RunSystem(**store, request, backend);
     progress.Clear();
     if (!outcome.ok()) return Fail(io, outcome.status());
-    auto view = ReadBack(**store, outcome->run_id);
+    // Read back from the store, so that what is printed is what was recorded.
+    auto view = report::ReadRunView(**store, outcome->run_id);
     if (!view.ok()) return Fail(io, view.status());
     if (!options.quiet) io.out << report::RunHeadline(view->run) << "\n";
     views.push_back(std::move(*view));

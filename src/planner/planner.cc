@@ -4,6 +4,22 @@
 
 namespace libra::planner {
 
+int ReadRolloutTp(recipe::OptionReader& reader) {
+  const int tp = static_cast<int>(reader.Int("rollout_tp", 1));
+  if (tp != 1 && tp != 2 && tp != 4 && tp != 8) {
+    reader.Error("rollout_tp", StrFormat("must be 1, 2, 4 or 8 (got %d)", tp));
+  }
+  return tp;
+}
+
+Status CheckRolloutTp(int tp, int gpus_per_node) {
+  if (tp > gpus_per_node || gpus_per_node % tp != 0) {
+    return Status::Unschedulable(
+        StrFormat("rollout_tp = %d does not divide gpus_per_node = %d", tp, gpus_per_node));
+  }
+  return Status();
+}
+
 Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,
                                                          int tp) {
   std::vector<backend::InstanceSpec> instances;

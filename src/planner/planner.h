@@ -54,6 +54,12 @@ Status RegisterBuiltinPlanners(PlannerRegistry& registry);
 /// A registry with the built-ins, built once.
 const PlannerRegistry& BuiltinPlanners();
 
+/// Reads the `rollout_tp` option (1, 2, 4 or 8; default 1), reporting other values on `reader`.
+int ReadRolloutTp(recipe::OptionReader& reader);
+
+/// kUnschedulable unless TP-`tp` instances fit the nodes' GPUs.
+Status CheckRolloutTp(int tp, int gpus_per_node);
+
 /// Packs `count` instances of TP `tp` onto the GPUs [first_gpu, first_gpu + gpus) of the cluster
 /// (node-major numbering), never across a node boundary. kUnschedulable when they do not fit.
 Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,

@@ -9,10 +9,7 @@ Result<std::unique_ptr<Planner>> StaticPlanner::Create(const recipe::OptionTable
   std::optional<int> train_gpus;
   if (reader.Has("train_gpus"))
     train_gpus = static_cast<int>(reader.Int("train_gpus", 1, 1, 1 << 20));
-  const int tp = static_cast<int>(reader.Int("rollout_tp", 1));
-  if (tp != 1 && tp != 2 && tp != 4 && tp != 8) {
-    reader.Error("rollout_tp", StrFormat("must be 1, 2, 4 or 8 (got %d)", tp));
-  }
+  const int tp = ReadRolloutTp(reader);
   LIBRA_RETURN_IF_ERROR(reader.Finish());
   return std::unique_ptr<Planner>(std::make_unique<StaticPlanner>(train_gpus, tp));
 }
@@ -36,10 +33,7 @@ Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
     return Status::Unschedulable(
         StrFormat("train_gpus = %d leaves no GPU for rollout (the cluster has %d)", train, total));
   }
-  if (rollout_tp_ > context.gpus_per_node || context.gpus_per_node % rollout_tp_ != 0) {
-    return Status::Unschedulable(StrFormat("rollout_tp = %d does not divide gpus_per_node = %d",
-                                           rollout_tp_, context.gpus_per_node));
-  }
+  LIBRA_RETURN_IF_ERROR(CheckRolloutTp(rollout_tp_, context.gpus_per_node));
   LIBRA_ASSIGN_OR_RETURN(auto instances,
                          PackInstances(context.gpus_per_node, train, total - train, rollout_tp_));
   Plan plan;

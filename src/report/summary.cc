@@ -4,6 +4,13 @@
 
 namespace libra::report {
 
+Result<RunView> ReadRunView(store::Store& store, int64_t run_id) {
+  RunView view;
+  LIBRA_ASSIGN_OR_RETURN(view.run, store.GetRun(run_id));
+  LIBRA_ASSIGN_OR_RETURN(view.steps, store.Steps(run_id));
+  return view;
+}
+
 RunMetrics ComputeMetrics(const RunView& view) {
   RunMetrics m;
   m.steps = static_cast<int>(view.steps.size());

@@ -153,6 +153,20 @@ EventRecord ReadEvent(const Statement& statement) {
   return event;
 }
 
+/// Every row of a per-run SELECT, read by `read`.
+template <typename T>
+Result<std::vector<T>> SelectRunRows(Statement& select, T (*read)(const Statement&),
+                                     int64_t run_id) {
+  std::vector<T> rows;
+  LIBRA_RETURN_IF_ERROR(select.ForEachRow(
+      [&](const Statement& row) {
+        rows.push_back(read(row));
+        return Status();
+      },
+      run_id));
+  return rows;
+}
+
 }  // namespace
 
 // Owns the connection and every statement, each prepared once when the store opens.
@@ -468,47 +482,19 @@ Result<RunInfo> Store::GetRun(int64_t run_id) {
 }
 
 Result<std::vector<StepRecord>> Store::Steps(int64_t run_id) {
-  std::vector<StepRecord> steps;
-  LIBRA_RETURN_IF_ERROR(impl_->select_steps->ForEachRow(
-      [&steps](const Statement& row) {
-        steps.push_back(ReadStep(row));
-        return Status();
-      },
-      run_id));
-  return steps;
+  return SelectRunRows(*impl_->select_steps, &ReadStep, run_id);
 }
 
 Result<std::vector<TrajectoryRecord>> Store::Trajectories(int64_t run_id) {
-  std::vector<TrajectoryRecord> trajectories;
-  LIBRA_RETURN_IF_ERROR(impl_->select_trajectories->ForEachRow(
-      [&trajectories](const Statement& row) {
-        trajectories.push_back(ReadTrajectory(row));
-        return Status();
-      },
-      run_id));
-  return trajectories;
+  return SelectRunRows(*impl_->select_trajectories, &ReadTrajectory, run_id);
 }
 
 Result<std::vector<DecisionRecord>> Store::Decisions(int64_t run_id) {
-  std::vector<DecisionRecord> decisions;
-  LIBRA_RETURN_IF_ERROR(impl_->select_decisions->ForEachRow(
-      [&decisions](const Statement& row) {
-        decisions.push_back(ReadDecision(row));
-        return Status();
-      },
-      run_id));
-  return decisions;
+  return SelectRunRows(*impl_->select_decisions, &ReadDecision, run_id);
 }
 
 Result<std::vector<EventRecord>> Store::Events(int64_t run_id) {
-  std::vector<EventRecord> events;
-  LIBRA_RETURN_IF_ERROR(impl_->select_events->ForEachRow(
-      [&events](const Statement& row) {
-        events.push_back(ReadEvent(row));
-        return Status();
-      },
-      run_id));
-  return events;
+  return SelectRunRows(*impl_->select_events, &ReadEvent, run_id);
 }
 
 Result<std::vector<ComparisonInfo>> Store::ListComparisons() {
