@@ -121,6 +121,36 @@ int Main(int argc, char** argv) {
   AddRecipeOptions(validate_cmd, validate.get());
   validate_cmd->callback([&] { exit_code = RunValidate(*validate, io); });
 
+  auto cost = std::make_shared<CostOptions>();
+  CLI::App* cost_cmd =
+      app.add_subcommand("cost", "The cost model's numbers for the recipe's GPU and model");
+  cost_cmd->footer(
+      "Per rollout TP degree: KV capacity, single-sequence decode speed, saturated decode\n"
+      "throughput per GPU and prefill speed; training step time and memory for the layouts of\n"
+      "the training GPUs; weight-sync and role-switch times. Check these before trusting a plan.\n"
+      "The [cost_model] table of the recipe (or --set cost_model.KEY=VALUE) changes them.\n\n" +
+      std::string(kFooter));
+  AddRecipeOptions(cost_cmd, &cost->common);
+  cost_cmd->add_option("--contexts", cost->contexts, "Context lengths of the decode columns")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->type_name("N,N,...");
+  cost_cmd
+      ->add_option("--max-seqs", cost->max_sequences,
+                   "Sequences an instance runs at once at most (max_num_seqs)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
+  cost_cmd->add_option("--train-tokens", cost->train_tokens, "Tokens per training sequence")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
+  cost_cmd
+      ->add_option("--train-gpus", cost->train_gpus, "Training GPUs (default: half the cluster)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
+  cost_cmd->callback([&] { exit_code = RunCost(*cost, io); });
+
   CLI::App* version_cmd =
       app.add_subcommand("version", "Version, source revision, build features and policies");
   version_cmd->callback([&] { exit_code = RunVersion(io); });

@@ -41,6 +41,18 @@ struct PlanOptions {
   std::vector<std::string> systems;
 };
 
+struct CostOptions {
+  RecipeOptions common;
+  /// Context lengths (tokens) of the decode columns.
+  std::vector<int64_t> contexts = {2048, 8192, 32768};
+  /// Sequences an instance runs at once at most (the engine's max_num_seqs).
+  int64_t max_sequences = 256;
+  /// Tokens per training sequence.
+  int64_t train_tokens = 8192;
+  /// Training GPUs (0: half the cluster).
+  int train_gpus = 0;
+};
+
 /// Where output goes: stdout and stderr, swappable in tests.
 struct Io {
   std::ostream& out;
@@ -55,6 +67,7 @@ int RunReport(const ReportOptions& options, const Io& io);
 int RunPlan(const PlanOptions& options, const Io& io);
 int RunValidate(const RecipeOptions& options, const Io& io);
 int RunVersion(const Io& io);
+int RunCost(const CostOptions& options, const Io& io);
 
 /// Parses the command line and runs the subcommand; returns the exit code.
 int Main(int argc, char** argv);

@@ -20,7 +20,7 @@ Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options) {
   overrides.insert(overrides.end(), options.sets.begin(), options.sets.end());
   LIBRA_ASSIGN_OR_RETURN(recipe::ParsedRecipe parsed,
                          recipe::ParseRecipeFile(options.recipe, overrides));
-  experiment::ValidateSystems(parsed.recipe, &parsed.diagnostics);
+  experiment::ValidateWithRegistries(parsed.recipe, &parsed.diagnostics);
   recipe::SortDiagnostics(&parsed.diagnostics);
   if (!parsed.diagnostics.empty()) return recipe::DiagnosticsToStatus(parsed.diagnostics);
   return std::move(parsed.recipe);

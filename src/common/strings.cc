@@ -73,7 +73,11 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   std::string best;
   size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
   for (const std::string& c : candidates) {
-    const size_t d = EditDistance(word, c);
+    size_t d = EditDistance(word, c);
+    // A truncated or extended name ("decode_bw" for "decode_bw_util") is a near miss too.
+    const bool prefix = word.size() >= 4 && c.size() >= 4 &&
+                        (StartsWith(c, word) || StartsWith(word, c));
+    if (prefix) d = std::min<size_t>(d, 2);
     if (d < best_distance) {
       best_distance = d;
       best = c;

@@ -20,7 +20,8 @@ std::vector<std::string> StrSplit(std::string_view text, char separator);
 bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
 
-/// The closest of `candidates` to `word` by edit distance, or "" when none is close; for
+/// The closest of `candidates` to `word` by edit distance (a name that one of them starts with,
+/// or that starts with one of them, counts as close), or "" when none is close; for
 /// "did you mean ...?" hints.
 std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
 

@@ -4,6 +4,7 @@
 
 #include "common/strings.h"
 #include "libra/config.h"
+#include "model/cost_model.h"
 #include "planner/planner.h"
 #include "sched/router.h"
 
@@ -27,6 +28,15 @@ class StoreRecorder : public Recorder {
   int64_t run_id_;
 };
 
+/// Adds `d` unless its key already has a diagnostic (a field is reported once).
+void Add(recipe::Diagnostic d, std::vector<recipe::Diagnostic>* diagnostics) {
+  const std::string key = d.what.substr(0, d.what.find(':') + 1);
+  for (const recipe::Diagnostic& e : *diagnostics) {
+    if (!key.empty() && StartsWith(e.what, key)) return;
+  }
+  diagnostics->push_back(std::move(d));
+}
+
 /// Splits a multi-line kInvalidRecipe message ("where: what" per line) into diagnostics.
 void AppendStatus(const Status& status, const std::string& fallback_where,
                   std::vector<recipe::Diagnostic>* diagnostics) {
@@ -42,9 +52,9 @@ void AppendStatus(const Status& status, const std::string& fallback_where,
     }
     if (status.code() == StatusCode::kInvalidRecipe && colon != std::string::npos &&
         colon + 2 <= line.size()) {
-      diagnostics->push_back(recipe::Diagnostic{line.substr(0, colon), line.substr(colon + 2)});
+      Add(recipe::Diagnostic{line.substr(0, colon), line.substr(colon + 2)}, diagnostics);
     } else {
-      diagnostics->push_back(recipe::Diagnostic{fallback_where, line});
+      Add(recipe::Diagnostic{fallback_where, line}, diagnostics);
     }
   }
 }
@@ -67,22 +77,28 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe,
   return context;
 }
 
-void ValidateSystems(const recipe::Recipe& recipe, std::vector<recipe::Diagnostic>* diagnostics) {
+void ValidateWithRegistries(const recipe::Recipe& recipe,
+                            std::vector<recipe::Diagnostic>* diagnostics) {
+  if (recipe.cluster.gpus_per_node >= 1) {
+    if (auto cost = model::MakeCostModel(recipe); !cost.ok()) {
+      AppendStatus(cost.status(), recipe.Where("cost_model"), diagnostics);
+    }
+  }
   for (const recipe::SystemSpec* system : AllSystems(recipe)) {
     const std::string router_key = system->path + ".router";
     const std::string planner_key = system->path + ".planner";
     const sched::RouterRegistry& routers = sched::BuiltinRouters();
     if (!routers.Contains(system->router)) {
-      diagnostics->push_back(recipe::Diagnostic{
-          recipe.Where(router_key), router_key + ": " + routers.UnknownMessage(system->router)});
+      Add({recipe.Where(router_key), router_key + ": " + routers.UnknownMessage(system->router)},
+          diagnostics);
     } else if (auto r = routers.Create(system->router, system->router_options); !r.ok()) {
       AppendStatus(r.status(), recipe.Where(router_key), diagnostics);
     }
     const planner::PlannerRegistry& planners = planner::BuiltinPlanners();
     if (!planners.Contains(system->planner)) {
-      diagnostics->push_back(
-          recipe::Diagnostic{recipe.Where(planner_key),
-                             planner_key + ": " + planners.UnknownMessage(system->planner)});
+      Add({recipe.Where(planner_key),
+           planner_key + ": " + planners.UnknownMessage(system->planner)},
+          diagnostics);
       continue;
     }
     auto p = planners.Create(system->planner, system->planner_options);
@@ -92,20 +108,23 @@ void ValidateSystems(const recipe::Recipe& recipe, std::vector<recipe::Diagnosti
     }
     const int staleness = recipe.StalenessFor(*system);
     if ((*p)->RequiresSynchronous() && staleness != 0) {
-      diagnostics->push_back(recipe::Diagnostic{
-          recipe.Where(planner_key),
-          StrFormat("%s: the %s planner time-shares the GPUs, so it needs staleness 0 (system "
-                    "'%s' has %d); set %s.staleness = 0",
-                    planner_key.c_str(), system->planner.c_str(), system->name.c_str(), staleness,
-                    system->path.c_str())});
+      Add(
+          recipe::Diagnostic{
+              recipe.Where(planner_key),
+              StrFormat("%s: the %s planner time-shares the GPUs, so it needs staleness 0 (system "
+                        "'%s' has %d); set %s.staleness = 0",
+                        planner_key.c_str(), system->planner.c_str(), system->name.c_str(),
+                        staleness, system->path.c_str())},
+          diagnostics);
       continue;
     }
     if (recipe.cluster.nodes < 1 || recipe.cluster.gpus_per_node < 1) continue;
     auto plan = (*p)->Initial(MakePlanContext(recipe, *system));
     if (!plan.ok()) {
-      diagnostics->push_back(recipe::Diagnostic{
-          recipe.Where(system->path + ".planner_options"),
-          system->path + ".planner_options: no plan fits the cluster: " + plan.status().message()});
+      Add(recipe::Diagnostic{recipe.Where(system->path + ".planner_options"),
+                             system->path + ".planner_options: no plan fits the cluster: " +
+                                 plan.status().message()},
+          diagnostics);
     }
   }
 }

@@ -21,9 +21,10 @@ namespace libra::experiment {
 using BackendFactory = std::function<Result<std::unique_ptr<backend::Backend>>(
     const recipe::Recipe& recipe, const workload::Workload& workload)>;
 
-/// Checks what the registries know about a recipe's systems: the router and the planner exist and
-/// accept their options, and the pipeline suits the planner. Appends one Diagnostic per problem.
-void ValidateSystems(const recipe::Recipe& recipe, std::vector<recipe::Diagnostic>* diagnostics);
+/// Checks what the registries and the catalog know about a recipe: its GPU, model and cost model
+/// exist and accept their tables; each system's router and planner exist and accept their
+/// options, and the pipeline suits the planner. Appends one Diagnostic per problem.
+void ValidateWithRegistries(const recipe::Recipe& recipe, std::vector<recipe::Diagnostic>* diagnostics);
 
 /// The systems of a recipe in report order: [system] first, then [[baselines]].
 std::vector<const recipe::SystemSpec*> AllSystems(const recipe::Recipe& recipe);

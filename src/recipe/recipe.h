@@ -15,8 +15,11 @@ namespace libra::recipe {
 
 /// [cluster]: the GPUs an experiment runs on.
 struct ClusterSpec {
-  /// GPU type from the catalog. Default: "A800-80G".
+  /// GPU type from the catalog, or the name of a custom one. Default: "A800-80G".
   std::string gpu = "A800-80G";
+  /// [cluster.gpu_spec]: a custom GPU's numbers (decoded by the model catalog); empty to use the
+  /// catalog entry named by `gpu`.
+  OptionTable gpu_spec;
   /// Number of nodes. Required.
   int nodes = 0;
   /// GPUs per node. Required.
@@ -28,9 +31,21 @@ struct ClusterSpec {
 
 /// [model]: the policy model.
 struct ModelSpec {
-  /// Model name from the catalog. Required.
+  /// Model name from the catalog, or the name of a custom one. Required.
   std::string name;
+  /// [model.arch]: a custom model's shape (decoded by the model catalog); empty to use the
+  /// catalog entry named by `name`.
+  OptionTable arch;
   bool operator==(const ModelSpec&) const = default;
+};
+
+/// [cost_model]: which cost model times rollout, training and transitions, and its parameters.
+struct CostModelSpec {
+  /// Cost model from the registry. Default: "roofline".
+  std::string name = "roofline";
+  /// Every other key of [cost_model]: the model's own parameters.
+  OptionTable options;
+  bool operator==(const CostModelSpec&) const = default;
 };
 
 /// [workload]: what the rollouts look like. The "simple" generator is a stand-in until the agentic
@@ -122,6 +137,7 @@ struct Recipe {
   std::string backend = "sim";
   ClusterSpec cluster;
   ModelSpec model;
+  CostModelSpec cost_model;
   WorkloadSpec workload;
   RlSpec rl;
   SimSpec sim;

@@ -287,6 +287,19 @@ class Converter {
       }
     }
 
+    /// Every key not read so far, as an option table (marks them known).
+    void Rest(OptionTable* out) {
+      out->path = path_;
+      out->where = where_;
+      if (table_ == nullptr) return;
+      for (const auto& [k, v] : *table_) {
+        const std::string key(k.str());
+        if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+        known_.push_back(key);
+        out->entries.push_back(OptionEntry{key, c_->ToOption(v, KeyPath(key), where_)});
+      }
+    }
+
     /// A sub-table: calls `fill(Table&)` when present (or when required, with an empty table so
     /// that its required fields are reported).
     template <typename Fill>
@@ -402,10 +415,20 @@ class Converter {
     top.Read("backend", &r.backend);
     top.Sub("cluster", true, [&](Table& t) {
       t.Read("gpu", &r.cluster.gpu);
+      t.Read("gpu_spec", &r.cluster.gpu_spec);
       t.Read("nodes", &r.cluster.nodes, true);
       t.Read("gpus_per_node", &r.cluster.gpus_per_node, true);
     });
-    top.Sub("model", true, [&](Table& t) { t.Read("name", &r.model.name, true); });
+    top.Sub("model", true, [&](Table& t) {
+      t.Read("name", &r.model.name, true);
+      t.Read("arch", &r.model.arch);
+    });
+    r.cost_model.options.path = "cost_model";
+    r.cost_model.options.where = source_ + ":1:1";
+    top.Sub("cost_model", false, [&](Table& t) {
+      t.Read("name", &r.cost_model.name);
+      t.Rest(&r.cost_model.options);
+    });
     top.Sub("workload", false, [&](Table& t) {
       WorkloadSpec& w = r.workload;
       t.Read("generator", &w.generator);

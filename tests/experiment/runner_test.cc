@@ -45,7 +45,7 @@ recipe::Recipe Parse(const std::string& text, const std::vector<std::string>& se
 std::vector<std::string> Validate(const std::vector<std::string>& sets) {
   const recipe::Recipe r = Parse(kRecipe, sets);
   std::vector<recipe::Diagnostic> d;
-  ValidateSystems(r, &d);
+  ValidateWithRegistries(r, &d);
   std::vector<std::string> out;
   for (const recipe::Diagnostic& x : d) out.push_back(x.ToString());
   return out;
@@ -63,7 +63,7 @@ TEST(RunnerTest, ValidRecipeHasNoSystemProblems) {
   EXPECT_TRUE(Validate({}).empty());
 }
 
-TEST(RunnerTest, ValidateSystemsReportsPolicyProblems) {
+TEST(RunnerTest, ValidateWithRegistriesReportsPolicyProblems) {
   // Unknown policies, bad options, a time-sharing planner with staleness, and a plan that does
   // not fit: each is one diagnostic at the right place.
   const std::vector<std::pair<std::string, std::string>> cases = {

@@ -1,0 +1,48 @@
+#include "model/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/strings.h"
+
+namespace libra::model {
+
+void IterationLoad::AddDecode(int64_t context_tokens) {
+  ++decode_sequences;
+  decode_context_tokens += context_tokens;
+}
+
+void IterationLoad::AddPrefill(int64_t new_tokens, int64_t prior_tokens) {
+  ++prefill_chunks;
+  prefill_tokens += new_tokens;
+  prefill_kv_tokens += prior_tokens + new_tokens;
+  prefill_attention +=
+      static_cast<double>(new_tokens) * (static_cast<double>(prior_tokens) + new_tokens / 2.0);
+}
+
+std::string TrainLayout::ToString() const {
+  return StrFormat("tp%d pp%d dp%d mb%d", tp, pp, dp, micro_batch);
+}
+
+double SingleSequenceDecodeRate(const CostModel& model, int tp, int64_t context) {
+  IterationLoad load;
+  load.AddDecode(context);
+  return 1.0 / model.IterationTime(tp, load);
+}
+
+double SaturatedDecodeRatePerGpu(const CostModel& model, int tp, int64_t context,
+                                 int64_t max_sequences) {
+  const int64_t fit = context > 0 ? model.KvCapacityTokens(tp) / context : max_sequences;
+  const int64_t sequences = std::min(fit, max_sequences);
+  if (sequences <= 0) return 0;
+  IterationLoad load;
+  load.decode_sequences = sequences;
+  load.decode_context_tokens = sequences * context;
+  return static_cast<double>(sequences) / model.IterationTime(tp, load) / tp;
+}
+
+double PrefillRate(const CostModel& model, int tp, int64_t tokens) {
+  return static_cast<double>(tokens) / model.PrefillTime(tp, tokens, 0);
+}
+
+}  // namespace libra::model

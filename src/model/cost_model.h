@@ -1,0 +1,172 @@
+// CostModel: how long things take on a GPU cluster, and how much memory they need. The planner
+// predicts with it and the simulator executes with it, so both rest on the same numbers.
+//
+// Two models implement it: "roofline" (ours, from first principles: docs/cost-model.md) and
+// "libra-ref" (the Libra authors' analytic formulas exactly, errors included, for cross-checks).
+// A cost model is a value-like service: const, no I/O, no clock, safe to share.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/registry.h"
+#include "model/catalog.h"
+#include "recipe/options.h"
+#include "recipe/recipe.h"
+
+namespace libra::model {
+
+/// What one continuous-batching iteration of a rollout instance processes, as the sums the cost
+/// depends on (so a simulator can keep them incrementally).
+struct IterationLoad {
+  /// Decoding sequences |D| and the sum of their contexts (tokens already in the KV cache).
+  int64_t decode_sequences = 0;
+  int64_t decode_context_tokens = 0;
+  /// Prefill chunks: their number, new tokens sum(q), KV tokens touched sum(p + q), and the
+  /// attention work sum(q * (p + q / 2)) for prior context p.
+  int64_t prefill_chunks = 0;
+  int64_t prefill_tokens = 0;
+  int64_t prefill_kv_tokens = 0;
+  double prefill_attention = 0;
+
+  void AddDecode(int64_t context_tokens);
+  void AddPrefill(int64_t new_tokens, int64_t prior_tokens);
+  bool empty() const { return decode_sequences == 0 && prefill_chunks == 0; }
+};
+
+/// A training layout: tensor, pipeline and data parallel sizes and the micro-batch (sequences).
+struct TrainLayout {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int micro_batch = 1;
+
+  int gpus() const { return tp * pp * dp; }
+  /// "tp4 pp1 dp2 mb1".
+  std::string ToString() const;
+  bool operator==(const TrainLayout&) const = default;
+};
+
+/// Which passes a training step runs besides forward and backward.
+struct TrainPasses {
+  /// Full activation recomputation (one more forward per micro-batch).
+  bool activation_recompute = true;
+  /// Old-policy log-probabilities recomputed by a forward pass (verl, Libra).
+  bool old_logprob = true;
+  /// A reference-model forward for the KL penalty.
+  bool reference = true;
+};
+
+/// One training step, with its parts.
+struct TrainEstimate {
+  double step_s = 0;
+  double compute_s = 0;
+  double tp_comm_s = 0;
+  double pp_bubble_s = 0;
+  double dp_comm_s = 0;
+  double optimizer_s = 0;
+  /// Total FLOPs of the step and the load imbalance across data-parallel ranks (>= 1).
+  double flops = 0;
+  double imbalance = 1;
+  /// Peak memory per GPU, and what a GPU can hold.
+  double memory_bytes = 0;
+  double memory_limit_bytes = 0;
+
+  bool oom() const { return memory_bytes > memory_limit_bytes; }
+};
+
+/// How weights reach the rollout engines.
+enum class SyncPath {
+  kNccl,  // gathered on the trainer, broadcast over NCCL, loaded in place
+  kDisk,  // written to shared storage, read and reloaded by the engines
+};
+
+struct SyncRequest {
+  SyncPath path = SyncPath::kNccl;
+  TrainLayout train;
+  int rollout_tp = 1;
+  /// Whether the broadcast crosses nodes (disaggregated placement).
+  bool cross_node = true;
+};
+
+/// Which way a worker changes role.
+enum class SwitchDirection { kRolloutToTrain, kTrainToRollout };
+
+struct SwitchRequest {
+  SwitchDirection direction = SwitchDirection::kRolloutToTrain;
+  /// TP of the rollout instance the worker leaves or joins.
+  int rollout_tp = 1;
+  /// The training layout the worker joins or leaves.
+  TrainLayout train;
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  /// "roofline", "libra-ref".
+  virtual std::string_view Name() const = 0;
+  virtual const GpuSpec& gpu() const = 0;
+  virtual const ModelArch& arch() const = 0;
+
+  // ---- Rollout ---------------------------------------------------------------------------------
+
+  /// Tokens of KV cache a TP-`tp` instance holds; 0 when the weights do not fit.
+  virtual int64_t KvCapacityTokens(int tp) const = 0;
+  /// Seconds of one continuous-batching iteration of a TP-`tp` instance. REQUIRES: tp >= 1.
+  virtual double IterationTime(int tp, const IterationLoad& load) const = 0;
+  /// Seconds to prefill `tokens` new tokens after `prior_tokens` cached ones on an otherwise idle
+  /// TP-`tp` instance (re-building a context on another instance).
+  virtual double PrefillTime(int tp, int64_t tokens, int64_t prior_tokens) const = 0;
+
+  // ---- Training --------------------------------------------------------------------------------
+
+  /// One optimizer step over sequences of the given total lengths (tokens).
+  virtual TrainEstimate TrainStep(const TrainLayout& layout, const TrainPasses& passes,
+                                  std::span<const int64_t> sequence_tokens) const = 0;
+
+  // ---- Transitions -----------------------------------------------------------------------------
+
+  /// Seconds to push the trainer's weights to the rollout engines.
+  virtual double WeightSyncTime(const SyncRequest& request) const = 0;
+  /// Seconds for a worker to change role (not counting the drain of its in-flight work).
+  virtual double RoleSwitchTime(const SwitchRequest& request) const = 0;
+};
+
+/// What a cost model is built for: the hardware, the model and the node size.
+struct CostModelContext {
+  GpuSpec gpu;
+  ModelArch arch;
+  int gpus_per_node = 8;
+};
+
+using CostModelRegistry = Registry<CostModel, const CostModelContext&, const recipe::OptionTable&>;
+
+/// Registers "roofline" and "libra-ref".
+Status RegisterBuiltinCostModels(CostModelRegistry& registry);
+/// A registry with the built-ins, built once.
+const CostModelRegistry& BuiltinCostModels();
+
+/// The GPU and model a recipe names (catalog entries, or its custom [cluster.gpu_spec] and
+/// [model.arch] tables). kInvalidRecipe with the recipe position when unknown or invalid.
+Result<CostModelContext> ContextFor(const recipe::Recipe& recipe);
+
+/// The cost model a recipe asks for ([cost_model]), built for its GPU, model and nodes.
+Result<std::unique_ptr<CostModel>> MakeCostModel(const recipe::Recipe& recipe);
+
+// ---- Derived figures, the same for every cost model ----------------------------------------
+
+/// Tokens per second of one sequence decoding alone at `context` tokens on a TP-`tp` instance.
+double SingleSequenceDecodeRate(const CostModel& model, int tp, int64_t context);
+
+/// Decode tokens per second per GPU of a TP-`tp` instance full of sequences at `context` tokens:
+/// as many as the KV cache holds, at most `max_sequences`. 0 when none fits.
+double SaturatedDecodeRatePerGpu(const CostModel& model, int tp, int64_t context,
+                                 int64_t max_sequences);
+
+/// Prefill tokens per second of a TP-`tp` instance for one prompt of `tokens` tokens.
+double PrefillRate(const CostModel& model, int tp, int64_t tokens);
+
+}  // namespace libra::model

@@ -1,0 +1,245 @@
+#include "model/roofline_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+namespace libra::model {
+namespace {
+
+constexpr double kGB = 1e9;
+
+}  // namespace
+
+Result<std::unique_ptr<CostModel>> RooflineCostModel::Create(const CostModelContext& context,
+                                                             const recipe::OptionTable& options) {
+  recipe::OptionReader r(options);
+  RooflineParams p;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  p.gpu_memory_utilization = r.Double("gpu_memory_utilization", p.gpu_memory_utilization, 0.01, 1);
+  p.reserve_bytes = r.Double("reserve_gb", p.reserve_bytes / kGB, 0, 1e4) * kGB;
+  p.kv_fragmentation = r.Double("kv_fragmentation", p.kv_fragmentation, 0, 0.99);
+  p.decode_bw_util = r.Double("decode_bw_util", p.decode_bw_util, 0.01, 1);
+  p.prefill_mfu = r.Double("prefill_mfu", p.prefill_mfu, 0.01, 1);
+  p.iteration_overhead_s =
+      r.Double("iteration_overhead_ms", p.iteration_overhead_s * 1e3, 0, 1e4) / 1e3;
+  p.sequence_overhead_s =
+      r.Double("sequence_overhead_us", p.sequence_overhead_s * 1e6, 0, 1e6) / 1e6;
+  p.prefill_chunk_tokens =
+      r.Int("prefill_chunk_tokens", p.prefill_chunk_tokens, 1, int64_t{1} << 30);
+  p.train_mfu = r.Double("train_mfu", p.train_mfu, 0.01, 1);
+  p.train_tp_overlap = r.Double("train_tp_overlap", p.train_tp_overlap, 0, 1);
+  p.train_dp_overlap = r.Double("train_dp_overlap", p.train_dp_overlap, 0, 1);
+  p.train_dp_overlap_pp = r.Double("train_dp_overlap_pp", p.train_dp_overlap_pp, 0, 1);
+  p.optimizer_bytes_per_param =
+      r.Double("optimizer_bytes_per_param", p.optimizer_bytes_per_param, 0, 1e3);
+  p.train_reserve_bytes = r.Double("train_reserve_gb", p.train_reserve_bytes / kGB, 0, 1e4) * kGB;
+  p.load_tensor_overhead_s =
+      r.Double("load_tensor_overhead_us", p.load_tensor_overhead_s * 1e6, 0, 1e9) / 1e6;
+  p.disk_write_bandwidth =
+      r.Double("disk_write_gbps", p.disk_write_bandwidth / kGB, 1e-6, kInf) * kGB;
+  p.disk_read_bandwidth = r.Double("disk_read_gbps", p.disk_read_bandwidth / kGB, 1e-6, kInf) * kGB;
+  p.engine_restart_s = r.Double("engine_restart_s", p.engine_restart_s, 0, 1e6);
+  p.role_reinit_s = r.Double("role_reinit_s", p.role_reinit_s, 0, 1e6);
+  LIBRA_RETURN_IF_ERROR(r.Finish());
+  return std::unique_ptr<CostModel>(std::make_unique<RooflineCostModel>(context, p));
+}
+
+RooflineCostModel::RooflineCostModel(const CostModelContext& context, const RooflineParams& params)
+    : gpu_(context.gpu),
+      arch_(context.arch),
+      gpus_per_node_(context.gpus_per_node),
+      params_(params) {}
+
+double RooflineCostModel::KvBytesPerTokenPerGpu(int tp) const {
+  // KV heads are split across TP ranks; beyond kv_heads ranks they are replicated.
+  return arch_.KvBytesPerToken() / std::min(tp, arch_.kv_heads);
+}
+
+int64_t RooflineCostModel::KvCapacityTokens(int tp) const {
+  const double per_gpu_pool = gpu_.hbm_bytes * params_.gpu_memory_utilization -
+                              params_.reserve_bytes - arch_.WeightBytes() / tp;
+  if (per_gpu_pool <= 0) return 0;
+  return static_cast<int64_t>(per_gpu_pool / KvBytesPerTokenPerGpu(tp) *
+                              (1 - params_.kv_fragmentation));
+}
+
+double RooflineCostModel::IterationTime(int tp, const IterationLoad& load) const {
+  if (load.empty()) return 0;
+  const double t = tp;
+  const double b = arch_.dtype_bytes;
+  const double tokens = static_cast<double>(load.decode_sequences + load.prefill_tokens);
+  // Weights read once per iteration; a MoE layer reads only the experts its tokens touch.
+  double weight_params = arch_.ActiveMatmulParams();
+  if (arch_.moe()) {
+    const double active_experts =
+        arch_.layers * 3.0 * arch_.hidden * arch_.expert_ffn * arch_.experts_per_token;
+    const double touched =
+        1 - std::pow(1 - static_cast<double>(arch_.experts_per_token) / arch_.experts, tokens);
+    weight_params = weight_params - active_experts + arch_.ExpertParams() * touched;
+  }
+  const double kv_tokens = static_cast<double>(load.decode_context_tokens + load.prefill_kv_tokens);
+  const double bytes = b * weight_params / t + kv_tokens * KvBytesPerTokenPerGpu(tp);
+  const double attention = static_cast<double>(load.decode_context_tokens) + load.prefill_attention;
+  const double flops = (2 * arch_.ActiveMatmulParams() * tokens +
+                        4.0 * arch_.layers * arch_.heads * arch_.head_dim * attention) /
+                       t;
+  const double memory_s = bytes / (params_.decode_bw_util * gpu_.hbm_bandwidth);
+  const double compute_s = flops / (params_.prefill_mfu * gpu_.bf16_flops);
+  double comm_s = 0;
+  if (tp > 1) {
+    // Two all-reduces of the hidden states per layer (attention and MLP outputs).
+    comm_s = 2.0 * arch_.layers *
+             (gpu_.allreduce_latency_s +
+              2 * (t - 1) / t * tokens * arch_.hidden * b / gpu_.allreduce_bandwidth);
+  }
+  return std::max(memory_s, compute_s) + comm_s + params_.iteration_overhead_s +
+         params_.sequence_overhead_s *
+             static_cast<double>(load.decode_sequences + load.prefill_chunks);
+}
+
+double RooflineCostModel::PrefillTime(int tp, int64_t tokens, int64_t prior_tokens) const {
+  double total = 0;
+  for (int64_t done = 0; done < tokens; done += params_.prefill_chunk_tokens) {
+    IterationLoad load;
+    load.AddPrefill(std::min(params_.prefill_chunk_tokens, tokens - done), prior_tokens + done);
+    total += IterationTime(tp, load);
+  }
+  return total;
+}
+
+double RooflineCostModel::TrainFlops(int64_t tokens, const TrainPasses& passes) const {
+  const double extra = (passes.activation_recompute ? 1 : 0) + (passes.old_logprob ? 1 : 0) +
+                       (passes.reference ? 1 : 0);
+  const double s = static_cast<double>(tokens);
+  return (6 + 2 * extra) * arch_.ActiveMatmulParams() * s +
+         (3 + extra) * 2.0 * arch_.layers * arch_.heads * arch_.head_dim * s * s;
+}
+
+double RooflineCostModel::TrainMemoryPerGpu(const TrainLayout& layout, const TrainPasses& passes,
+                                            int64_t micro_tokens, int micro_batches) const {
+  const double n = arch_.TotalParams();
+  const double shard = static_cast<double>(layout.tp) * layout.pp;
+  // bf16 weights, fp32 gradients, Adam state (fp32 master, m, v) sharded over DP (distributed
+  // optimizer), and the reference model's bf16 weights when a KL term needs them.
+  const double states =
+      (2 + 4) * n / shard + 12 * n / (shard * layout.dp) + (passes.reference ? 2 * n / shard : 0);
+  // Activations (Korthikanti et al. 2022, sequence parallel, flash attention): 34*s*d bytes per
+  // layer; with full recompute only each layer's input (2*s*d) is kept, plus one layer's working
+  // set. The first pipeline stage holds up to pp micro-batches (1F1B).
+  const double s = static_cast<double>(micro_tokens);
+  const double d = arch_.hidden;
+  const double stage_layers = std::ceil(static_cast<double>(arch_.layers) / layout.pp);
+  const double in_flight = std::min(layout.pp, std::max(1, micro_batches));
+  const double activations = passes.activation_recompute
+                                 ? (2 * s * d * stage_layers * in_flight + 34 * s * d) / layout.tp
+                                 : 34 * s * d * stage_layers * in_flight / layout.tp;
+  // fp32 logits and their gradient for the log-probabilities (vocabulary split over TP).
+  const double logits = 6 * s * static_cast<double>(arch_.vocab) / layout.tp;
+  return states + activations + logits;
+}
+
+TrainEstimate RooflineCostModel::TrainStep(const TrainLayout& layout, const TrainPasses& passes,
+                                           std::span<const int64_t> sequence_tokens) const {
+  TrainEstimate e;
+  e.memory_limit_bytes = gpu_.hbm_bytes - params_.train_reserve_bytes;
+  const int dp = std::max(1, layout.dp);
+  const int micro_batch = std::max(1, layout.micro_batch);
+  // Longest sequences first onto the least-loaded data-parallel rank (LPT packing).
+  std::vector<int64_t> sorted(sequence_tokens.begin(), sequence_tokens.end());
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  std::vector<double> rank_flops(static_cast<size_t>(dp), 0);
+  std::vector<double> rank_tokens(static_cast<size_t>(dp), 0);
+  std::vector<int> rank_sequences(static_cast<size_t>(dp), 0);
+  for (int64_t tokens : sorted) {
+    const size_t rank = static_cast<size_t>(std::min_element(rank_flops.begin(), rank_flops.end()) -
+                                            rank_flops.begin());
+    rank_flops[rank] += TrainFlops(tokens, passes);
+    rank_tokens[rank] += static_cast<double>(tokens);
+    ++rank_sequences[rank];
+  }
+  const size_t busiest = static_cast<size_t>(
+      std::max_element(rank_flops.begin(), rank_flops.end()) - rank_flops.begin());
+  e.flops = std::accumulate(rank_flops.begin(), rank_flops.end(), 0.0);
+  e.imbalance = e.flops > 0 ? rank_flops[busiest] / (e.flops / dp) : 1;
+
+  const int micro_batches = (rank_sequences[busiest] + micro_batch - 1) / micro_batch;
+  int64_t micro_tokens = 0;  // the largest micro-batch: the longest sequences together
+  for (size_t i = 0; i < sorted.size() && i < static_cast<size_t>(micro_batch); ++i) {
+    micro_tokens += sorted[i];
+  }
+  e.memory_bytes = TrainMemoryPerGpu(layout, passes, micro_tokens, micro_batches);
+  if (sorted.empty()) return e;
+
+  const double shard = static_cast<double>(layout.tp) * layout.pp;
+  const double b = arch_.dtype_bytes;
+  const double d = arch_.hidden;
+  e.compute_s = rank_flops[busiest] / (shard * params_.train_mfu * gpu_.bf16_flops);
+  if (layout.tp > 1) {
+    // Two all-reduces per layer for every forward (forward, recompute, old log-probs,
+    // reference) and two for the backward.
+    const double forwards = 1 + (passes.activation_recompute ? 1 : 0) +
+                            (passes.old_logprob ? 1 : 0) + (passes.reference ? 1 : 0);
+    const double collectives = (2 * forwards + 2) * std::ceil(double(arch_.layers) / layout.pp);
+    const double t = layout.tp;
+    e.tp_comm_s = collectives *
+                  (micro_batches * gpu_.allreduce_latency_s +
+                   2 * (t - 1) / t * rank_tokens[busiest] * d * b / gpu_.allreduce_bandwidth) *
+                  (1 - params_.train_tp_overlap);
+  }
+  const bool spans_nodes = layout.gpus() > gpus_per_node_;
+  const double inter_per_gpu = gpu_.inter_node_bandwidth / gpus_per_node_;
+  if (layout.pp > 1) {
+    // 1F1B bubble, plus activations and their gradients crossing each stage boundary.
+    const double link = spans_nodes ? inter_per_gpu : gpu_.nvlink_bandwidth;
+    e.pp_bubble_s = (layout.pp - 1.0) / (micro_batches + layout.pp - 1.0) * e.compute_s +
+                    2.0 * (layout.pp - 1) * rank_tokens[busiest] * d * b / layout.tp / link;
+  }
+  if (dp > 1) {
+    const double bandwidth = spans_nodes ? inter_per_gpu : gpu_.allreduce_bandwidth;
+    const double overlap = layout.pp > 1 ? params_.train_dp_overlap_pp : params_.train_dp_overlap;
+    e.dp_comm_s = 2.0 * (dp - 1) / dp * b * arch_.TotalParams() / shard / bandwidth * (1 - overlap);
+  }
+  e.optimizer_s = params_.optimizer_bytes_per_param * arch_.TotalParams() / (shard * dp) /
+                  (params_.decode_bw_util * gpu_.hbm_bandwidth);
+  e.step_s = e.compute_s + e.tp_comm_s + e.pp_bubble_s + e.dp_comm_s + e.optimizer_s;
+  return e;
+}
+
+double RooflineCostModel::WeightSyncTime(const SyncRequest& request) const {
+  const double weights = arch_.WeightBytes();
+  const double shards = static_cast<double>(request.train.tp) * request.train.pp;
+  // Re-assemble the TP/PP shards on the sending rank.
+  const double gather = shards > 1 ? weights * (shards - 1) / shards / gpu_.allreduce_bandwidth : 0;
+  // Every engine loads the full weights into its TP shards (attention 4, MLP 3 and 2 norm
+  // tensors per layer, plus embeddings, final norm and head).
+  const double tensors = 9.0 * arch_.layers + 3;
+  const double load = weights / request.rollout_tp / (params_.decode_bw_util * gpu_.hbm_bandwidth) +
+                      tensors * params_.load_tensor_overhead_s;
+  if (request.path == SyncPath::kDisk) {
+    return gather + weights / params_.disk_write_bandwidth + weights / params_.disk_read_bandwidth +
+           params_.engine_restart_s + load;
+  }
+  // A pipelined, chunked broadcast runs at the slowest link on its path.
+  const double link = request.cross_node
+                          ? std::min(gpu_.inter_node_bandwidth, gpu_.nvlink_bandwidth)
+                          : gpu_.nvlink_bandwidth;
+  return gather + weights / link + load;
+}
+
+double RooflineCostModel::RoleSwitchTime(const SwitchRequest& request) const {
+  // A rollout engine's weights on one GPU, and a trainer's state on one GPU (bf16 weights, fp32
+  // gradients, Adam state sharded over DP).
+  const double engine = arch_.WeightBytes() / request.rollout_tp;
+  const double n = arch_.TotalParams();
+  const double shard = static_cast<double>(request.train.tp) * request.train.pp;
+  const double trainer = 6 * n / shard + 12 * n / (shard * std::max(1, request.train.dp));
+  if (request.direction == SwitchDirection::kRolloutToTrain) {
+    return engine / gpu_.d2h_bandwidth + trainer / gpu_.h2d_bandwidth + params_.role_reinit_s;
+  }
+  return trainer / gpu_.d2h_bandwidth + engine / gpu_.h2d_bandwidth + params_.role_reinit_s;
+}
+
+}  // namespace libra::model

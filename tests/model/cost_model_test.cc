@@ -1,0 +1,71 @@
+#include "model/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include "support/test_util.h"
+
+namespace libra::model {
+namespace {
+
+/// A cost model with round numbers: an iteration costs 1 ms per sequence plus 1 us per context
+/// token; a prefill costs 1 us per token; capacity 1000 tokens per GPU.
+class FakeModel : public CostModel {
+ public:
+  std::string_view Name() const override { return "fake"; }
+  const GpuSpec& gpu() const override { return gpu_; }
+  const ModelArch& arch() const override { return arch_; }
+  int64_t KvCapacityTokens(int tp) const override { return 1000 * tp; }
+  double IterationTime(int, const IterationLoad& load) const override {
+    return 1e-3 * static_cast<double>(load.decode_sequences) +
+           1e-6 * static_cast<double>(load.decode_context_tokens);
+  }
+  double PrefillTime(int, int64_t tokens, int64_t) const override { return 1e-6 * tokens; }
+  TrainEstimate TrainStep(const TrainLayout&, const TrainPasses&,
+                          std::span<const int64_t>) const override {
+    return {};
+  }
+  double WeightSyncTime(const SyncRequest&) const override { return 0; }
+  double RoleSwitchTime(const SwitchRequest&) const override { return 0; }
+
+ private:
+  GpuSpec gpu_;
+  ModelArch arch_;
+};
+
+TEST(CostModelTest, IterationLoadKeepsTheSums) {
+  // Decodes add their contexts; prefill chunks add tokens, KV touched and attention work.
+  IterationLoad load;
+  EXPECT_TRUE(load.empty());
+  load.AddDecode(100);
+  load.AddDecode(300);
+  load.AddPrefill(50, 1000);
+  EXPECT_FALSE(load.empty());
+  EXPECT_EQ(load.decode_sequences, 2);
+  EXPECT_EQ(load.decode_context_tokens, 400);
+  EXPECT_EQ(load.prefill_chunks, 1);
+  EXPECT_EQ(load.prefill_tokens, 50);
+  EXPECT_EQ(load.prefill_kv_tokens, 1050);
+  EXPECT_DOUBLE_EQ(load.prefill_attention, 50 * (1000 + 25.0));
+}
+
+TEST(CostModelTest, TrainLayoutPrints) {
+  // The layout's name and GPU count.
+  const TrainLayout layout{4, 2, 3, 1};
+  EXPECT_EQ(layout.gpus(), 24);
+  EXPECT_EQ(layout.ToString(), "tp4 pp2 dp3 mb1");
+}
+
+TEST(CostModelTest, DerivedRates) {
+  // Single sequence: 1 / (1 ms + 1 us * context). Saturated: as many sequences as the KV holds
+  // (capped), per GPU. Prefill: tokens over prefill time.
+  const FakeModel m;
+  EXPECT_DOUBLE_EQ(SingleSequenceDecodeRate(m, 1, 1000), 1 / 0.002);
+  // TP 2 holds 2000 tokens: 4 sequences of 500 -> 4 / (4 ms + 2 ms) / 2 GPUs.
+  EXPECT_DOUBLE_EQ(SaturatedDecodeRatePerGpu(m, 2, 500, 100), 4 / 0.006 / 2);
+  EXPECT_DOUBLE_EQ(SaturatedDecodeRatePerGpu(m, 2, 500, 2), 2 / 0.003 / 2);
+  EXPECT_EQ(SaturatedDecodeRatePerGpu(m, 1, 5000, 100), 0);
+  EXPECT_DOUBLE_EQ(PrefillRate(m, 1, 4096), 1e6);
+}
+
+}  // namespace
+}  // namespace libra::model
