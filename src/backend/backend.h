@@ -57,6 +57,9 @@ struct StartTurn {
   int policy_version = 0;
   /// Tokens of context before this turn (prompt + generated + tool outputs so far).
   int64_t context_tokens = 0;
+  /// The policy's modelled skill (workload::SkillModel): simulated backends draw rewards from it;
+  /// real backends ignore it (a real policy's reward is measured).
+  double skill = 0;
 };
 
 /// Runs the tool the trajectory's last turn called.

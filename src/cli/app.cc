@@ -97,6 +97,11 @@ int Main(int argc, char** argv) {
                    "System name or run id that speedups are relative to\n"
                    "(default: the second run, i.e. the first baseline)")
       ->type_name("NAME|RUN");
+  report_cmd
+      ->add_option("--export-trajectories", report->export_trajectories,
+                   "Write the runs' trajectories as a JSONL trace (docs/traces.md) that\n"
+                   "[workload] kind = \"trace\" can replay")
+      ->type_name("FILE");
   report_cmd->callback([&] { exit_code = RunReport(*report, io); });
 
   auto plan = std::make_shared<PlanOptions>();
@@ -150,6 +155,33 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->type_name("N");
   cost_cmd->callback([&] { exit_code = RunCost(*cost, io); });
+
+  auto wl = std::make_shared<WorkloadOptions>();
+  CLI::App* workload_cmd = app.add_subcommand(
+      "workload", "The distribution of the recipe's trajectories, per policy version");
+  workload_cmd->footer(
+      "Generates the recipe's workload for a few policy versions (no simulation) and prints\n"
+      "p50/p90/p99/max of turns, generated tokens, tool output and tool latency, and the\n"
+      "tool-failure, timeout, truncation and success rates: check a preset or a trace before\n"
+      "using it. Success rates are modelled (docs/workloads.md).\n\n" +
+      std::string(kFooter));
+  AddRecipeOptions(workload_cmd, &wl->common);
+  workload_cmd
+      ->add_option("--versions", wl->versions,
+                   "Policy versions (default: 0 and every quarter of the steps)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("V,V,...");
+  workload_cmd
+      ->add_option("--prompts", wl->prompts, "Prompts per version (default: rl.prompts_per_step)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
+  workload_cmd
+      ->add_option("--skill", wl->skill,
+                   "The policy's modelled skill in [0, 1] (default: the initial one)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->type_name("X");
+  workload_cmd->callback([&] { exit_code = RunWorkload(*wl, io); });
 
   CLI::App* version_cmd =
       app.add_subcommand("version", "Version, source revision, build features and policies");

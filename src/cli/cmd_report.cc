@@ -7,6 +7,7 @@
 #include "common/strings.h"
 #include "report/summary.h"
 #include "store/store.h"
+#include "workload/trace.h"
 
 namespace libra::cli {
 namespace {
@@ -27,6 +28,56 @@ Result<std::optional<size_t>> FindBaseline(const std::string& baseline,
                                  "' is neither a system nor a run id of this report");
 }
 
+/// Writes one run's trajectories, with their turns, as a trace.
+Status ExportTrajectories(store::Store& store, int64_t run_id, const std::string& path,
+                          const Io& io) {
+  LIBRA_ASSIGN_OR_RETURN(std::vector<store::TrajectoryRecord> trajectories,
+                         store.Trajectories(run_id));
+  LIBRA_ASSIGN_OR_RETURN(std::vector<store::TurnRecord> turns, store.Turns(run_id));
+  std::vector<workload::TraceRecord> records;
+  size_t next_turn = 0;
+  for (const store::TrajectoryRecord& t : trajectories) {
+    workload::TraceRecord r;
+    r.prompt = t.prompt;
+    r.sample = t.sample;
+    r.prompt_tokens = t.prompt_tokens;
+    r.reward = t.reward;
+    r.version = t.version;
+    // Turns come ordered by trajectory id, as the trajectories do.
+    for (; next_turn < turns.size() && turns[next_turn].trajectory == t.id; ++next_turn) {
+      const store::TurnRecord& turn = turns[next_turn];
+      workload::TurnScript script;
+      script.generated_tokens = turn.generated_tokens;
+      script.tool = turn.tool;
+      script.tool_output_tokens = turn.tool_output_tokens;
+      script.tool_latency_s = turn.tool_latency_s;
+      if (!workload::ParseTurnEnd(turn.end, &script.end) ||
+          (!turn.tool_status.empty() &&
+           !workload::ParseToolStatus(turn.tool_status, &script.tool_status))) {
+        return Status::Store(store.path(), StrFormat("run %lld, trajectory %lld, turn %d: "
+                                                     "unreadable turn record",
+                                                     static_cast<long long>(run_id),
+                                                     static_cast<long long>(t.id), turn.turn));
+      }
+      r.turns.push_back(script);
+    }
+    if (r.turns.empty()) {
+      return Status::NotFound(StrFormat(
+          "run %lld has no turn records (it was recorded by a libra older than the turns table)",
+          static_cast<long long>(run_id)));
+    }
+    records.push_back(std::move(r));
+  }
+  if (records.empty()) {
+    return Status::NotFound(
+        StrFormat("run %lld has no finished trajectory to export", static_cast<long long>(run_id)));
+  }
+  LIBRA_RETURN_IF_ERROR(workload::WriteTrace(path, records));
+  io.out << StrFormat("wrote %zu trajectories of run %lld to %s\n", records.size(),
+                      static_cast<long long>(run_id), path.c_str());
+  return Status();
+}
+
 }  // namespace
 
 int RunReport(const ReportOptions& options, const Io& io) {
@@ -45,6 +96,18 @@ int RunReport(const ReportOptions& options, const Io& io) {
   if (options.list) {
     io.out << report::ListTable(*runs).Render(*format);
     return kExitOk;
+  }
+
+  if (!options.export_trajectories.empty()) {
+    if (options.runs.size() > 1) {
+      return Fail(io, Status::InvalidArgument("--export-trajectories writes one run; name one"));
+    }
+    if (options.runs.empty() && runs->empty()) {
+      return Fail(io, Status::NotFound(options.db + " holds no run yet"));
+    }
+    const int64_t run = options.runs.empty() ? runs->back().id : options.runs.front();
+    if (auto info = (*store)->GetRun(run); !info.ok()) return Fail(io, info.status());
+    return Fail(io, ExportTrajectories(**store, run, options.export_trajectories, io));
   }
 
   std::vector<int64_t> ids = options.runs;

@@ -34,6 +34,8 @@ struct ReportOptions {
   std::string format = "text";
   /// Name or run id of the run that speedups are relative to.
   std::string baseline;
+  /// Write the runs' trajectories as a JSONL trace to this file instead of printing tables.
+  std::string export_trajectories;
 };
 
 struct PlanOptions {
@@ -53,6 +55,16 @@ struct CostOptions {
   int train_gpus = 0;
 };
 
+struct WorkloadOptions {
+  RecipeOptions common;
+  /// Policy versions to summarise (default: 0 and every quarter of the recipe's steps).
+  std::vector<int> versions;
+  /// Prompts per version (default: the recipe's prompts_per_step).
+  int prompts = 0;
+  /// The policy's modelled skill (default: the workload's initial skill).
+  double skill = -1;
+};
+
 /// Where output goes: stdout and stderr, swappable in tests.
 struct Io {
   std::ostream& out;
@@ -68,6 +80,7 @@ int RunPlan(const PlanOptions& options, const Io& io);
 int RunValidate(const RecipeOptions& options, const Io& io);
 int RunVersion(const Io& io);
 int RunCost(const CostOptions& options, const Io& io);
+int RunWorkload(const WorkloadOptions& options, const Io& io);
 
 /// Parses the command line and runs the subcommand; returns the exit code.
 int Main(int argc, char** argv);

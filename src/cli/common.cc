@@ -27,6 +27,7 @@ Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options) {
 }
 
 int Fail(const Io& io, const Status& status) {
+  if (status.ok()) return kExitOk;
   if (status.code() == StatusCode::kInvalidRecipe) {
     // One problem per line, compiler style, then a count.
     const std::vector<std::string> lines = StrSplit(status.message(), '\n');

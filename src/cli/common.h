@@ -18,7 +18,7 @@ namespace libra::cli {
 Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options);
 
 /// Prints the error ("libra: error: <message>", or a recipe's problems one per line with a
-/// count) to io.err and returns the exit code for `status`.
+/// count) to io.err and returns the exit code for `status` (0, printing nothing, when it is OK).
 int Fail(const Io& io, const Status& status);
 
 /// Builds the backend a recipe names.

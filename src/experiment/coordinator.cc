@@ -14,7 +14,8 @@ Coordinator::Coordinator(const CoordinatorConfig& config, const workload::Worklo
       router_(router),
       planner_(planner),
       backend_(backend),
-      recorder_(recorder) {}
+      recorder_(recorder),
+      skill_(workload.skill_params()) {}
 
 Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
                                     const std::function<void(const Progress&)>& progress) {
@@ -163,6 +164,7 @@ Status Coordinator::RouteWaiting(double now) {
     turn.instance = t.instance;
     turn.policy_version = t.version;
     turn.context_tokens = t.context_tokens;
+    turn.skill = skill_.Skill(t.version);
     LIBRA_RETURN_IF_ERROR(backend_.Submit(turn));
   }
   waiting_ = std::move(deferred);
@@ -193,6 +195,17 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
                   static_cast<long long>(done.generated_tokens), workload::TurnEndName(done.end)));
   }
 
+  store::TurnRecord turn;
+  turn.trajectory = t.id.value;
+  turn.turn = t.turns - 1;
+  turn.instance = done.instance.value;
+  turn.start_s = done.started_at;
+  turn.end_s = now;
+  turn.generated_tokens = done.generated_tokens;
+  turn.end = workload::TurnEndName(done.end);
+  turn.tool = done.end == workload::TurnEnd::kToolCall ? done.tool : "";
+  t.turn_records.push_back(turn);
+
   if (done.end == workload::TurnEnd::kToolCall) {
     ++t.tool_calls;
     LIBRA_RETURN_IF_ERROR(backend_.Submit(backend::RunTool{t.id, done.tool}));
@@ -222,6 +235,7 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   }
   record.instances = StrJoin(path, ",");
   batch.done.push_back(record);
+  batch.turns.insert(batch.turns.end(), t.turn_records.begin(), t.turn_records.end());
   batch.sequence_tokens.push_back(t.context_tokens);
   batch.rollout_end = std::max(batch.rollout_end, now);
   --batch.remaining;
@@ -239,7 +253,11 @@ Status Coordinator::OnToolDone(double now, const backend::ToolDone& done) {
   }
   Trajectory& t = it->second;
   t.context_tokens += done.output_tokens;
-  t.last_tool = sched::ToolObservation{"tool", done.status, done.output_tokens};
+  store::TurnRecord& called = t.turn_records.back();
+  called.tool_status = workload::ToolStatusName(done.status);
+  called.tool_output_tokens = done.output_tokens;
+  called.tool_latency_s = now - done.started_at;
+  t.last_tool = sched::ToolObservation{called.tool, done.status, done.output_tokens};
   if (config_.record_turn_events) {
     AddEvent("tool", done.started_at, now, "tools", t.id.value, t.step,
              StrFormat("%s, %lld tokens", workload::ToolStatusName(done.status),
@@ -266,6 +284,11 @@ Status Coordinator::OnTrainDone(double now, const backend::TrainDone& done) {
   }
   trainer_busy_ = false;
   train_s_ = now - train_start_;
+  std::vector<int> lags;
+  for (const store::TrajectoryRecord& t : batches_.at(done.step).done) {
+    lags.push_back(done.step - t.version);
+  }
+  skill_.RecordStep(done.step, lags, config_.staleness);
   AddEvent("train", train_start_, now, "trainer", std::nullopt, done.step,
            StrFormat("step %d", done.step));
   const int version = done.step + 1;
@@ -314,7 +337,9 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   record.policy_version = step;
   record.rollout_gpus = layout_.rollout_gpus();
   record.train_gpus = layout_.train_gpus;
-  LIBRA_RETURN_IF_ERROR(recorder_.RecordStep(record, batch.done, events_, decisions_));
+  LIBRA_RETURN_IF_ERROR(
+      recorder_.RecordStep(store::StepBatch{record, std::move(batch.done), std::move(batch.turns),
+                                            std::move(events_), std::move(decisions_)}));
   events_.clear();
   decisions_.clear();
   batches_.erase(step);

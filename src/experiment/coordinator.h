@@ -10,7 +10,9 @@
 //   (staleness 0: synchronous, rollout then train);
 // * step k trains when all of its trajectories are done and step k-1 has finished (its sync too);
 // * after train step k the trainer holds version k+1; it is synced to the rollout instances every
-//   sync_interval steps (and not after the last step).
+//   sync_interval steps (and not after the last step);
+// * the modelled skill of version k+1 (workload::SkillModel) grows with the samples step k
+//   consumed, discounted by their policy lag; simulated backends draw rewards from it.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,7 @@
 #include "planner/planner.h"
 #include "sched/router.h"
 #include "store/records.h"
+#include "workload/skill.h"
 #include "workload/workload.h"
 
 namespace libra::experiment {
@@ -33,12 +36,9 @@ namespace libra::experiment {
 class Recorder {
  public:
   virtual ~Recorder() = default;
-  /// One finished step with the trajectories it trained on, the events since the last step and
-  /// the planner decisions since the last step.
-  virtual Status RecordStep(const store::StepRecord& step,
-                            const std::vector<store::TrajectoryRecord>& trajectories,
-                            const std::vector<store::EventRecord>& events,
-                            const std::vector<store::DecisionRecord>& decisions) = 0;
+  /// One finished step with the trajectories it trained on (and their turns), the events since
+  /// the last step and the planner decisions since the last step.
+  virtual Status RecordStep(const store::StepBatch& batch) = 0;
 };
 
 /// Where a run is, reported after every step.
@@ -101,10 +101,12 @@ class Coordinator {
     InstanceId instance;
     std::vector<int64_t> path;
     std::optional<sched::ToolObservation> last_tool;
+    std::vector<store::TurnRecord> turn_records;
   };
   struct Batch {
     int remaining = 0;
     std::vector<store::TrajectoryRecord> done;
+    std::vector<store::TurnRecord> turns;
     std::vector<int64_t> sequence_tokens;
     double rollout_start = std::numeric_limits<double>::infinity();
     double rollout_end = 0;
@@ -152,6 +154,7 @@ class Coordinator {
   int64_t decision_seq_ = 0;
   std::vector<store::EventRecord> events_;
   std::vector<store::DecisionRecord> decisions_;
+  workload::SkillModel skill_;
   RunSummary summary_;
   std::function<void(const Progress&)> progress_;
 };

@@ -16,11 +16,8 @@ class StoreRecorder : public Recorder {
  public:
   StoreRecorder(store::Store& store, int64_t run_id) : store_(store), run_id_(run_id) {}
 
-  Status RecordStep(const store::StepRecord& step,
-                    const std::vector<store::TrajectoryRecord>& trajectories,
-                    const std::vector<store::EventRecord>& events,
-                    const std::vector<store::DecisionRecord>& decisions) override {
-    return store_.RecordStep(run_id_, step, trajectories, events, decisions);
+  Status RecordStep(const store::StepBatch& batch) override {
+    return store_.RecordStep(run_id_, batch);
   }
 
  private:

@@ -24,7 +24,8 @@ using BackendFactory = std::function<Result<std::unique_ptr<backend::Backend>>(
 /// Checks what the registries and the catalog know about a recipe: its GPU, model and cost model
 /// exist and accept their tables; each system's router and planner exist and accept their
 /// options, and the pipeline suits the planner. Appends one Diagnostic per problem.
-void ValidateWithRegistries(const recipe::Recipe& recipe, std::vector<recipe::Diagnostic>* diagnostics);
+void ValidateWithRegistries(const recipe::Recipe& recipe,
+                            std::vector<recipe::Diagnostic>* diagnostics);
 
 /// The systems of a recipe in report order: [system] first, then [[baselines]].
 std::vector<const recipe::SystemSpec*> AllSystems(const recipe::Recipe& recipe);

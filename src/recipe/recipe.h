@@ -48,27 +48,19 @@ struct CostModelSpec {
   bool operator==(const CostModelSpec&) const = default;
 };
 
-/// [workload]: what the rollouts look like. The "simple" generator is a stand-in until the agentic
-/// workload model lands; its knobs are documented in docs/recipes.md.
+/// [workload]: what the rollouts look like: an agentic preset with overrides, or a trace.
 struct WorkloadSpec {
-  /// Trajectory generator. Default: "simple".
-  std::string generator = "simple";
-  /// Mean prompt length in tokens (uniform within +-50%). Default: 512.
-  int64_t prompt_tokens = 512;
-  /// Median tokens generated per turn (log-normal). Default: 256.
-  int64_t turn_tokens = 256;
-  /// Log-normal sigma of tokens per turn. Default: 1.0.
-  double turn_tokens_sigma = 1.0;
-  /// Tokens a tool returns into the context. Default: 128.
-  int64_t tool_output_tokens = 128;
-  /// Probability that a turn ends in a tool call (otherwise the trajectory stops). Default: 0.6.
-  double tool_call_probability = 0.6;
-  /// Turns at most; a trajectory that reaches it is truncated. Default: 8.
-  int max_turns = 8;
-  /// Generated tokens at most over all turns; reaching it truncates. Default: 8192.
-  int64_t max_new_tokens = 8192;
-  /// Mean chance that a trajectory solves its prompt. Default: 0.5.
-  double success_rate = 0.5;
+  /// "agentic" (the generative model) or "trace" (a JSONL file replayed). Default: "agentic".
+  std::string kind = "agentic";
+  /// The agentic preset: "r2e-gym", "search-r1", "dapo-math", "swe-long". Default: "r2e-gym".
+  std::string preset = "r2e-gym";
+  /// The trace file (kind = "trace"), relative to the recipe's folder. Required for a trace.
+  std::string trace;
+  /// Every other key: the agentic model's parameters, overriding the preset (decoded by the
+  /// workload module; docs/workloads.md).
+  OptionTable options;
+  /// The recipe's folder, for a relative trace path.
+  std::string base_dir;
   bool operator==(const WorkloadSpec&) const = default;
 };
 
@@ -94,8 +86,6 @@ struct SimSpec {
   double prefill_s_per_token = 0.0002;
   /// Sequences an instance decodes at once, per GPU; more wait in its queue. Default: 32.
   int max_batch_per_gpu = 32;
-  /// Seconds per tool call. Default: 2.0.
-  double tool_s = 2.0;
   /// GPU-seconds of training per token (divided over the training GPUs). Default: 0.002.
   double train_gpu_s_per_token = 0.002;
   /// Seconds to sync weights to the rollout instances (they pause meanwhile). Default: 5.0.

@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -429,17 +430,13 @@ class Converter {
       t.Read("name", &r.cost_model.name);
       t.Rest(&r.cost_model.options);
     });
+    r.workload.options.path = "workload";
+    r.workload.options.where = source_ + ":1:1";
     top.Sub("workload", false, [&](Table& t) {
-      WorkloadSpec& w = r.workload;
-      t.Read("generator", &w.generator);
-      t.Read("prompt_tokens", &w.prompt_tokens);
-      t.Read("turn_tokens", &w.turn_tokens);
-      t.Read("turn_tokens_sigma", &w.turn_tokens_sigma);
-      t.Read("tool_output_tokens", &w.tool_output_tokens);
-      t.Read("tool_call_probability", &w.tool_call_probability);
-      t.Read("max_turns", &w.max_turns);
-      t.Read("max_new_tokens", &w.max_new_tokens);
-      t.Read("success_rate", &w.success_rate);
+      t.Read("kind", &r.workload.kind);
+      t.Read("preset", &r.workload.preset);
+      t.Read("trace", &r.workload.trace);
+      t.Rest(&r.workload.options);
     });
     top.Sub("rl", true, [&](Table& t) {
       t.Read("prompts_per_step", &r.rl.prompts_per_step, true);
@@ -452,7 +449,6 @@ class Converter {
       t.Read("decode_s_per_token", &s.decode_s_per_token);
       t.Read("prefill_s_per_token", &s.prefill_s_per_token);
       t.Read("max_batch_per_gpu", &s.max_batch_per_gpu);
-      t.Read("tool_s", &s.tool_s);
       t.Read("train_gpu_s_per_token", &s.train_gpu_s_per_token);
       t.Read("sync_s", &s.sync_s);
     });
@@ -494,6 +490,7 @@ Result<ParsedRecipe> ParseRecipe(const std::string& text, const std::string& sou
 
   ParsedRecipe parsed;
   parsed.recipe.source = source;
+  parsed.recipe.workload.base_dir = std::filesystem::path(source).parent_path().string();
   std::ostringstream effective;
   effective << root << "\n";
   parsed.recipe.effective_toml = effective.str();

@@ -119,16 +119,9 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
           StrFormat("must be at most 64 (got %d)", r.cluster.gpus_per_node));
   c.Check(!r.model.name.empty(), "model.name", "must not be empty");
 
-  const WorkloadSpec& w = r.workload;
-  c.OneOf(w.generator, {"simple"}, "workload.generator");
-  c.AtLeast(w.prompt_tokens, 1, "workload.prompt_tokens");
-  c.AtLeast(w.turn_tokens, 1, "workload.turn_tokens");
-  c.InRange(w.turn_tokens_sigma, 0, 4, "workload.turn_tokens_sigma");
-  c.AtLeast(w.tool_output_tokens, 0, "workload.tool_output_tokens");
-  c.InRange(w.tool_call_probability, 0, 1, "workload.tool_call_probability");
-  c.AtLeast(w.max_turns, 1, "workload.max_turns");
-  c.AtLeast(w.max_new_tokens, 1, "workload.max_new_tokens");
-  c.InRange(w.success_rate, 0, 1, "workload.success_rate");
+  c.OneOf(r.workload.kind, {"agentic", "trace"}, "workload.kind");
+  c.Check(r.workload.kind != "trace" || !r.workload.trace.empty(), "workload.trace",
+          "required when workload.kind = \"trace\"");
 
   c.AtLeast(r.rl.prompts_per_step, 1, "rl.prompts_per_step");
   c.AtLeast(r.rl.group_size, 1, "rl.group_size");
@@ -138,7 +131,6 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
   c.Positive(r.sim.decode_s_per_token, "sim.decode_s_per_token");
   c.InRange(r.sim.prefill_s_per_token, 0, 1e9, "sim.prefill_s_per_token");
   c.AtLeast(r.sim.max_batch_per_gpu, 1, "sim.max_batch_per_gpu");
-  c.InRange(r.sim.tool_s, 0, 1e9, "sim.tool_s");
   c.Positive(r.sim.train_gpu_s_per_token, "sim.train_gpu_s_per_token");
   c.InRange(r.sim.sync_s, 0, 1e9, "sim.sync_s");
 

@@ -56,8 +56,8 @@ Status SimpleSim::Submit(const backend::Action& action) {
     }
     it->second.awaiting_tool = false;
     backend::ToolDone done{tool->trajectory, called->tool_status, called->tool_output_tokens, now};
-    queue_.Push(now + spec_.tool_s, kRankTool,
-                Pending{backend::Event{now + spec_.tool_s, done}, 0});
+    const double end = now + called->tool_latency_s;
+    queue_.Push(end, kRankTool, Pending{backend::Event{end, done}, 0});
     return Status();
   }
   if (const auto* train = std::get_if<backend::Train>(&action)) {
@@ -89,7 +89,7 @@ Status SimpleSim::StartOrQueue(const backend::StartTurn& turn) {
   auto it = trajectories_.find(turn.trajectory);
   Trajectory fresh;
   if (it == trajectories_.end()) {
-    fresh.script = workload_.Script(turn.prompt, turn.sample, turn.policy_version);
+    fresh.script = workload_.Script(turn.prompt, turn.sample, turn.policy_version, turn.skill);
   }
   const Trajectory& current = it == trajectories_.end() ? fresh : it->second;
   if (current.running || current.awaiting_tool || turn.turn != current.next_turn ||

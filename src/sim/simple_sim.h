@@ -5,7 +5,8 @@
 //   the tokens added since the trajectory's last turn on the same instance (prefix caching);
 // * an instance runs up to max_batch_per_gpu * t turns at once, each at full speed; more wait in
 //   its FIFO queue;
-// * a tool call takes tool_s; a train step takes train_gpu_s_per_token * tokens / train_gpus;
+// * a tool call takes the latency the workload scripts for it; a train step takes
+//   train_gpu_s_per_token * tokens / train_gpus;
 // * a weight sync takes sync_s and pauses every instance (running turns finish that much later);
 //   in a colocated layout a train step pauses them too.
 //

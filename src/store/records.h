@@ -84,6 +84,23 @@ struct TrajectoryRecord {
   bool operator==(const TrajectoryRecord&) const = default;
 };
 
+/// One turn of a finished trajectory (table `turns`): what a trace needs to replay it.
+struct TurnRecord {
+  int64_t trajectory = 0;  // TrajectoryRecord::id
+  int turn = 0;            // 0-based
+  int64_t instance = 0;    // rollout instance that generated it
+  double start_s = 0;      // generation started (after queueing)
+  double end_s = 0;        // generation ended
+  int64_t generated_tokens = 0;
+  std::string end;          // "tool_call", "stop", "truncated"
+  std::string tool;         // the tool called ("" unless end is tool_call)
+  std::string tool_status;  // "success", "failure", "timeout" ("" without a tool)
+  int64_t tool_output_tokens = 0;
+  double tool_latency_s = 0;
+
+  bool operator==(const TurnRecord&) const = default;
+};
+
 /// One planner decision (table `decisions`).
 struct DecisionRecord {
   int64_t seq = 0;  // per run
@@ -113,6 +130,18 @@ struct EventRecord {
   std::string detail;
 
   bool operator==(const EventRecord&) const = default;
+};
+
+/// Everything one finished step writes, in one transaction: the step, the trajectories it
+/// trained on with their turns, the spans since the previous step and the planner's decisions.
+struct StepBatch {
+  StepRecord step;
+  std::vector<TrajectoryRecord> trajectories;
+  std::vector<TurnRecord> turns;
+  std::vector<EventRecord> events;
+  std::vector<DecisionRecord> decisions;
+
+  bool operator==(const StepBatch&) const = default;
 };
 
 /// Runs that belong together (tables `comparisons`, `comparison_runs`).

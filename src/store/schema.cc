@@ -124,6 +124,26 @@ CREATE TABLE events (
 CREATE INDEX idx_events_run_step ON events (run_id, step);
 )sql";
 
+// Version 2: the turns of every trajectory, so that a run's trajectories can be exported as a
+// trace and replayed (docs/traces.md).
+constexpr char kSchemaV2[] = R"sql(
+CREATE TABLE turns (
+  run_id             INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  trajectory         INTEGER NOT NULL,
+  turn               INTEGER NOT NULL,
+  instance           INTEGER NOT NULL,
+  start_s            REAL    NOT NULL,
+  end_s              REAL    NOT NULL,
+  generated_tokens   INTEGER NOT NULL,
+  "end"              TEXT    NOT NULL,
+  tool               TEXT    NOT NULL,
+  tool_status        TEXT    NOT NULL,
+  tool_output_tokens INTEGER NOT NULL,
+  tool_latency_s     REAL    NOT NULL,
+  PRIMARY KEY (run_id, trajectory, turn)
+) WITHOUT ROWID;
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -135,6 +155,7 @@ Result<int> UserVersion(Db& db) {
 const std::vector<Migration>& SchemaMigrations() {
   static const std::vector<Migration>* const migrations = new std::vector<Migration>{
       {1, "runs, steps, trajectories, decisions, events, comparisons", kSchemaV1},
+      {2, "turns", kSchemaV2},
   };
   return *migrations;
 }

@@ -28,6 +28,9 @@ constexpr char kDecisionColumns[] =
     "seq, at_s, step, planner, reason, train_gpus, rollout_gpus, layout, predicted_step_s, "
     "applied";
 constexpr char kEventColumns[] = "seq, kind, start_s, end_s, resource, trajectory, step, detail";
+constexpr char kTurnColumns[] =
+    "trajectory, turn, instance, start_s, end_s, generated_tokens, \"end\", tool, tool_status, "
+    "tool_output_tokens, tool_latency_s";
 
 /// "INSERT INTO <table> (<columns>) VALUES (?, ?, ...)" with one parameter per column.
 std::string InsertSql(std::string_view table, std::string_view columns) {
@@ -153,6 +156,23 @@ EventRecord ReadEvent(const Statement& statement) {
   return event;
 }
 
+TurnRecord ReadTurn(const Statement& statement) {
+  RowReader row(statement);
+  TurnRecord turn;
+  turn.trajectory = row.Int64();
+  turn.turn = row.Int();
+  turn.instance = row.Int64();
+  turn.start_s = row.Double();
+  turn.end_s = row.Double();
+  turn.generated_tokens = row.Int64();
+  turn.end = row.Text();
+  turn.tool = row.Text();
+  turn.tool_status = row.Text();
+  turn.tool_output_tokens = row.Int64();
+  turn.tool_latency_s = row.Double();
+  return turn;
+}
+
 /// Every row of a per-run SELECT, read by `read`.
 template <typename T>
 Result<std::vector<T>> SelectRunRows(Statement& select, T (*read)(const Statement&),
@@ -195,6 +215,7 @@ class Store::Impl {
   std::optional<Statement> insert_trajectory;
   std::optional<Statement> insert_decision;
   std::optional<Statement> insert_event;
+  std::optional<Statement> insert_turn;
   std::optional<Statement> insert_comparison;
   std::optional<Statement> append_comparison_run;
   std::optional<Statement> set_run_comparison;
@@ -207,6 +228,7 @@ class Store::Impl {
   std::optional<Statement> select_trajectories;
   std::optional<Statement> select_decisions;
   std::optional<Statement> select_events;
+  std::optional<Statement> select_turns;
   std::optional<Statement> select_comparisons;
   std::optional<Statement> select_comparison;
   std::optional<Statement> select_comparison_runs;
@@ -240,6 +262,9 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(insert_event,
                                 InsertSql("events", std::string("run_id, ") + kEventColumns),
                                 "insert into events"));
+  LIBRA_RETURN_IF_ERROR(Prepare(insert_turn,
+                                InsertSql("turns", std::string("run_id, ") + kTurnColumns),
+                                "insert into turns"));
   LIBRA_RETURN_IF_ERROR(Prepare(insert_comparison,
                                 "INSERT INTO comparisons (name, created_at) VALUES (?, ?)",
                                 "insert into comparisons"));
@@ -276,6 +301,10 @@ Status Store::Impl::PrepareStatements() {
       Prepare(select_events,
               std::string("SELECT ") + kEventColumns + " FROM events WHERE run_id = ? ORDER BY seq",
               "select from events"));
+  LIBRA_RETURN_IF_ERROR(Prepare(select_turns,
+                                std::string("SELECT ") + kTurnColumns +
+                                    " FROM turns WHERE run_id = ? ORDER BY trajectory, turn",
+                                "select from turns"));
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparisons,
                                 "SELECT id, name, created_at FROM comparisons ORDER BY id",
                                 "select from comparisons"));
@@ -386,28 +415,30 @@ Result<int64_t> Store::BeginRun(const RunInfo& run) {
   return id;
 }
 
-Status Store::RecordStep(int64_t run_id, const StepRecord& step,
-                         const std::vector<TrajectoryRecord>& trajectories,
-                         const std::vector<EventRecord>& events,
-                         const std::vector<DecisionRecord>& decisions) {
+Status Store::RecordStep(int64_t run_id, const StepBatch& batch) {
   LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
                          Transaction::Begin(*impl_->db, Transaction::Mode::kWrite));
   LIBRA_RETURN_IF_ERROR(impl_->RequireRun(run_id));
-  const StepRecord& s = step;
+  const StepRecord& s = batch.step;
   LIBRA_RETURN_IF_ERROR(impl_->insert_step->Execute(
       run_id, s.step, s.start_s, s.end_s, s.rollout_s, s.train_s, s.sync_s, s.wait_s,
       s.trajectories, s.turns, s.tool_calls, s.prompt_tokens, s.generated_tokens, s.reward_mean,
       s.policy_version, s.max_lag, s.rollout_gpus, s.train_gpus));
-  for (const TrajectoryRecord& t : trajectories) {
+  for (const TrajectoryRecord& t : batch.trajectories) {
     LIBRA_RETURN_IF_ERROR(impl_->insert_trajectory->Execute(
         run_id, t.id, t.prompt, t.sample, t.step, t.version, t.turns, t.tool_calls, t.prompt_tokens,
         t.generated_tokens, t.start_s, t.end_s, t.reward, t.truncated, t.instances, t.migrations));
   }
-  for (const EventRecord& e : events) {
+  for (const TurnRecord& t : batch.turns) {
+    LIBRA_RETURN_IF_ERROR(impl_->insert_turn->Execute(
+        run_id, t.trajectory, t.turn, t.instance, t.start_s, t.end_s, t.generated_tokens, t.end,
+        t.tool, t.tool_status, t.tool_output_tokens, t.tool_latency_s));
+  }
+  for (const EventRecord& e : batch.events) {
     LIBRA_RETURN_IF_ERROR(impl_->insert_event->Execute(run_id, e.seq, e.kind, e.start_s, e.end_s,
                                                        e.resource, e.trajectory, e.step, e.detail));
   }
-  LIBRA_RETURN_IF_ERROR(impl_->InsertDecisions(run_id, decisions));
+  LIBRA_RETURN_IF_ERROR(impl_->InsertDecisions(run_id, batch.decisions));
   return transaction.Commit();
 }
 
@@ -491,6 +522,10 @@ Result<std::vector<TrajectoryRecord>> Store::Trajectories(int64_t run_id) {
 
 Result<std::vector<DecisionRecord>> Store::Decisions(int64_t run_id) {
   return SelectRunRows(*impl_->select_decisions, &ReadDecision, run_id);
+}
+
+Result<std::vector<TurnRecord>> Store::Turns(int64_t run_id) {
+  return SelectRunRows(*impl_->select_turns, &ReadTurn, run_id);
 }
 
 Result<std::vector<EventRecord>> Store::Events(int64_t run_id) {

@@ -61,11 +61,8 @@ class Store {
 
   /// Inserts a run (its id is ignored) and returns its new id.
   Result<int64_t> BeginRun(const RunInfo& run);
-  /// Records one step with its trajectories, events and decisions in one transaction.
-  Status RecordStep(int64_t run_id, const StepRecord& step,
-                    const std::vector<TrajectoryRecord>& trajectories,
-                    const std::vector<EventRecord>& events,
-                    const std::vector<DecisionRecord>& decisions);
+  /// Records one step with its trajectories, turns, events and decisions in one transaction.
+  Status RecordStep(int64_t run_id, const StepBatch& batch);
   /// Records decisions or events outside a step (for example the initial plan).
   Status RecordDecisions(int64_t run_id, const std::vector<DecisionRecord>& decisions);
   /// Sets the final status (kRunOk, kRunFailed, kRunInterrupted), error text and end time.
@@ -86,6 +83,8 @@ class Store {
   Result<std::vector<StepRecord>> Steps(int64_t run_id);
   /// The trajectories of a run, by id.
   Result<std::vector<TrajectoryRecord>> Trajectories(int64_t run_id);
+  /// The turns of a run, by trajectory and turn.
+  Result<std::vector<TurnRecord>> Turns(int64_t run_id);
   /// The decisions of a run, by seq.
   Result<std::vector<DecisionRecord>> Decisions(int64_t run_id);
   /// The events of a run, by seq.

@@ -1,6 +1,9 @@
 #include "workload/workload.h"
 
-#include "workload/simple_workload.h"
+#include <filesystem>
+
+#include "workload/agentic_workload.h"
+#include "workload/trace.h"
 
 namespace libra::workload {
 
@@ -16,6 +19,16 @@ const char* TurnEndName(TurnEnd end) {
   return "?";
 }
 
+bool ParseTurnEnd(const std::string& name, TurnEnd* end) {
+  for (TurnEnd e : {TurnEnd::kToolCall, TurnEnd::kStop, TurnEnd::kTruncated}) {
+    if (name == TurnEndName(e)) {
+      *end = e;
+      return true;
+    }
+  }
+  return false;
+}
+
 const char* ToolStatusName(ToolStatus status) {
   switch (status) {
     case ToolStatus::kSuccess:
@@ -28,17 +41,39 @@ const char* ToolStatusName(ToolStatus status) {
   return "?";
 }
 
+bool ParseToolStatus(const std::string& name, ToolStatus* status) {
+  for (ToolStatus s : {ToolStatus::kSuccess, ToolStatus::kFailure, ToolStatus::kTimeout}) {
+    if (name == ToolStatusName(s)) {
+      *status = s;
+      return true;
+    }
+  }
+  return false;
+}
+
 int64_t TrajectoryScript::generated_tokens() const {
   int64_t total = 0;
   for (const TurnScript& t : turns) total += t.generated_tokens;
   return total;
 }
 
+int64_t TrajectoryScript::tool_output_tokens() const {
+  int64_t total = 0;
+  for (const TurnScript& t : turns) total += t.tool_output_tokens;
+  return total;
+}
+
 Result<std::unique_ptr<Workload>> MakeWorkload(const recipe::WorkloadSpec& spec, uint64_t seed) {
-  if (spec.generator == "simple") {
-    return std::unique_ptr<Workload>(std::make_unique<SimpleWorkload>(spec, seed));
+  if (spec.kind == "agentic") return MakeAgenticWorkload(spec.preset, spec.options, seed);
+  if (spec.kind == "trace") {
+    // A relative trace path is relative to the recipe's folder.
+    const std::filesystem::path path(spec.trace);
+    return MakeTraceWorkload(path.is_absolute() || spec.base_dir.empty()
+                                 ? spec.trace
+                                 : (std::filesystem::path(spec.base_dir) / path).string());
   }
-  return Status::InvalidRecipe("workload.generator", "unknown generator '" + spec.generator + "'");
+  return Status::InvalidRecipe("workload.kind",
+                               "unknown workload kind '" + spec.kind + "' (known: agentic, trace)");
 }
 
 }  // namespace libra::workload

@@ -1,4 +1,6 @@
 // End to end: `libra report`.
+#include <algorithm>
+
 #include "cli/cli_fixture.h"
 
 namespace libra::test {
@@ -54,6 +56,23 @@ TEST_F(CmdReportTest, List) {
   EXPECT_NE(r.out.find("  1  quickstart  async-split  sim      "), std::string::npos) << r.out;
 }
 
+TEST_F(CmdReportTest, ExportedTrajectoriesReplay) {
+  // A run's trajectories exported as a trace replay as a workload: same count per step, and the
+  // same trajectories again when exported from the replay.
+  const CommandResult exported = Libra({"report", "--export-trajectories", "trace.jsonl"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(exported.out, "wrote 384 trajectories of run 1 to trace.jsonl\n");
+  const std::string trace = ReadFile(dir_.File("trace.jsonl"));
+  EXPECT_EQ(std::count(trace.begin(), trace.end(), '\n'), 384);
+  const CommandResult replay = Libra({"run", "-q", "--steps", "3", "--set", "workload.kind=trace",
+                                      "--set", "workload.trace=trace.jsonl", "quickstart.toml"});
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  const CommandResult again = Libra({"report", "--export-trajectories", "again.jsonl", "2"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const std::string replayed = ReadFile(dir_.File("again.jsonl"));
+  EXPECT_EQ(std::count(replayed.begin(), replayed.end(), '\n'), 384);
+}
+
 TEST_F(CmdReportTest, Errors) {
   // Unknown run, bad format, bad baseline, missing database: usage errors with clear messages.
   struct Case {
@@ -67,6 +86,8 @@ TEST_F(CmdReportTest, Errors) {
       {{"report", "--baseline", "zzz"},
        "libra: error: --baseline 'zzz' is neither a system nor a run id of this report\n"},
       {{"report", "--db", "none.db"}, ""},
+      {{"report", "--export-trajectories", "x.jsonl", "1", "2"},
+       "libra: error: --export-trajectories writes one run; name one\n"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args.back());

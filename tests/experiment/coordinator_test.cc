@@ -17,14 +17,17 @@ namespace {
 /// Every trajectory: two turns of 100 tokens with one tool call between; prompts of 50 tokens.
 class FixedWorkload : public workload::Workload {
  public:
-  workload::PromptInfo Prompt(int64_t index) const override { return {index, 50}; }
-  workload::TrajectoryScript Script(int64_t prompt, int sample, int) const override {
+  std::string Describe() const override { return "fixed"; }
+  workload::PromptInfo Prompt(int64_t index) const override { return {index, 50, 0.5}; }
+  const workload::SkillParams& skill_params() const override { return skill_; }
+  workload::TrajectoryScript Script(int64_t prompt, int sample, int, double) const override {
     workload::TrajectoryScript s;
     workload::TurnScript first;
     first.generated_tokens = 100;
     first.end = workload::TurnEnd::kToolCall;
     first.tool = "t";
     first.tool_output_tokens = 10;
+    first.tool_latency_s = 2;
     workload::TurnScript second;
     second.generated_tokens = 100;
     second.end = workload::TurnEnd::kStop;
@@ -32,22 +35,24 @@ class FixedWorkload : public workload::Workload {
     s.reward = (prompt + sample) % 2 == 0 ? 1 : 0;
     return s;
   }
+
+ private:
+  workload::SkillParams skill_;
 };
 
 class MemoryRecorder : public Recorder {
  public:
-  Status RecordStep(const store::StepRecord& step,
-                    const std::vector<store::TrajectoryRecord>& step_trajectories,
-                    const std::vector<store::EventRecord>& step_events,
-                    const std::vector<store::DecisionRecord>& step_decisions) override {
-    steps.push_back(step);
-    trajectories.insert(trajectories.end(), step_trajectories.begin(), step_trajectories.end());
-    events.insert(events.end(), step_events.begin(), step_events.end());
-    decisions.insert(decisions.end(), step_decisions.begin(), step_decisions.end());
+  Status RecordStep(const store::StepBatch& batch) override {
+    steps.push_back(batch.step);
+    trajectories.insert(trajectories.end(), batch.trajectories.begin(), batch.trajectories.end());
+    turns.insert(turns.end(), batch.turns.begin(), batch.turns.end());
+    events.insert(events.end(), batch.events.begin(), batch.events.end());
+    decisions.insert(decisions.end(), batch.decisions.begin(), batch.decisions.end());
     return Status();
   }
   std::vector<store::StepRecord> steps;
   std::vector<store::TrajectoryRecord> trajectories;
+  std::vector<store::TurnRecord> turns;
   std::vector<store::EventRecord> events;
   std::vector<store::DecisionRecord> decisions;
 };
@@ -70,7 +75,6 @@ struct Harness {
     recipe::SimSpec spec;
     spec.decode_s_per_token = 0.01;  // 100 tokens: 1 s on TP 1
     spec.prefill_s_per_token = 0;
-    spec.tool_s = 2;
     spec.train_gpu_s_per_token = 0.01;
     spec.sync_s = 1;
     spec.max_batch_per_gpu = 64;
@@ -190,6 +194,26 @@ TEST(CoordinatorTest, RecordsTheInitialPlanAndSpans) {
   EXPECT_EQ(kinds["sync"], 1);
 }
 
+TEST(CoordinatorTest, RecordsEveryTurnWithItsTool) {
+  // Each trajectory's two turns are recorded with the tool call between them.
+  Harness h(Config(1, 0));
+  ASSERT_OK(h.Run());
+  ASSERT_EQ(h.recorder.turns.size(), 8u);
+  const store::TurnRecord& first = h.recorder.turns[0];
+  EXPECT_EQ(first.turn, 0);
+  EXPECT_EQ(first.end, "tool_call");
+  EXPECT_EQ(first.tool, "t");
+  EXPECT_EQ(first.tool_status, "success");
+  EXPECT_EQ(first.tool_output_tokens, 10);
+  EXPECT_DOUBLE_EQ(first.tool_latency_s, 2);
+  EXPECT_DOUBLE_EQ(first.end_s - first.start_s, 1);
+  const store::TurnRecord& second = h.recorder.turns[1];
+  EXPECT_EQ(second.trajectory, first.trajectory);
+  EXPECT_EQ(second.turn, 1);
+  EXPECT_EQ(second.end, "stop");
+  EXPECT_EQ(second.tool, "");
+}
+
 TEST(CoordinatorTest, SameInputsGiveIdenticalRecords) {
   // Determinism: two runs record exactly the same rows.
   Harness a(Config(5, 1));
@@ -199,6 +223,7 @@ TEST(CoordinatorTest, SameInputsGiveIdenticalRecords) {
   EXPECT_EQ(a.recorder.steps, b.recorder.steps);
   EXPECT_EQ(a.recorder.trajectories, b.recorder.trajectories);
   EXPECT_EQ(a.recorder.events, b.recorder.events);
+  EXPECT_EQ(a.recorder.turns, b.recorder.turns);
 }
 
 TEST(CoordinatorTest, SyncIntervalSkipsSyncs) {

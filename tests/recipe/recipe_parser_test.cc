@@ -43,7 +43,11 @@ TEST(RecipeParserTest, MinimalRecipeGetsDefaults) {
   EXPECT_EQ(r.cluster.gpu, "A800-80G");
   EXPECT_EQ(r.rl.staleness, 0);
   EXPECT_EQ(r.rl.sync_interval, 1);
-  EXPECT_EQ(r.workload, WorkloadSpec());
+  EXPECT_EQ(r.workload.kind, "agentic");
+  EXPECT_EQ(r.workload.preset, "r2e-gym");
+  EXPECT_TRUE(r.workload.options.entries.empty());
+  EXPECT_EQ(r.workload.base_dir, "");
+  EXPECT_EQ(r.cost_model.name, "roofline");
   EXPECT_EQ(r.sim, SimSpec());
   EXPECT_EQ(r.system.name, "system");
   EXPECT_EQ(r.system.router, "least-conn");
@@ -55,11 +59,11 @@ TEST(RecipeParserTest, ReadsEverySection) {
   // Each section's fields land in the value types, options tables keep order and locations.
   const std::string text = std::string(kMinimal) + R"(
 [workload]
-turn_tokens = 100
-tool_call_probability = 0.25
+preset = "search-r1"
+max_turns = 3
 
 [sim]
-tool_s = 3
+train_gpu_s_per_token = 3
 sync_s = 1.5
 
 [system]
@@ -78,9 +82,11 @@ staleness = 1
   ASSERT_OK(parsed);
   ASSERT_TRUE(parsed->diagnostics.empty()) << Messages(*parsed).front();
   const Recipe& r = parsed->recipe;
-  EXPECT_EQ(r.workload.turn_tokens, 100);
-  EXPECT_DOUBLE_EQ(r.workload.tool_call_probability, 0.25);
-  EXPECT_DOUBLE_EQ(r.sim.tool_s, 3.0);  // an integer is accepted for a float
+  EXPECT_EQ(r.workload.preset, "search-r1");
+  ASSERT_EQ(r.workload.options.entries.size(), 1u);  // the model's own keys, for it to decode
+  EXPECT_EQ(r.workload.options.entries[0].key, "max_turns");
+  EXPECT_EQ(r.workload.options.path, "workload");
+  EXPECT_DOUBLE_EQ(r.sim.train_gpu_s_per_token, 3.0);  // an integer is accepted for a float
   EXPECT_DOUBLE_EQ(r.sim.sync_s, 1.5);
   EXPECT_EQ(r.system.name, "mine");
   ASSERT_EQ(r.system.router_options.entries.size(), 3u);
@@ -94,7 +100,7 @@ staleness = 1
   EXPECT_EQ(r.baselines[0].path, "baselines[0]");
   EXPECT_EQ(r.StalenessFor(r.baselines[0]), 1);
   EXPECT_EQ(r.StalenessFor(r.system), 0);
-  EXPECT_EQ(r.Where("workload.turn_tokens"), "t.toml:15:15");
+  EXPECT_EQ(r.Where("workload.preset"), "t.toml:15:10");
 }
 
 struct ErrorCase {
@@ -159,10 +165,14 @@ TEST(RecipeParserTest, EachErrorKindNamesPositionKeyAndProblem) {
        Replace(base, "gpus_per_node = 8", "gpus_per_node = 65"),
        {},
        "t.toml:5:17: cluster.gpus_per_node: must be at most 64 (got 65)"},
-      {"probability out of range",
-       base + "[workload]\ntool_call_probability = 1.5\n",
+      {"unknown workload kind",
+       base + "[workload]\nkind = \"replay\"\n",
        {},
-       "t.toml:14:25: workload.tool_call_probability: must be in [0, 1] (got 1.5)"},
+       "t.toml:14:8: workload.kind: must be one of agentic, trace (got 'replay')"},
+      {"trace without a file",
+       base + "[workload]\nkind = \"trace\"\n",
+       {},
+       "t.toml:13:1: workload.trace: required when workload.kind = \"trace\""},
       {"unknown backend",
        "backend = \"slurm\"\n" + base,
        {},
@@ -234,14 +244,14 @@ TEST(RecipeParserTest, OverridesSetAnyField) {
   // --set reaches top-level, nested, array-of-table and new option fields, read as TOML values.
   const std::string text = std::string(kMinimal) + "[[baselines]]\nname = \"b\"\n";
   auto parsed = ParseRecipe(text, "t.toml",
-                            {"steps=3", "workload.success_rate=0.25", "system.router=round-robin",
+                            {"steps=3", "workload.preset=dapo-math", "system.router=round-robin",
                              "baselines[0].staleness=2", "baselines.0.router=round-robin",
                              "system.planner_options.rollout_tp=2", "model.name=Qwen3-0.6B"});
   ASSERT_OK(parsed);
   ASSERT_TRUE(parsed->diagnostics.empty()) << Messages(*parsed).front();
   const Recipe& r = parsed->recipe;
   EXPECT_EQ(r.steps, 3);
-  EXPECT_DOUBLE_EQ(r.workload.success_rate, 0.25);
+  EXPECT_EQ(r.workload.preset, "dapo-math");
   EXPECT_EQ(r.system.router, "round-robin");
   EXPECT_EQ(r.baselines[0].staleness, 2);
   EXPECT_EQ(r.baselines[0].router, "round-robin");

@@ -23,7 +23,6 @@ recipe::SimSpec Spec() {
   spec.decode_s_per_token = 0.25;
   spec.prefill_s_per_token = 0.0625;
   spec.max_batch_per_gpu = 4;
-  spec.tool_s = 2;
   spec.train_gpu_s_per_token = 0.5;
   spec.sync_s = 5;
   return spec;
@@ -43,6 +42,7 @@ TurnScript Tool(int64_t tokens, int64_t output_tokens) {
   t.tool = "search";
   t.tool_status = workload::ToolStatus::kFailure;
   t.tool_output_tokens = output_tokens;
+  t.tool_latency_s = 2;  // as scripted by the workload
   return t;
 }
 
@@ -56,13 +56,17 @@ class FixedWorkload : public workload::Workload {
     script.reward = reward;
     scripts_[prompt] = script;
   }
-  workload::PromptInfo Prompt(int64_t index) const override { return {index, 64}; }
-  TrajectoryScript Script(int64_t prompt, int /*sample*/, int /*version*/) const override {
+  std::string Describe() const override { return "fixed"; }
+  workload::PromptInfo Prompt(int64_t index) const override { return {index, 64, 0.5}; }
+  TrajectoryScript Script(int64_t prompt, int /*sample*/, int /*version*/,
+                          double /*skill*/) const override {
     return scripts_.at(prompt);
   }
+  const workload::SkillParams& skill_params() const override { return skill_; }
 
  private:
   std::map<int64_t, TrajectoryScript> scripts_;
+  workload::SkillParams skill_;
 };
 
 backend::Layout MakeLayout(int train_gpus, const std::vector<int>& tps, bool colocated = false) {

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
 #include "store/db.h"
+#include "store/schema.h"
 #include "support/test_util.h"
 
 namespace libra::store {
@@ -37,6 +39,15 @@ RunInfo MakeRun(const std::string& system, uint64_t seed) {
   run.libra_version = "0.1.0";
   run.started_at = "2024-05-01T12:00:00Z";
   return run;
+}
+
+/// Records a step the way the coordinator does, from its parts.
+Status RecordStepOf(Store& store, int64_t run_id, StepRecord step,
+                    std::vector<TrajectoryRecord> trajectories, std::vector<EventRecord> events,
+                    std::vector<DecisionRecord> decisions, std::vector<TurnRecord> turns = {}) {
+  return store.RecordStep(run_id,
+                          StepBatch{std::move(step), std::move(trajectories), std::move(turns),
+                                    std::move(events), std::move(decisions)});
 }
 
 StepRecord MakeStep(int step) {
@@ -155,8 +166,8 @@ TEST(StoreTest, FreshDatabaseIsAtLatestVersionWithAllTables) {
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->schema_version(), SchemaMigrations().back().version);
   EXPECT_EQ(store->path(), path);
-  for (const char* table :
-       {"runs", "steps", "trajectories", "decisions", "events", "comparisons", "comparison_runs"}) {
+  for (const char* table : {"runs", "steps", "trajectories", "turns", "decisions", "events",
+                            "comparisons", "comparison_runs"}) {
     EXPECT_FALSE(Columns(path, table).empty()) << table;
   }
   auto user_version = RawOpen(path)->QueryInt64("PRAGMA user_version", "version");
@@ -187,6 +198,9 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
                    "rollout_gpus", "layout", "predicted_step_s", "applied"}));
   EXPECT_EQ(Columns(path, "events"), (Names{"run_id", "seq", "kind", "start_s", "end_s", "resource",
                                             "trajectory", "step", "detail"}));
+  EXPECT_EQ(Columns(path, "turns"), (Names{"run_id", "trajectory", "turn", "instance", "start_s",
+                                           "end_s", "generated_tokens", "end", "tool",
+                                           "tool_status", "tool_output_tokens", "tool_latency_s"}));
   EXPECT_EQ(Columns(path, "comparisons"), (Names{"id", "name", "created_at"}));
   EXPECT_EQ(Columns(path, "comparison_runs"), (Names{"comparison_id", "run_id", "position"}));
 }
@@ -317,27 +331,29 @@ TEST(StoreTest, NewerSchemaIsRefused) {
 }
 
 TEST(StoreTest, StagedMigrationKeepsDataAndAppliesTheChange) {
-  // A file at version 1 with data is moved to version 2 by a longer list; the data is kept and
-  // the new column exists with its default.
+  // A file at this libra's version with data is moved one version on by a longer list; the data
+  // is kept and the new column exists with its default.
   ScopedTempDir dir;
   const std::string path = dir.File("libra.db");
-  const Migration v1 = SchemaMigrations().at(0);
-  const Migration v2 = {2, "add runs.note",
-                        "ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT 'none';"
-                        "CREATE INDEX idx_runs_note ON runs (note);"};
+  std::vector<Migration> current = SchemaMigrations();
+  const int latest = current.back().version;
+  std::vector<Migration> next = current;
+  next.push_back({latest + 1, "add runs.note",
+                  "ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT 'none';"
+                  "CREATE INDEX idx_runs_note ON runs (note);"});
   int64_t run_id = 0;
   {
-    auto store = Store::OpenWithMigrations(path, Store::Options(), {v1});
+    auto store = Store::OpenWithMigrations(path, Store::Options(), current);
     ASSERT_OK(store);
-    EXPECT_EQ((*store)->schema_version(), 1);
+    EXPECT_EQ((*store)->schema_version(), latest);
     auto id = (*store)->BeginRun(MakeRun("a", 5));
     ASSERT_OK(id);
     run_id = *id;
-    ASSERT_OK((*store)->RecordStep(run_id, MakeStep(0), {MakeTrajectory(0, 0)}, {}, {}));
+    ASSERT_OK(RecordStepOf(**store, run_id, MakeStep(0), {MakeTrajectory(0, 0)}, {}, {}));
   }
-  auto store = Store::OpenWithMigrations(path, Store::Options(), {v1, v2});
+  auto store = Store::OpenWithMigrations(path, Store::Options(), next);
   ASSERT_OK(store);
-  EXPECT_EQ((*store)->schema_version(), 2);
+  EXPECT_EQ((*store)->schema_version(), latest + 1);
   auto run = (*store)->GetRun(run_id);
   ASSERT_OK(run);
   RunInfo expected = MakeRun("a", 5);
@@ -354,21 +370,24 @@ TEST(StoreTest, StagedMigrationKeepsDataAndAppliesTheChange) {
   EXPECT_EQ(*note, "none");
   auto version = raw->QueryInt64("PRAGMA user_version", "version");
   ASSERT_OK(version);
-  EXPECT_EQ(*version, 2);
+  EXPECT_EQ(*version, latest + 1);
   // Writes still work against the migrated schema.
   EXPECT_OK((*store)->BeginRun(MakeRun("b", 6)));
 }
 
 TEST(StoreTest, OldLibraRefusesTheMigratedFile) {
-  // After a file moved to version 2, a libra that only knows version 1 refuses it.
+  // After a file moved past this libra's version, this libra refuses it.
   ScopedTempDir dir;
   const std::string path = dir.File("libra.db");
-  const Migration v1 = SchemaMigrations().at(0);
-  const Migration v2 = {2, "add a table", "CREATE TABLE extra (x INTEGER);"};
-  ASSERT_OK(Store::OpenWithMigrations(path, Store::Options(), {v1, v2}));
-  auto store = Store::OpenWithMigrations(path, Store::Options(), {v1});
+  std::vector<Migration> next = SchemaMigrations();
+  const int latest = next.back().version;
+  next.push_back({latest + 1, "add a table", "CREATE TABLE extra (x INTEGER);"});
+  ASSERT_OK(Store::OpenWithMigrations(path, Store::Options(), next));
+  auto store = Store::OpenWithMigrations(path, Store::Options(), SchemaMigrations());
   ASSERT_FALSE(store.ok());
-  EXPECT_TRUE(Contains(store.status(), "schema version 2 is newer than this libra supports (1)"))
+  EXPECT_TRUE(Contains(store.status(), StrFormat("schema version %d is newer than this libra "
+                                                 "supports (%d)",
+                                                 latest + 1, latest)))
       << store.status().message();
 }
 
@@ -542,6 +561,53 @@ TEST(StoreTest, BadRunStatusIsRefusedByTheSchema) {
 
 // --- Steps ---------------------------------------------------------------------------------------
 
+TEST(StoreTest, TurnsRoundTripInOrder) {
+  // Turns come back ordered by trajectory and turn, whatever order they were written in.
+  ScopedTempDir dir;
+  auto store = OpenOrDie(dir.File("libra.db"));
+  ASSERT_NE(store, nullptr);
+  auto id = store->BeginRun(MakeRun("a", 1));
+  ASSERT_OK(id);
+  TurnRecord tool_turn{3, 0, 1, 0.5, 2.5, 100, "tool_call", "search", "timeout", 12, 30.0};
+  TurnRecord last_turn{3, 1, 2, 33.0, 34.0, 7, "stop", "", "", 0, 0};
+  TurnRecord other{1, 0, 0, 0, 1, 5, "truncated", "", "", 0, 0};
+  ASSERT_OK(RecordStepOf(*store, *id, MakeStep(0), {MakeTrajectory(1, 0), MakeTrajectory(3, 0)}, {},
+                         {}, {last_turn, tool_turn, other}));
+  auto turns = store->Turns(*id);
+  ASSERT_OK(turns);
+  EXPECT_EQ(*turns, (std::vector<TurnRecord>{other, tool_turn, last_turn}));
+}
+
+TEST(StoreTest, Version1FileGainsTheTurnsTable) {
+  // A database written by a libra at schema version 1 opens, is migrated to the latest version,
+  // keeps its runs, and records turns from then on.
+  ScopedTempDir dir;
+  const std::string path = dir.File("libra.db");
+  {
+    auto db = Db::Open(path, Db::Options());
+    ASSERT_OK(db);
+    const std::vector<Migration> v1 = {SchemaMigrations().at(0)};
+    ASSERT_OK(CheckSchema(**db, v1));
+    ASSERT_OK(ApplyMigrations(**db, v1));
+    ASSERT_OK((*db)->Exec(
+        "INSERT INTO runs (name, system, router, planner, backend, seed, steps_planned, gpus, "
+        "recipe_source, recipe_toml, git_revision, libra_version, started_at, status) VALUES "
+        "('old', 's', 'least-conn', 'static', 'sim', 1, 2, 8, 'r.toml', '', 'abc', '0.1.0', "
+        "'2026-01-01T00:00:00Z', 'ok')",
+        "insert an old run"));
+  }
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schema_version(), 2);
+  auto runs = store->ListRuns();
+  ASSERT_OK(runs);
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->front().name, "old");
+  auto turns = store->Turns(runs->front().id);
+  ASSERT_OK(turns);
+  EXPECT_TRUE(turns->empty());
+}
+
 TEST(StoreTest, StepRecordsRoundTripInOrder) {
   // Steps, trajectories, events and decisions read back equal to what was written, sorted by
   // step / id / seq, with optional fields both set and unset, and separated by run.
@@ -558,9 +624,11 @@ TEST(StoreTest, StepRecordsRoundTripInOrder) {
   const std::vector<EventRecord> step0_events = {MakeEvent(1, 0, 3), MakeEvent(0, 0, std::nullopt)};
   const std::vector<DecisionRecord> step0_decisions = {MakeDecision(1, 0, 9.5),
                                                        MakeDecision(0, 0, std::nullopt)};
-  ASSERT_OK(store->RecordStep(*id, MakeStep(0), step0_trajectories, step0_events, step0_decisions));
-  ASSERT_OK(store->RecordStep(*id, MakeStep(1), {MakeTrajectory(1, 1)}, {MakeEvent(2, 1, 1)}, {}));
-  ASSERT_OK(store->RecordStep(*other, MakeStep(0), {MakeTrajectory(0, 0)}, {}, {}));
+  ASSERT_OK(
+      RecordStepOf(*store, *id, MakeStep(0), step0_trajectories, step0_events, step0_decisions));
+  ASSERT_OK(
+      RecordStepOf(*store, *id, MakeStep(1), {MakeTrajectory(1, 1)}, {MakeEvent(2, 1, 1)}, {}));
+  ASSERT_OK(RecordStepOf(*store, *other, MakeStep(0), {MakeTrajectory(0, 0)}, {}, {}));
 
   auto steps = store->Steps(*id);
   ASSERT_OK(steps);
@@ -595,11 +663,11 @@ TEST(StoreTest, DuplicateStepLeavesNothingOfTheCallBehind) {
   ASSERT_NE(store, nullptr);
   auto id = store->BeginRun(MakeRun("a", 1));
   ASSERT_OK(id);
-  ASSERT_OK(store->RecordStep(*id, MakeStep(0), {MakeTrajectory(0, 0)}, {MakeEvent(0, 0, 0)},
-                              {MakeDecision(0, 0, 1.0)}));
+  ASSERT_OK(RecordStepOf(*store, *id, MakeStep(0), {MakeTrajectory(0, 0)}, {MakeEvent(0, 0, 0)},
+                         {MakeDecision(0, 0, 1.0)}));
   const Status duplicate =
-      store->RecordStep(*id, MakeStep(0), {MakeTrajectory(1, 0), MakeTrajectory(2, 0)},
-                        {MakeEvent(1, 0, 1)}, {MakeDecision(1, 0, 2.0)});
+      RecordStepOf(*store, *id, MakeStep(0), {MakeTrajectory(1, 0), MakeTrajectory(2, 0)},
+                   {MakeEvent(1, 0, 1)}, {MakeDecision(1, 0, 2.0)});
   EXPECT_EQ(duplicate.code(), StatusCode::kStore);
   EXPECT_TRUE(Contains(duplicate, "insert into steps on " + path)) << duplicate.message();
   EXPECT_TRUE(Contains(duplicate, "UNIQUE constraint failed: steps.run_id, steps.step"))
@@ -620,15 +688,16 @@ TEST(StoreTest, FailureLateInAStepRollsBackTheStep) {
   auto id = store->BeginRun(MakeRun("a", 1));
   ASSERT_OK(id);
   const Status status =
-      store->RecordStep(*id, MakeStep(0), {MakeTrajectory(0, 0), MakeTrajectory(1, 0)},
-                        {MakeEvent(5, 0, 0), MakeEvent(5, 0, 1)}, {});
+      RecordStepOf(*store, *id, MakeStep(0), {MakeTrajectory(0, 0), MakeTrajectory(1, 0)},
+                   {MakeEvent(5, 0, 0), MakeEvent(5, 0, 1)}, {});
   EXPECT_EQ(status.code(), StatusCode::kStore);
   EXPECT_TRUE(Contains(status, "events.run_id, events.seq")) << status.message();
   EXPECT_TRUE(store->Steps(*id)->empty());
   EXPECT_TRUE(store->Trajectories(*id)->empty());
   EXPECT_TRUE(store->Events(*id)->empty());
   // The same step can then be recorded correctly.
-  EXPECT_OK(store->RecordStep(*id, MakeStep(0), {MakeTrajectory(0, 0)}, {MakeEvent(5, 0, 0)}, {}));
+  EXPECT_OK(
+      RecordStepOf(*store, *id, MakeStep(0), {MakeTrajectory(0, 0)}, {MakeEvent(5, 0, 0)}, {}));
 }
 
 TEST(StoreTest, NaNInAStepIsRefusedWhole) {
@@ -640,7 +709,7 @@ TEST(StoreTest, NaNInAStepIsRefusedWhole) {
   ASSERT_OK(id);
   TrajectoryRecord bad = MakeTrajectory(1, 0);
   bad.reward = std::numeric_limits<double>::quiet_NaN();
-  const Status status = store->RecordStep(*id, MakeStep(0), {MakeTrajectory(0, 0), bad}, {}, {});
+  const Status status = RecordStepOf(*store, *id, MakeStep(0), {MakeTrajectory(0, 0), bad}, {}, {});
   EXPECT_EQ(status.code(), StatusCode::kStore);
   EXPECT_TRUE(Contains(status, "insert into trajectories")) << status.message();
   EXPECT_TRUE(store->Steps(*id)->empty());
@@ -652,7 +721,7 @@ TEST(StoreTest, StepOfUnknownRunIsNotFound) {
   const std::string path = dir.File("libra.db");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  const Status status = store->RecordStep(7, MakeStep(0), {MakeTrajectory(0, 0)}, {}, {});
+  const Status status = RecordStepOf(*store, 7, MakeStep(0), {MakeTrajectory(0, 0)}, {}, {});
   EXPECT_EQ(status.code(), StatusCode::kNotFound);
   EXPECT_EQ(status.message(), "run 7 is not in " + path);
   EXPECT_EQ(store->RecordDecisions(7, {MakeDecision(0, 0, 1.0)}).code(), StatusCode::kNotFound);
@@ -683,8 +752,8 @@ TEST(StoreTest, DataSurvivesReopening) {
     auto begun = store->BeginRun(MakeRun("a", 9));
     ASSERT_OK(begun);
     id = *begun;
-    ASSERT_OK(store->RecordStep(id, MakeStep(0), {MakeTrajectory(0, 0)}, {MakeEvent(0, 0, 0)},
-                                {MakeDecision(0, 0, 3.0)}));
+    ASSERT_OK(RecordStepOf(*store, id, MakeStep(0), {MakeTrajectory(0, 0)}, {MakeEvent(0, 0, 0)},
+                           {MakeDecision(0, 0, 3.0)}));
     ASSERT_OK(store->FinishRun(id, kRunOk, "", "2024-05-01T13:00:00Z"));
   }
   auto store = OpenOrDie(path);

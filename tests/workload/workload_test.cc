@@ -2,74 +2,78 @@
 
 #include <gtest/gtest.h>
 
-#include <string>
-#include <vector>
+#include <filesystem>
 
+#include "recipe/recipe_parser.h"
 #include "support/test_util.h"
-#include "workload/simple_workload.h"
+#include "workload/trace.h"
 
 namespace libra::workload {
 namespace {
 
-TEST(WorkloadTest, MakeWorkloadBuildsTheSimpleGenerator) {
-  // "simple" builds a SimpleWorkload with the given seed: it plays the same scripts.
-  recipe::WorkloadSpec spec;
-  auto made = MakeWorkload(spec, 12);
-  ASSERT_OK(made);
-  const SimpleWorkload direct(spec, 12);
-  for (int64_t p = 0; p < 5; ++p) {
-    EXPECT_EQ((*made)->Prompt(p), direct.Prompt(p));
-    EXPECT_EQ((*made)->Script(p, 1, 0), direct.Script(p, 1, 0));
+TEST(WorkloadTest, EnumNamesRoundTrip) {
+  // Every turn end and tool status prints and parses back; other names do not parse.
+  for (TurnEnd e : {TurnEnd::kToolCall, TurnEnd::kStop, TurnEnd::kTruncated}) {
+    TurnEnd parsed = TurnEnd::kStop;
+    ASSERT_TRUE(ParseTurnEnd(TurnEndName(e), &parsed));
+    EXPECT_EQ(parsed, e);
   }
-}
-
-TEST(WorkloadTest, MakeWorkloadRejectsUnknownGenerator) {
-  // An unknown generator is an invalid recipe located at workload.generator.
-  recipe::WorkloadSpec spec;
-  spec.generator = "agentic";
-  auto made = MakeWorkload(spec, 1);
-  ASSERT_FALSE(made.ok());
-  EXPECT_EQ(made.status(),
-            Status::InvalidRecipe("workload.generator", "unknown generator 'agentic'"));
-}
-
-TEST(WorkloadTest, EnumNames) {
-  // Turn ends and tool statuses have stable names (they appear in traces).
-  EXPECT_STREQ(TurnEndName(TurnEnd::kToolCall), "tool_call");
-  EXPECT_STREQ(TurnEndName(TurnEnd::kStop), "stop");
-  EXPECT_STREQ(TurnEndName(TurnEnd::kTruncated), "truncated");
-  EXPECT_STREQ(ToolStatusName(ToolStatus::kSuccess), "success");
-  EXPECT_STREQ(ToolStatusName(ToolStatus::kFailure), "failure");
-  EXPECT_STREQ(ToolStatusName(ToolStatus::kTimeout), "timeout");
-}
-
-TEST(WorkloadTest, ScriptTotalsAndTruncation) {
-  // generated_tokens sums the turns; truncated() looks at the last turn only.
-  struct Case {
-    std::string name;
-    std::vector<TurnEnd> ends;
-    std::vector<int64_t> tokens;
-    int64_t total;
-    bool truncated;
-  };
-  const std::vector<Case> cases = {
-      {"empty", {}, {}, 0, false},
-      {"stop", {TurnEnd::kStop}, {10}, 10, false},
-      {"tool then stop", {TurnEnd::kToolCall, TurnEnd::kStop}, {10, 5}, 15, false},
-      {"tool then truncated", {TurnEnd::kToolCall, TurnEnd::kTruncated}, {10, 7}, 17, true},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    TrajectoryScript script;
-    for (size_t i = 0; i < c.ends.size(); ++i) {
-      TurnScript turn;
-      turn.end = c.ends[i];
-      turn.generated_tokens = c.tokens[i];
-      script.turns.push_back(turn);
-    }
-    EXPECT_EQ(script.generated_tokens(), c.total);
-    EXPECT_EQ(script.truncated(), c.truncated);
+  for (ToolStatus s : {ToolStatus::kSuccess, ToolStatus::kFailure, ToolStatus::kTimeout}) {
+    ToolStatus parsed = ToolStatus::kSuccess;
+    ASSERT_TRUE(ParseToolStatus(ToolStatusName(s), &parsed));
+    EXPECT_EQ(parsed, s);
   }
+  TurnEnd end = TurnEnd::kStop;
+  ToolStatus status = ToolStatus::kSuccess;
+  EXPECT_FALSE(ParseTurnEnd("done", &end));
+  EXPECT_FALSE(ParseToolStatus("ok", &status));
+  EXPECT_EQ(std::string(TurnEndName(TurnEnd::kToolCall)), "tool_call");
+  EXPECT_EQ(std::string(ToolStatusName(ToolStatus::kTimeout)), "timeout");
+}
+
+TEST(WorkloadTest, ScriptTotals) {
+  // Generated and tool-output tokens add up over the turns; truncation is read off the last.
+  TrajectoryScript s;
+  s.turns = {{10, TurnEnd::kToolCall, "t", ToolStatus::kSuccess, 5, 0.1},
+             {7, TurnEnd::kTruncated, "", ToolStatus::kSuccess, 0, 0}};
+  EXPECT_EQ(s.generated_tokens(), 17);
+  EXPECT_EQ(s.tool_output_tokens(), 5);
+  EXPECT_TRUE(s.truncated());
+  EXPECT_FALSE(TrajectoryScript().truncated());
+}
+
+TEST(WorkloadTest, MakeWorkloadDispatchesOnKind) {
+  // kind agentic builds the preset; kind trace reads the file relative to the recipe's folder;
+  // any other kind is an error.
+  test::ScopedTempDir dir;
+  TraceRecord record;
+  record.prompt = 4;
+  record.prompt_tokens = 100;
+  record.reward = 1;
+  record.turns = {{20, TurnEnd::kStop, "", ToolStatus::kSuccess, 0, 0}};
+  std::filesystem::create_directories(dir.path() / "traces");
+  ASSERT_OK(WriteTrace(dir.File("traces/t.jsonl"), {record}));
+
+  recipe::WorkloadSpec spec;
+  spec.preset = "search-r1";
+  auto agentic = MakeWorkload(spec, 1);
+  ASSERT_OK(agentic);
+  EXPECT_EQ((*agentic)->Describe(), "search-r1");
+
+  spec.kind = "trace";
+  spec.trace = "traces/t.jsonl";
+  spec.base_dir = dir.path().string();
+  auto trace = MakeWorkload(spec, 1);
+  ASSERT_OK(trace);
+  EXPECT_EQ((*trace)->Prompt(0).prompt_tokens, 100);
+  EXPECT_EQ((*trace)->Script(0, 0, 0, 0.5).generated_tokens(), 20);
+
+  spec.kind = "replay";
+  auto bad = MakeWorkload(spec, 1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "workload.kind: unknown workload kind 'replay' (known: "
+            "agentic, trace)");
 }
 
 }  // namespace
