@@ -17,7 +17,7 @@ std::string Layout::ToString() const {
   for (const InstanceSpec& i : instances) ++by_tp[i.tp];
   std::vector<std::string> parts;
   for (const auto& [tp, count] : by_tp) parts.push_back(StrFormat("tp%dx%d", tp, count));
-  return StrFormat("train %d | rollout %s%s", train_gpus,
+  return StrFormat("train %d (%s) | rollout %s%s", train_gpus, train.ToString().c_str(),
                    parts.empty() ? "none" : StrJoin(parts, "+").c_str(),
                    colocated ? " (colocated)" : "");
 }

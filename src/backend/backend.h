@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "common/ids.h"
 #include "common/status.h"
+#include "model/cost_model.h"
 #include "workload/workload.h"
 
 namespace libra::backend {
@@ -29,6 +31,8 @@ struct InstanceSpec {
 struct Layout {
   /// GPUs of the trainer.
   int train_gpus = 0;
+  /// How the trainer's GPUs are used (its gpus() equals train_gpus).
+  model::TrainLayout train;
   std::vector<InstanceSpec> instances;
   /// Training and rollout time-share the same GPUs (rollout pauses while training).
   bool colocated = false;
@@ -131,6 +135,8 @@ class Backend {
   /// Returns the next events, all at one time and in a fixed order; blocks (real backends) or
   /// advances virtual time (the simulator). Empty when nothing is in flight.
   virtual Result<std::vector<Event>> Wait() = 0;
+  /// GPU-seconds the rollout instances have spent working so far, when the backend knows it.
+  virtual std::optional<double> RolloutBusyGpuSeconds() const { return std::nullopt; }
 };
 
 }  // namespace libra::backend

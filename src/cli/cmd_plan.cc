@@ -5,7 +5,9 @@
 #include "cli/common.h"
 #include "cli/exit_codes.h"
 #include "common/strings.h"
+#include "model/cost_model.h"
 #include "planner/planner.h"
+#include "workload/workload.h"
 #include "report/table.h"
 
 namespace libra::cli {
@@ -22,6 +24,10 @@ int RunPlan(const PlanOptions& options, const Io& io) {
       {"predicted_step_s", "predicted step s", true},
       {"reason", "reason", false},
   });
+  auto cost = model::MakeCostModel(*recipe);
+  if (!cost.ok()) return Fail(io, cost.status());
+  auto workload = workload::MakeWorkload(recipe->workload, recipe->seed);
+  if (!workload.ok()) return Fail(io, workload.status());
   for (const recipe::SystemSpec* system : experiment::AllSystems(*recipe)) {
     if (!options.systems.empty() && std::find(options.systems.begin(), options.systems.end(),
                                               system->name) == options.systems.end()) {
@@ -29,7 +35,8 @@ int RunPlan(const PlanOptions& options, const Io& io) {
     }
     auto planner = planner::BuiltinPlanners().Create(system->planner, system->planner_options);
     if (!planner.ok()) return Fail(io, planner.status());
-    auto plan = (*planner)->Initial(experiment::MakePlanContext(*recipe, *system));
+    auto plan = (*planner)->Initial(
+        experiment::MakePlanContext(*recipe, *system, cost->get(), workload->get()));
     if (!plan.ok()) return Fail(io, plan.status());
     table.AddRow({
         report::Cell::Text(system->name),

@@ -6,7 +6,7 @@
 #include "cli/exit_codes.h"
 #include "common/strings.h"
 #include "recipe/recipe_parser.h"
-#include "sim/simple_sim.h"
+#include "sim/cluster_sim.h"
 
 namespace libra::cli {
 
@@ -41,11 +41,11 @@ int Fail(const Io& io, const Status& status) {
 }
 
 experiment::BackendFactory MakeBackendFactory() {
-  return [](const recipe::Recipe& recipe,
-            const workload::Workload& workload) -> Result<std::unique_ptr<backend::Backend>> {
+  return [](const recipe::Recipe& recipe, const workload::Workload& workload,
+            const model::CostModel& cost) -> Result<std::unique_ptr<backend::Backend>> {
     if (recipe.backend == "sim") {
       return std::unique_ptr<backend::Backend>(
-          std::make_unique<sim::SimpleSim>(recipe.sim, workload));
+          std::make_unique<sim::ClusterSim>(recipe.sim, workload, cost));
     }
     return Status::InvalidRecipe(recipe.Where("backend"),
                                  "backend '" + recipe.backend + "' is not available");

@@ -20,12 +20,7 @@ Coordinator::Coordinator(const CoordinatorConfig& config, const workload::Worklo
 Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
                                     const std::function<void(const Progress&)>& progress) {
   progress_ = progress;
-  planner::PlanContext context;
-  context.nodes = config_.nodes;
-  context.gpus_per_node = config_.gpus_per_node;
-  context.batch_trajectories = config_.prompts_per_step * config_.group_size;
-  context.staleness = config_.staleness;
-  LIBRA_ASSIGN_OR_RETURN(planner::Plan plan, planner_.Initial(context));
+  LIBRA_ASSIGN_OR_RETURN(planner::Plan plan, planner_.Initial(config_.plan));
   if (plan.layout.instances.empty()) {
     return Status::Unschedulable("the plan has no rollout instance: " + plan.layout.ToString());
   }
@@ -188,7 +183,7 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   summary_.generated_tokens += done.generated_tokens;
   router_.OnTurnDone(sched::TurnObservation{t.id, PromptId(t.prompt), done.instance, t.turns - 1,
                                             done.generated_tokens, done.end});
-  if (config_.record_turn_events) {
+  if (config_.record_events) {
     AddEvent(
         "turn", done.started_at, now, "instance " + done.instance.ToString(), t.id.value, t.step,
         StrFormat("turn %d: %lld tokens, %s", t.turns - 1,
@@ -258,7 +253,7 @@ Status Coordinator::OnToolDone(double now, const backend::ToolDone& done) {
   called.tool_output_tokens = done.output_tokens;
   called.tool_latency_s = now - done.started_at;
   t.last_tool = sched::ToolObservation{called.tool, done.status, done.output_tokens};
-  if (config_.record_turn_events) {
+  if (config_.record_events) {
     AddEvent("tool", done.started_at, now, "tools", t.id.value, t.step,
              StrFormat("%s, %lld tokens", workload::ToolStatusName(done.status),
                        static_cast<long long>(done.output_tokens)));
@@ -337,6 +332,27 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   record.policy_version = step;
   record.rollout_gpus = layout_.rollout_gpus();
   record.train_gpus = layout_.train_gpus;
+  // Utilisation: GPU-time generating or training over the cluster's GPU-time in the step.
+  const std::optional<double> busy = backend_.RolloutBusyGpuSeconds();
+  const double window = now - step_start_;
+  const double cluster_gpu_s =
+      window * (layout_.colocated ? layout_.train_gpus : layout_.train_gpus + layout_.rollout_gpus());
+  if (busy && cluster_gpu_s > 0) {
+    const double used = *busy - rollout_busy_mark_.value_or(0) + train_s_ * layout_.train_gpus;
+    record.gpu_util = std::min(1.0, used / cluster_gpu_s);
+    record.idle_gpu_s = std::max(0.0, cluster_gpu_s - used);
+    rollout_busy_mark_ = busy;
+  }
+  // Fidelity: no run may train faster than the perfect-balance bound.
+  trained_ += record.trajectories;
+  if (config_.throughput_bound && now > 0 &&
+      static_cast<double>(trained_) / now > *config_.throughput_bound * (1 + 1e-9)) {
+    return Status::Internal(StrFormat(
+        "fidelity check failed at step %d: %.4f trajectories/s trained so far exceeds the "
+        "perfect-balance bound of %.4f for this cluster, model and workload; the simulator or "
+        "the cost model is wrong",
+        step, static_cast<double>(trained_) / now, *config_.throughput_bound));
+  }
   LIBRA_RETURN_IF_ERROR(
       recorder_.RecordStep(store::StepBatch{record, std::move(batch.done), std::move(batch.turns),
                                             std::move(events_), std::move(decisions_)}));

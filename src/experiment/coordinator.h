@@ -56,10 +56,14 @@ struct CoordinatorConfig {
   int group_size = 1;
   int staleness = 0;
   int sync_interval = 1;
-  int nodes = 1;
-  int gpus_per_node = 1;
-  /// Record a span per turn and per tool call (the timeline's detail). Default: true.
-  bool record_turn_events = true;
+  /// What the planner plans for.
+  planner::PlanContext plan;
+  /// Record a span per turn and per tool call (the timeline's detail). Default: false.
+  bool record_events = false;
+  /// Trajectories per second no run on this cluster can exceed (the perfect-balance bound); when
+  /// set, a run whose throughput so far exceeds it fails: the simulator or the cost model is
+  /// wrong.
+  std::optional<double> throughput_bound;
 };
 
 /// Totals of a finished run.
@@ -149,6 +153,8 @@ class Coordinator {
   double step_start_ = 0;
   double train_start_ = 0;
   double train_s_ = 0;
+  int64_t trained_ = 0;                     // trajectories trained so far
+  std::optional<double> rollout_busy_mark_;  // backend's rollout GPU-seconds at the last step
   int steps_done_ = 0;
   int64_t event_seq_ = 0;
   int64_t decision_seq_ = 0;

@@ -1,5 +1,6 @@
 #include "experiment/runner.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include "common/strings.h"
@@ -65,21 +66,91 @@ std::vector<const recipe::SystemSpec*> AllSystems(const recipe::Recipe& recipe) 
 }
 
 planner::PlanContext MakePlanContext(const recipe::Recipe& recipe,
-                                     const recipe::SystemSpec& system) {
+                                     const recipe::SystemSpec& system,
+                                     const model::CostModel* cost,
+                                     const workload::Workload* workload) {
   planner::PlanContext context;
   context.nodes = recipe.cluster.nodes;
   context.gpus_per_node = recipe.cluster.gpus_per_node;
   context.batch_trajectories = recipe.rl.prompts_per_step * recipe.rl.group_size;
   context.staleness = recipe.StalenessFor(system);
+  context.cost = cost;
+  if (workload != nullptr) {
+    const SequenceSizes sizes = SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps);
+    context.typical_sequence_tokens = sizes.typical;
+    context.max_sequence_tokens = sizes.max;
+  }
   return context;
+}
+
+SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_size, int steps) {
+  constexpr int kSamples = 1024;
+  const int group = std::max(1, group_size);
+  double total = 0;
+  SequenceSizes sizes;
+  for (int i = 0; i < kSamples; ++i) {
+    const int version = steps <= 1 ? 0 : static_cast<int>(static_cast<int64_t>(i) * steps / kSamples);
+    const workload::TrajectoryScript script =
+        workload.Script(i / group, i % group, version, workload.skill_params().initial);
+    const int64_t tokens = workload.Prompt(i / group).prompt_tokens + script.generated_tokens() +
+                           script.tool_output_tokens();
+    total += static_cast<double>(tokens);
+    sizes.max = std::max(sizes.max, tokens);
+  }
+  sizes.typical = std::max<int64_t>(1, static_cast<int64_t>(total / kSamples));
+  return sizes;
+}
+
+double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel& cost,
+                           const workload::Workload& workload) {
+  // Sample trajectories across the run's policy versions (the workload drifts with them).
+  constexpr int kSamples = 256;
+  const model::TrainPasses passes;
+  double rollout = 0;
+  double train = 0;
+  for (int i = 0; i < kSamples; ++i) {
+    const int version = recipe.steps <= 1 ? 0 : i * recipe.steps / kSamples;
+    const int64_t prompt = i / std::max(1, recipe.rl.group_size);
+    const int sample = i % std::max(1, recipe.rl.group_size);
+    const int64_t prompt_tokens = workload.Prompt(prompt).prompt_tokens;
+    const workload::TrajectoryScript script =
+        workload.Script(prompt, sample, version, workload.skill_params().initial);
+    // Every token of context is prefilled at least once; every generated token is decoded at
+    // its context, at the best batching the engine allows.
+    int64_t context = prompt_tokens;
+    double gpu_s = static_cast<double>(prompt_tokens) * cost.PrefillGpuSecondsLowerBound();
+    for (const workload::TurnScript& turn : script.turns) {
+      for (int64_t k = 0; k < turn.generated_tokens; k += 64) {
+        const int64_t tokens = std::min<int64_t>(64, turn.generated_tokens - k);
+        gpu_s += static_cast<double>(tokens) *
+                 cost.DecodeGpuSecondsLowerBound(context + k, recipe.sim.max_num_seqs);
+      }
+      context += turn.generated_tokens + turn.tool_output_tokens;
+      gpu_s += static_cast<double>(turn.tool_output_tokens) * cost.PrefillGpuSecondsLowerBound();
+    }
+    rollout += gpu_s;
+    train += cost.TrainGpuSecondsLowerBound(context, passes);
+  }
+  const double per_trajectory = (rollout + train) / kSamples;
+  return per_trajectory > 0 ? recipe.cluster.total_gpus() / per_trajectory : 0;
 }
 
 void ValidateWithRegistries(const recipe::Recipe& recipe,
                             std::vector<recipe::Diagnostic>* diagnostics) {
+  std::unique_ptr<model::CostModel> cost;
   if (recipe.cluster.gpus_per_node >= 1) {
-    if (auto cost = model::MakeCostModel(recipe); !cost.ok()) {
-      AppendStatus(cost.status(), recipe.Where("cost_model"), diagnostics);
+    auto made = model::MakeCostModel(recipe);
+    if (made.ok()) {
+      cost = std::move(made).value();
+    } else {
+      AppendStatus(made.status(), recipe.Where("cost_model"), diagnostics);
     }
+  }
+  std::unique_ptr<workload::Workload> workload;
+  if (auto made = workload::MakeWorkload(recipe.workload, recipe.seed); made.ok()) {
+    workload = std::move(made).value();
+  } else {
+    AppendStatus(made.status(), recipe.Where("workload"), diagnostics);
   }
   for (const recipe::SystemSpec* system : AllSystems(recipe)) {
     const std::string router_key = system->path + ".router";
@@ -116,7 +187,7 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
       continue;
     }
     if (recipe.cluster.nodes < 1 || recipe.cluster.gpus_per_node < 1) continue;
-    auto plan = (*p)->Initial(MakePlanContext(recipe, *system));
+    auto plan = (*p)->Initial(MakePlanContext(recipe, *system, cost.get(), workload.get()));
     if (!plan.ok()) {
       Add(recipe::Diagnostic{recipe.Where(system->path + ".planner_options"),
                              system->path + ".planner_options: no plan fits the cluster: " +
@@ -168,15 +239,17 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                            sched::BuiltinRouters().Create(system.router, system.router_options));
     LIBRA_ASSIGN_OR_RETURN(
         auto planner, planner::BuiltinPlanners().Create(system.planner, system.planner_options));
-    LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, *workload));
+    LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
+    LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, *workload, *cost));
     CoordinatorConfig config;
     config.steps = recipe.steps;
     config.prompts_per_step = recipe.rl.prompts_per_step;
     config.group_size = recipe.rl.group_size;
     config.staleness = recipe.StalenessFor(system);
     config.sync_interval = recipe.rl.sync_interval;
-    config.nodes = recipe.cluster.nodes;
-    config.gpus_per_node = recipe.cluster.gpus_per_node;
+    config.plan = MakePlanContext(recipe, system, cost.get(), workload.get());
+    config.record_events = recipe.sim.record_events;
+    if (recipe.backend == "sim") config.throughput_bound = PerfectBalanceBound(recipe, *cost, *workload);
     StoreRecorder recorder(store, run_id);
     Coordinator coordinator(config, *workload, *router, *planner, *backend, recorder);
     return coordinator.Run(request.interrupted, request.progress);

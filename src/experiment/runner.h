@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "experiment/coordinator.h"
+#include "model/cost_model.h"
 #include "recipe/recipe.h"
 #include "store/store.h"
 #include "workload/workload.h"
@@ -19,7 +20,8 @@ namespace libra::experiment {
 
 /// Builds the backend a recipe asks for (the CLI knows the concrete backends).
 using BackendFactory = std::function<Result<std::unique_ptr<backend::Backend>>(
-    const recipe::Recipe& recipe, const workload::Workload& workload)>;
+    const recipe::Recipe& recipe, const workload::Workload& workload,
+    const model::CostModel& cost)>;
 
 /// Checks what the registries and the catalog know about a recipe: its GPU, model and cost model
 /// exist and accept their tables; each system's router and planner exist and accept their
@@ -30,9 +32,27 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
 /// The systems of a recipe in report order: [system] first, then [[baselines]].
 std::vector<const recipe::SystemSpec*> AllSystems(const recipe::Recipe& recipe);
 
-/// The planner's context for a recipe and system.
+/// The planner's context for a recipe and system; `cost` and `workload` (either may be null)
+/// let the planner size training layouts for the workload's typical trajectory.
 planner::PlanContext MakePlanContext(const recipe::Recipe& recipe,
-                                     const recipe::SystemSpec& system);
+                                     const recipe::SystemSpec& system,
+                                     const model::CostModel* cost = nullptr,
+                                     const workload::Workload* workload = nullptr);
+
+/// Sizes of a workload's trajectories (prompt, generated and tool-output tokens together), from a
+/// sample across the run's policy versions: the mean and the largest.
+struct SequenceSizes {
+  int64_t typical = 1;
+  int64_t max = 1;
+};
+SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_size, int steps);
+
+/// The perfect-balance bound (performance.md §5): the trajectories per second the cluster could
+/// train if rollout and training overlapped perfectly at the cost model's best efficiency, with
+/// no bubbles and no sync: G / (r + t), r and t the lower bounds of the rollout and training
+/// GPU-seconds of the workload's mean trajectory (sampled over the run's policy versions).
+double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel& cost,
+                           const workload::Workload& workload);
 
 struct RunRequest {
   /// Must outlive the call.

@@ -24,6 +24,34 @@ std::string TrainLayout::ToString() const {
   return StrFormat("tp%d pp%d dp%d mb%d", tp, pp, dp, micro_batch);
 }
 
+double CostModel::DecodeSpanTime(int tp, int64_t sequences, int64_t context_tokens,
+                                 int64_t iterations) const {
+  double total = 0;
+  IterationLoad load;
+  load.decode_sequences = sequences;
+  for (int64_t i = 0; i < iterations; ++i) {
+    load.decode_context_tokens = context_tokens + i * sequences;
+    total += IterationTime(tp, load);
+  }
+  return total;
+}
+
+int64_t DecodeIterationsWithin(const CostModel& model, int tp, int64_t sequences,
+                               int64_t context_tokens, int64_t max_iterations, double seconds) {
+  // The span time grows with the iterations: binary search for the last that fits.
+  int64_t lo = 0;
+  int64_t hi = max_iterations;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (model.DecodeSpanTime(tp, sequences, context_tokens, mid) <= seconds) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
 double SingleSequenceDecodeRate(const CostModel& model, int tp, int64_t context) {
   IterationLoad load;
   load.AddDecode(context);

@@ -120,6 +120,22 @@ class CostModel {
   /// Seconds to prefill `tokens` new tokens after `prior_tokens` cached ones on an otherwise idle
   /// TP-`tp` instance (re-building a context on another instance).
   virtual double PrefillTime(int tp, int64_t tokens, int64_t prior_tokens) const = 0;
+  /// Seconds of `iterations` consecutive decode-only iterations of a TP-`tp` instance whose
+  /// `sequences` sequences start with contexts summing to `context_tokens`; every iteration adds
+  /// one token to each. The base class sums IterationTime; models give closed forms, so that a
+  /// simulator advances between events without a step per token.
+  virtual double DecodeSpanTime(int tp, int64_t sequences, int64_t context_tokens,
+                                int64_t iterations) const;
+
+  // ---- Lower bounds (the perfect-balance throughput bound) -------------------------------------
+
+  /// GPU-seconds that generating one token at `context` tokens of context costs at least, on any
+  /// instance of any TP running at most `max_batch` sequences.
+  virtual double DecodeGpuSecondsLowerBound(int64_t context, int64_t max_batch) const = 0;
+  /// GPU-seconds that prefilling one token costs at least.
+  virtual double PrefillGpuSecondsLowerBound() const = 0;
+  /// GPU-seconds that training one sequence of `tokens` tokens costs at least.
+  virtual double TrainGpuSecondsLowerBound(int64_t tokens, const TrainPasses& passes) const = 0;
 
   // ---- Training --------------------------------------------------------------------------------
 
@@ -165,6 +181,11 @@ double SingleSequenceDecodeRate(const CostModel& model, int tp, int64_t context)
 /// as many as the KV cache holds, at most `max_sequences`. 0 when none fits.
 double SaturatedDecodeRatePerGpu(const CostModel& model, int tp, int64_t context,
                                  int64_t max_sequences);
+
+/// The most decode iterations (at most `max_iterations`) that fit in `seconds` from the start of
+/// a span (see CostModel::DecodeSpanTime); 0 when not even one does.
+int64_t DecodeIterationsWithin(const CostModel& model, int tp, int64_t sequences,
+                               int64_t context_tokens, int64_t max_iterations, double seconds);
 
 /// Prefill tokens per second of a TP-`tp` instance for one prompt of `tokens` tokens.
 double PrefillRate(const CostModel& model, int tp, int64_t tokens);

@@ -254,6 +254,41 @@ double ReferenceCostModel::DecodeStep(int64_t active_tokens, int tp) const {
   return (weights_per_gpu + kv_read_per_gpu) / effective_bw + t_comm;
 }
 
+double ReferenceCostModel::DecodeSpanTime(int tp, int64_t sequences, int64_t context_tokens,
+                                          int64_t iterations) const {
+  if (iterations <= 0 || sequences <= 0) return 0;
+  const int64_t last = context_tokens + (iterations - 1) * sequences;
+  return static_cast<double>(iterations) *
+         (DecodeStep(context_tokens, tp) + DecodeStep(last, tp)) / 2;
+}
+
+double ReferenceCostModel::DecodeGpuSecondsLowerBound(int64_t context, int64_t max_batch) const {
+  const double bw = params_.mem_bw * std::max(params_.decode_bw_util, 1e-6);
+  const double batch = static_cast<double>(std::max<int64_t>(1, max_batch));
+  double best = std::numeric_limits<double>::infinity();
+  for (int tp : {1, 2, 4, 8}) {
+    // GPU-seconds of a step are tp * DecodeStep; a token's share of it, without communication.
+    const double weights = ActiveParams(params_) * params_.dtype_bytes / tp / (tp * bw) * tp;
+    const double kv = static_cast<double>(context) * KvBytesPerTokenPerGpu(tp) / (tp * bw) * tp;
+    best = std::min(best, weights / batch + kv);
+  }
+  return best;
+}
+
+double ReferenceCostModel::PrefillGpuSecondsLowerBound() const {
+  const double p_active = ActiveParams(params_);
+  const double linear = p_active != params_.num_params
+                            ? 2.0 * p_active
+                            : 24.0 * params_.n_layers *
+                                  static_cast<double>(int64_t{params_.d_model} * params_.d_model);
+  return linear / (params_.flops_peak * std::max(params_.prefill_mfu, 1e-6));
+}
+
+double ReferenceCostModel::TrainGpuSecondsLowerBound(int64_t /*tokens*/,
+                                                     const TrainPasses& /*passes*/) const {
+  return 0;
+}
+
 double ReferenceCostModel::SteadyBatch(int tp, double avg_prompt, double avg_gen) const {
   const double n_max = static_cast<double>(KvCapacityTokens(tp));
   const double avg_occupancy = avg_prompt + avg_gen / 2.0;

@@ -297,6 +297,17 @@ class ReferenceCostModel : public CostModel {
                           std::span<const int64_t> sequence_tokens) const override;
   double WeightSyncTime(const SyncRequest& request) const override;
   double RoleSwitchTime(const SwitchRequest& request) const override;
+  /// Exact in closed form: DecodeStep is affine in the cached tokens, so a span of k steps is k
+  /// times the mean of its first and last step.
+  double DecodeSpanTime(int tp, int64_t sequences, int64_t context_tokens,
+                        int64_t iterations) const override;
+  /// min over TP 1/2/4/8 of the weight share of a full batch plus the token's own KV read, as
+  /// DecodeStep charges them (communication dropped).
+  double DecodeGpuSecondsLowerBound(int64_t context, int64_t max_batch) const override;
+  /// The linear FLOPs of PrefillStep per token at the prefill MFU (attention dropped).
+  double PrefillGpuSecondsLowerBound() const override;
+  /// 0: the authors' training model has no FLOP floor (its op times do not depend on the model).
+  double TrainGpuSecondsLowerBound(int64_t tokens, const TrainPasses& passes) const override;
 
   // ---- The reference functions, one to one. REQUIRES: every tp, pp, dp, b_micro >= 1 -------
 

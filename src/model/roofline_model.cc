@@ -71,17 +71,8 @@ double RooflineCostModel::IterationTime(int tp, const IterationLoad& load) const
   const double t = tp;
   const double b = arch_.dtype_bytes;
   const double tokens = static_cast<double>(load.decode_sequences + load.prefill_tokens);
-  // Weights read once per iteration; a MoE layer reads only the experts its tokens touch.
-  double weight_params = arch_.ActiveMatmulParams();
-  if (arch_.moe()) {
-    const double active_experts =
-        arch_.layers * 3.0 * arch_.hidden * arch_.expert_ffn * arch_.experts_per_token;
-    const double touched =
-        1 - std::pow(1 - static_cast<double>(arch_.experts_per_token) / arch_.experts, tokens);
-    weight_params = weight_params - active_experts + arch_.ExpertParams() * touched;
-  }
   const double kv_tokens = static_cast<double>(load.decode_context_tokens + load.prefill_kv_tokens);
-  const double bytes = b * weight_params / t + kv_tokens * KvBytesPerTokenPerGpu(tp);
+  const double bytes = b * WeightParamsRead(tokens) / t + kv_tokens * KvBytesPerTokenPerGpu(tp);
   const double attention = static_cast<double>(load.decode_context_tokens) + load.prefill_attention;
   const double flops = (2 * arch_.ActiveMatmulParams() * tokens +
                         4.0 * arch_.layers * arch_.heads * arch_.head_dim * attention) /
@@ -98,6 +89,85 @@ double RooflineCostModel::IterationTime(int tp, const IterationLoad& load) const
   return std::max(memory_s, compute_s) + comm_s + params_.iteration_overhead_s +
          params_.sequence_overhead_s *
              static_cast<double>(load.decode_sequences + load.prefill_chunks);
+}
+
+double RooflineCostModel::WeightParamsRead(double tokens) const {
+  // Weights are read once per iteration; a MoE layer reads only the experts its tokens touch.
+  double params = arch_.ActiveMatmulParams();
+  if (arch_.moe()) {
+    const double active_experts =
+        arch_.layers * 3.0 * arch_.hidden * arch_.expert_ffn * arch_.experts_per_token;
+    const double touched =
+        1 - std::pow(1 - static_cast<double>(arch_.experts_per_token) / arch_.experts, tokens);
+    params = params - active_experts + arch_.ExpertParams() * touched;
+  }
+  return params;
+}
+
+double RooflineCostModel::DecodeSpanTime(int tp, int64_t sequences, int64_t context_tokens,
+                                         int64_t iterations) const {
+  if (iterations <= 0 || sequences <= 0) return 0;
+  // With a fixed decode set, both the memory time and the compute time are affine in the context
+  // sum S, which grows by `sequences` per iteration: sum max(affine, affine) over the span in
+  // closed form, split where the two lines cross.
+  const double t = tp;
+  const double n = static_cast<double>(sequences);
+  const double b = arch_.dtype_bytes;
+  const double bw = params_.decode_bw_util * gpu_.hbm_bandwidth;
+  const double flops = params_.prefill_mfu * gpu_.bf16_flops;
+  const double mem_a = b * WeightParamsRead(n) / t / bw;
+  const double mem_b = KvBytesPerTokenPerGpu(tp) / bw;
+  const double comp_a = 2 * arch_.ActiveMatmulParams() * n / t / flops;
+  const double comp_b = 4.0 * arch_.layers * arch_.heads * arch_.head_dim / t / flops;
+  double fixed = params_.iteration_overhead_s + params_.sequence_overhead_s * n;
+  if (tp > 1) {
+    fixed += 2.0 * arch_.layers *
+             (gpu_.allreduce_latency_s +
+              2 * (t - 1) / t * n * arch_.hidden * b / gpu_.allreduce_bandwidth);
+  }
+  const double s0 = static_cast<double>(context_tokens);
+  // Sum over iterations [j0, j1) of a + slope * (s0 + j * n).
+  auto sum = [&](double a, double slope, double j0, double j1) {
+    const double count = j1 - j0;
+    return count * (a + slope * s0) + slope * n * (j0 + j1 - 1) * count / 2;
+  };
+  const double k = static_cast<double>(iterations);
+  // Memory minus compute at iteration j is d0 + d1 * j.
+  const double d0 = (mem_a - comp_a) + (mem_b - comp_b) * s0;
+  const double d1 = (mem_b - comp_b) * n;
+  const bool memory_first = d0 > 0 || (d0 == 0 && d1 >= 0);
+  // Iterations before the dominant term changes: only when the difference moves towards the
+  // other sign.
+  double split = k;
+  if ((memory_first && d1 < 0) || (!memory_first && d1 > 0)) {
+    split = std::clamp(std::ceil(-d0 / d1), 0.0, k);
+  }
+  double total = fixed * k;
+  if (memory_first) {
+    total += sum(mem_a, mem_b, 0, split) + sum(comp_a, comp_b, split, k);
+  } else {
+    total += sum(comp_a, comp_b, 0, split) + sum(mem_a, mem_b, split, k);
+  }
+  return total;
+}
+
+double RooflineCostModel::DecodeGpuSecondsLowerBound(int64_t context, int64_t max_batch) const {
+  // Per token, at least its share of the weight read of a full batch and its own KV read (heads
+  // at best split evenly), at the achieved bandwidth; compute, communication and overheads only
+  // add to it.
+  const double bw = params_.decode_bw_util * gpu_.hbm_bandwidth;
+  return (arch_.dtype_bytes * WeightParamsRead(1) / static_cast<double>(std::max<int64_t>(1, max_batch)) +
+          static_cast<double>(context) * arch_.KvBytesPerToken()) /
+         bw;
+}
+
+double RooflineCostModel::PrefillGpuSecondsLowerBound() const {
+  return 2 * arch_.ActiveMatmulParams() / (params_.prefill_mfu * gpu_.bf16_flops);
+}
+
+double RooflineCostModel::TrainGpuSecondsLowerBound(int64_t tokens,
+                                                    const TrainPasses& passes) const {
+  return TrainFlops(tokens, passes) / (params_.train_mfu * gpu_.bf16_flops);
 }
 
 double RooflineCostModel::PrefillTime(int tp, int64_t tokens, int64_t prior_tokens) const {
@@ -136,8 +206,11 @@ double RooflineCostModel::TrainMemoryPerGpu(const TrainLayout& layout, const Tra
   const double activations = passes.activation_recompute
                                  ? (2 * s * d * stage_layers * in_flight + 34 * s * d) / layout.tp
                                  : 34 * s * d * stage_layers * in_flight / layout.tp;
-  // fp32 logits and their gradient for the log-probabilities (vocabulary split over TP).
-  const double logits = 6 * s * static_cast<double>(arch_.vocab) / layout.tp;
+  // fp32 logits and their gradient for the log-probabilities (vocabulary split over TP),
+  // computed in chunks of at most kLogitChunkTokens tokens as RL trainers do.
+  constexpr double kLogitChunkTokens = 4096;
+  const double logits =
+      6 * std::min(s, kLogitChunkTokens) * static_cast<double>(arch_.vocab) / layout.tp;
   return states + activations + logits;
 }
 

@@ -82,6 +82,11 @@ class RooflineCostModel : public CostModel {
   double PrefillTime(int tp, int64_t tokens, int64_t prior_tokens) const override;
   TrainEstimate TrainStep(const TrainLayout& layout, const TrainPasses& passes,
                           std::span<const int64_t> sequence_tokens) const override;
+  double DecodeSpanTime(int tp, int64_t sequences, int64_t context_tokens,
+                        int64_t iterations) const override;
+  double DecodeGpuSecondsLowerBound(int64_t context, int64_t max_batch) const override;
+  double PrefillGpuSecondsLowerBound() const override;
+  double TrainGpuSecondsLowerBound(int64_t tokens, const TrainPasses& passes) const override;
   double WeightSyncTime(const SyncRequest& request) const override;
   double RoleSwitchTime(const SwitchRequest& request) const override;
 
@@ -89,6 +94,8 @@ class RooflineCostModel : public CostModel {
   double TrainFlops(int64_t tokens, const TrainPasses& passes) const;
   /// KV bytes per token on one GPU of a TP-`tp` instance.
   double KvBytesPerTokenPerGpu(int tp) const;
+  /// Parameters whose weights an iteration of `tokens` tokens reads (MoE: touched experts only).
+  double WeightParamsRead(double tokens) const;
   /// Peak training memory per GPU for micro-batches of `micro_tokens` tokens.
   double TrainMemoryPerGpu(const TrainLayout& layout, const TrainPasses& passes,
                            int64_t micro_tokens, int micro_batches) const;

@@ -13,8 +13,11 @@ Result<Plan> ColocatedPlanner::Initial(const PlanContext& context) {
   LIBRA_RETURN_IF_ERROR(CheckRolloutTp(rollout_tp_, context.gpus_per_node));
   LIBRA_ASSIGN_OR_RETURN(
       auto instances, PackInstances(context.gpus_per_node, 0, context.total_gpus(), rollout_tp_));
+  LIBRA_ASSIGN_OR_RETURN(model::TrainLayout train_layout,
+                         ChooseTrainLayout(context, context.total_gpus()));
   Plan plan;
   plan.layout.train_gpus = context.total_gpus();
+  plan.layout.train = train_layout;
   plan.layout.instances = std::move(instances);
   plan.layout.colocated = true;
   plan.reason = "all GPUs roll out, then all train";

@@ -1,5 +1,9 @@
 #include "planner/planner.h"
 
+#include <algorithm>
+#include <limits>
+#include <optional>
+
 #include "common/strings.h"
 
 namespace libra::planner {
@@ -18,6 +22,43 @@ Status CheckRolloutTp(int tp, int gpus_per_node) {
         StrFormat("rollout_tp = %d does not divide gpus_per_node = %d", tp, gpus_per_node));
   }
   return Status();
+}
+
+Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpus) {
+  std::vector<model::TrainLayout> candidates;
+  for (int tp : {8, 4, 2, 1}) {
+    if (tp > context.gpus_per_node || context.gpus_per_node % tp != 0) continue;
+    for (int pp : {1, 2, 4}) {
+      if (gpus % (tp * pp) == 0) candidates.push_back({tp, pp, gpus / (tp * pp), 1});
+    }
+  }
+  if (candidates.empty()) {
+    return Status::Unschedulable(StrFormat("no TP x PP layout divides %d training GPUs", gpus));
+  }
+  if (context.cost == nullptr) return candidates.front();
+  std::vector<int64_t> batch(static_cast<size_t>(std::max(1, context.batch_trajectories)),
+                             context.typical_sequence_tokens);
+  batch.front() = std::max(context.max_sequence_tokens, context.typical_sequence_tokens);
+  std::optional<model::TrainLayout> best;
+  double best_s = 0;
+  double least_memory = std::numeric_limits<double>::infinity();
+  for (const model::TrainLayout& layout : candidates) {
+    const model::TrainEstimate e = context.cost->TrainStep(layout, model::TrainPasses(), batch);
+    least_memory = std::min(least_memory, e.memory_bytes);
+    if (e.oom()) continue;
+    if (!best || e.step_s < best_s) {
+      best = layout;
+      best_s = e.step_s;
+    }
+  }
+  if (!best) {
+    return Status::Unschedulable(StrFormat(
+        "training %s on %d GPUs runs out of memory in every layout (the leanest needs %.1f GB per "
+        "GPU of %.1f); give training more GPUs",
+        context.cost->arch().name.c_str(), gpus, least_memory / 1e9,
+        context.cost->gpu().hbm_bytes / 1e9));
+  }
+  return *best;
 }
 
 Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,

@@ -22,6 +22,14 @@ struct PlanContext {
   int batch_trajectories = 0;
   /// The staleness bound in force (0 = synchronous).
   int staleness = 0;
+  /// The cost model, for planners that predict (and to pick a training layout that fits).
+  /// Must outlive the planner's calls.
+  const model::CostModel* cost = nullptr;
+  /// A typical trajectory's total tokens (prompt, generated and tool output): what a training
+  /// sequence is sized as when comparing layouts.
+  int64_t typical_sequence_tokens = 8192;
+  /// The longest trajectory to expect (tokens): training memory must hold it.
+  int64_t max_sequence_tokens = 8192;
 
   int total_gpus() const { return nodes * gpus_per_node; }
 };
@@ -59,6 +67,12 @@ int ReadRolloutTp(recipe::OptionReader& reader);
 
 /// kUnschedulable unless TP-`tp` instances fit the nodes' GPUs.
 Status CheckRolloutTp(int tp, int gpus_per_node);
+
+/// The training layout of `gpus` GPUs (TP 1/2/4/8 within a node, PP 1/2/4, the rest data
+/// parallel, micro-batch 1) with the shortest predicted step for `context`'s batch (typical
+/// sequences and one of the longest) among those that fit in memory; kUnschedulable when none fits. Without a cost model: the largest TP that
+/// divides both, no PP.
+Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpus);
 
 /// Packs `count` instances of TP `tp` onto the GPUs [first_gpu, first_gpu + gpus) of the cluster
 /// (node-major numbering), never across a node boundary. kUnschedulable when they do not fit.

@@ -36,8 +36,10 @@ Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
   LIBRA_RETURN_IF_ERROR(CheckRolloutTp(rollout_tp_, context.gpus_per_node));
   LIBRA_ASSIGN_OR_RETURN(auto instances,
                          PackInstances(context.gpus_per_node, train, total - train, rollout_tp_));
+  LIBRA_ASSIGN_OR_RETURN(model::TrainLayout train_layout, ChooseTrainLayout(context, train));
   Plan plan;
   plan.layout.train_gpus = train;
+  plan.layout.train = train_layout;
   plan.layout.instances = std::move(instances);
   plan.reason = train_gpus_ ? "fixed split from the recipe" : "default split: half the cluster";
   return plan;

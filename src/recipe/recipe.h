@@ -77,19 +77,23 @@ struct RlSpec {
   bool operator==(const RlSpec&) const = default;
 };
 
-/// [sim]: the simple simulator's fixed costs.
+/// [sim]: the simulated engines, tools and trainer. Times come from the cost model.
 struct SimSpec {
-  /// Seconds per generated token of one sequence on a TP-1 instance (TP t: divided by t).
-  /// Default: 0.02.
-  double decode_s_per_token = 0.02;
-  /// Seconds per prefilled token on a TP-1 instance (TP t: divided by t). Default: 0.0002.
-  double prefill_s_per_token = 0.0002;
-  /// Sequences an instance decodes at once, per GPU; more wait in its queue. Default: 32.
-  int max_batch_per_gpu = 32;
-  /// GPU-seconds of training per token (divided over the training GPUs). Default: 0.002.
-  double train_gpu_s_per_token = 0.002;
-  /// Seconds to sync weights to the rollout instances (they pause meanwhile). Default: 5.0.
-  double sync_s = 5.0;
+  /// Sequences an instance runs at once (the engine's max_num_seqs). Default: 256.
+  int max_num_seqs = 256;
+  /// Tokens one iteration processes at most, decode and prefill chunks together (the engine's
+  /// max_num_batched_tokens). Default: 8192.
+  int max_batched_tokens = 8192;
+  /// What happens to a trajectory's KV cache while it waits for a tool: "cache" keeps it in the
+  /// instance's prefix cache (evicted least recently used first under memory pressure: the
+  /// engines' behaviour with prefix caching), "free" drops it. Default: "cache".
+  std::string kv_policy = "cache";
+  /// How weights reach the engines: "nccl" or "disk" (write, read, restart). Default: "nccl".
+  std::string sync_path = "nccl";
+  /// Tool calls running at once (a sandbox pool); more wait. 0: unlimited. Default: 0.
+  int tool_concurrency = 0;
+  /// Record a span per turn and tool call (the timeline's detail); off for speed. Default: false.
+  bool record_events = false;
   bool operator==(const SimSpec&) const = default;
 };
 

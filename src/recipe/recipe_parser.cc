@@ -270,6 +270,16 @@ class Converter {
       }
     }
 
+    void Read(const std::string& key, bool* out) {
+      const toml::node* node = Node(key, false);
+      if (node == nullptr) return;
+      if (auto v = node->value_exact<bool>()) {
+        *out = *v;
+      } else {
+        TypeError(key, *node, "a boolean");
+      }
+    }
+
     void Read(const std::string& key, OptionTable* out) {
       const toml::node* node = Node(key, false);
       out->path = KeyPath(key);
@@ -446,11 +456,12 @@ class Converter {
     });
     top.Sub("sim", false, [&](Table& t) {
       SimSpec& s = r.sim;
-      t.Read("decode_s_per_token", &s.decode_s_per_token);
-      t.Read("prefill_s_per_token", &s.prefill_s_per_token);
-      t.Read("max_batch_per_gpu", &s.max_batch_per_gpu);
-      t.Read("train_gpu_s_per_token", &s.train_gpu_s_per_token);
-      t.Read("sync_s", &s.sync_s);
+      t.Read("max_num_seqs", &s.max_num_seqs);
+      t.Read("max_batched_tokens", &s.max_batched_tokens);
+      t.Read("kv_policy", &s.kv_policy);
+      t.Read("sync_path", &s.sync_path);
+      t.Read("tool_concurrency", &s.tool_concurrency);
+      t.Read("record_events", &s.record_events);
     });
     r.system.name = "system";
     r.system.path = "system";

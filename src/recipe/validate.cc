@@ -128,11 +128,11 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
   c.AtLeast(r.rl.staleness, 0, "rl.staleness");
   c.AtLeast(r.rl.sync_interval, 1, "rl.sync_interval");
 
-  c.Positive(r.sim.decode_s_per_token, "sim.decode_s_per_token");
-  c.InRange(r.sim.prefill_s_per_token, 0, 1e9, "sim.prefill_s_per_token");
-  c.AtLeast(r.sim.max_batch_per_gpu, 1, "sim.max_batch_per_gpu");
-  c.Positive(r.sim.train_gpu_s_per_token, "sim.train_gpu_s_per_token");
-  c.InRange(r.sim.sync_s, 0, 1e9, "sim.sync_s");
+  c.AtLeast(r.sim.max_num_seqs, 1, "sim.max_num_seqs");
+  c.AtLeast(r.sim.max_batched_tokens, 1, "sim.max_batched_tokens");
+  c.OneOf(r.sim.kv_policy, {"cache", "free"}, "sim.kv_policy");
+  c.OneOf(r.sim.sync_path, {"nccl", "disk"}, "sim.sync_path");
+  c.AtLeast(r.sim.tool_concurrency, 0, "sim.tool_concurrency");
 
   std::vector<const SystemSpec*> systems = {&r.system};
   for (const SystemSpec& b : r.baselines) systems.push_back(&b);

@@ -59,6 +59,10 @@ struct StepRecord {
   int max_lag = 0;         // the largest policy lag of a sample in the batch
   int rollout_gpus = 0;
   int train_gpus = 0;
+  /// Fraction of the cluster's GPU-time in this step spent generating or training, and the
+  /// GPU-seconds left idle (bubbles, waits, syncs); unset when the backend cannot tell.
+  std::optional<double> gpu_util;
+  std::optional<double> idle_gpu_s;
 
   bool operator==(const StepRecord&) const = default;
 };

@@ -144,6 +144,12 @@ CREATE TABLE turns (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 3: per-step GPU utilisation and idle GPU-seconds (NULL when the backend cannot tell).
+constexpr char kSchemaV3[] = R"sql(
+ALTER TABLE steps ADD COLUMN gpu_util REAL;
+ALTER TABLE steps ADD COLUMN idle_gpu_s REAL;
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -156,6 +162,7 @@ const std::vector<Migration>& SchemaMigrations() {
   static const std::vector<Migration>* const migrations = new std::vector<Migration>{
       {1, "runs, steps, trajectories, decisions, events, comparisons", kSchemaV1},
       {2, "turns", kSchemaV2},
+      {3, "steps.gpu_util, steps.idle_gpu_s", kSchemaV3},
   };
   return *migrations;
 }

@@ -20,7 +20,7 @@ constexpr char kRunColumns[] =
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
-    "train_gpus";
+    "train_gpus, gpu_util, idle_gpu_s";
 constexpr char kTrajectoryColumns[] =
     "id, prompt, sample, step, version, turns, tool_calls, prompt_tokens, generated_tokens, "
     "start_s, end_s, reward, truncated, instances, migrations";
@@ -102,6 +102,8 @@ StepRecord ReadStep(const Statement& statement) {
   step.max_lag = row.Int();
   step.rollout_gpus = row.Int();
   step.train_gpus = row.Int();
+  step.gpu_util = row.OptionalDouble();
+  step.idle_gpu_s = row.OptionalDouble();
   return step;
 }
 
@@ -423,7 +425,7 @@ Status Store::RecordStep(int64_t run_id, const StepBatch& batch) {
   LIBRA_RETURN_IF_ERROR(impl_->insert_step->Execute(
       run_id, s.step, s.start_s, s.end_s, s.rollout_s, s.train_s, s.sync_s, s.wait_s,
       s.trajectories, s.turns, s.tool_calls, s.prompt_tokens, s.generated_tokens, s.reward_mean,
-      s.policy_version, s.max_lag, s.rollout_gpus, s.train_gpus));
+      s.policy_version, s.max_lag, s.rollout_gpus, s.train_gpus, s.gpu_util, s.idle_gpu_s));
   for (const TrajectoryRecord& t : batch.trajectories) {
     LIBRA_RETURN_IF_ERROR(impl_->insert_trajectory->Execute(
         run_id, t.id, t.prompt, t.sample, t.step, t.version, t.turns, t.tool_calls, t.prompt_tokens,

@@ -20,7 +20,7 @@ TEST_F(CmdPlanTest, OverridesChangeThePlan) {
   const CommandResult r = Libra({"plan", "--systems", "async-split", "--set",
                                  "system.planner_options.rollout_tp=4", "quickstart.toml"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("train 8 | rollout tp4x2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| rollout tp4x2"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("sync-colocated"), std::string::npos);
 }
 

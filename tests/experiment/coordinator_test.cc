@@ -8,7 +8,7 @@
 #include "common/strings.h"
 #include "planner/static_planner.h"
 #include "sched/least_conn.h"
-#include "sim/simple_sim.h"
+#include "support/fake_backend.h"
 #include "support/test_util.h"
 
 namespace libra::experiment {
@@ -68,27 +68,17 @@ class NeverRouter : public sched::Router {
 };
 
 struct Harness {
-  explicit Harness(CoordinatorConfig c, recipe::SimSpec spec = Spec())
-      : config(c), sim(spec, workload), planner(std::optional<int>(4), 1) {}
-
-  static recipe::SimSpec Spec() {
-    recipe::SimSpec spec;
-    spec.decode_s_per_token = 0.01;  // 100 tokens: 1 s on TP 1
-    spec.prefill_s_per_token = 0;
-    spec.train_gpu_s_per_token = 0.01;
-    spec.sync_s = 1;
-    spec.max_batch_per_gpu = 64;
-    return spec;
-  }
+  explicit Harness(CoordinatorConfig c)
+      : config(c), backend(workload, test::FakeBackend::Costs()), planner(std::optional<int>(4), 1) {}
 
   Result<RunSummary> Run(std::function<bool()> interrupted = {}) {
-    Coordinator coordinator(config, workload, router, planner, sim, recorder);
+    Coordinator coordinator(config, workload, router, planner, backend, recorder);
     return coordinator.Run(interrupted, {});
   }
 
   CoordinatorConfig config;
   FixedWorkload workload;
-  sim::SimpleSim sim;
+  test::FakeBackend backend;
   planner::StaticPlanner planner;
   sched::LeastConnRouter router;
   MemoryRecorder recorder;
@@ -101,8 +91,9 @@ CoordinatorConfig Config(int steps, int staleness) {
   c.group_size = 2;
   c.staleness = staleness;
   c.sync_interval = 1;
-  c.nodes = 1;
-  c.gpus_per_node = 8;
+  c.plan.nodes = 1;
+  c.plan.gpus_per_node = 8;
+  c.plan.batch_trajectories = 4;
   return c;
 }
 
@@ -181,15 +172,15 @@ TEST(CoordinatorTest, RecordsTheInitialPlanAndSpans) {
   ASSERT_OK(h.Run());
   ASSERT_EQ(h.recorder.decisions.size(), 1u);
   EXPECT_EQ(h.recorder.decisions[0].planner, "static");
-  EXPECT_EQ(h.recorder.decisions[0].layout, "train 4 | rollout tp1x4");
+  EXPECT_EQ(h.recorder.decisions[0].layout, "train 4 (tp4 pp1 dp1 mb1) | rollout tp1x4");
   EXPECT_TRUE(h.recorder.decisions[0].applied);
   std::map<std::string, int> kinds;
   for (const store::EventRecord& e : h.recorder.events) {
     ++kinds[e.kind];
     EXPECT_LE(e.start_s, e.end_s) << e.kind;
   }
-  EXPECT_EQ(kinds["turn"], 16);
-  EXPECT_EQ(kinds["tool"], 8);
+  EXPECT_EQ(kinds["turn"], 0);  // per-turn spans only when asked (record_events)
+  EXPECT_EQ(kinds["tool"], 0);
   EXPECT_EQ(kinds["train"], 2);
   EXPECT_EQ(kinds["sync"], 1);
 }
@@ -212,6 +203,34 @@ TEST(CoordinatorTest, RecordsEveryTurnWithItsTool) {
   EXPECT_EQ(second.turn, 1);
   EXPECT_EQ(second.end, "stop");
   EXPECT_EQ(second.tool, "");
+}
+
+TEST(CoordinatorTest, RecordsTurnAndToolSpansWhenAsked) {
+  // With record_events, every turn and tool call is a span too.
+  CoordinatorConfig c = Config(2, 0);
+  c.record_events = true;
+  Harness h(c);
+  ASSERT_OK(h.Run());
+  std::map<std::string, int> kinds;
+  for (const store::EventRecord& e : h.recorder.events) ++kinds[e.kind];
+  EXPECT_EQ(kinds["turn"], 16);
+  EXPECT_EQ(kinds["tool"], 8);
+}
+
+TEST(CoordinatorTest, ThroughputAboveTheBoundFailsLoudly) {
+  // A bound the run beats means the simulator or the cost model is wrong: the run fails.
+  CoordinatorConfig c = Config(3, 0);
+  c.throughput_bound = 0.1;  // 4 trajectories per 7.6 s step is 0.53 per second
+  Harness h(c);
+  auto summary = h.Run();
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), StatusCode::kInternal);
+  EXPECT_NE(summary.status().message().find("exceeds the perfect-balance bound of 0.1000"),
+            std::string::npos)
+      << summary.status().message();
+  c.throughput_bound = 1.0;
+  Harness fine(c);
+  EXPECT_OK(fine.Run());
 }
 
 TEST(CoordinatorTest, SameInputsGiveIdenticalRecords) {
@@ -253,7 +272,7 @@ TEST(CoordinatorTest, InterruptStopsBetweenEvents) {
 TEST(CoordinatorTest, StallIsAnErrorNotAHang) {
   // A router that never places a turn leaves nothing in flight: the run fails and says why.
   FixedWorkload workload;
-  sim::SimpleSim sim(Harness::Spec(), workload);
+  test::FakeBackend sim(workload, test::FakeBackend::Costs());
   planner::StaticPlanner planner(std::optional<int>(4), 1);
   NeverRouter router;
   MemoryRecorder recorder;
@@ -269,7 +288,7 @@ TEST(CoordinatorTest, StallIsAnErrorNotAHang) {
 TEST(CoordinatorTest, PlanThatDoesNotFitFails) {
   // The planner's kUnschedulable reaches the caller.
   Harness h(Config(1, 0));
-  h.config.gpus_per_node = 4;  // train_gpus 4 leaves nothing for rollout
+  h.config.plan.gpus_per_node = 4;  // train_gpus 4 leaves nothing for rollout
   auto summary = h.Run();
   ASSERT_FALSE(summary.ok());
   EXPECT_EQ(summary.status().code(), StatusCode::kUnschedulable);

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "recipe/recipe_parser.h"
-#include "sim/simple_sim.h"
+#include "sim/cluster_sim.h"
 #include "support/test_util.h"
 
 namespace libra::experiment {
@@ -52,9 +52,9 @@ std::vector<std::string> Validate(const std::vector<std::string>& sets) {
 }
 
 BackendFactory Sim() {
-  return [](const recipe::Recipe& r,
-            const workload::Workload& w) -> Result<std::unique_ptr<backend::Backend>> {
-    return std::unique_ptr<backend::Backend>(std::make_unique<sim::SimpleSim>(r.sim, w));
+  return [](const recipe::Recipe& r, const workload::Workload& w,
+            const model::CostModel& cost) -> Result<std::unique_ptr<backend::Backend>> {
+    return std::unique_ptr<backend::Backend>(std::make_unique<sim::ClusterSim>(r.sim, w, cost));
   };
 }
 
@@ -131,8 +131,8 @@ TEST(RunnerTest, FailuresAndInterruptsAreRecorded) {
   request.recipe = &r;
   request.system = &r.system;
   BackendFactory broken =
-      [](const recipe::Recipe&,
-         const workload::Workload&) -> Result<std::unique_ptr<backend::Backend>> {
+      [](const recipe::Recipe&, const workload::Workload&,
+         const model::CostModel&) -> Result<std::unique_ptr<backend::Backend>> {
     return Status::Backend("test", "no backend today");
   };
   auto failed = RunSystem(**store, request, broken);

@@ -24,6 +24,9 @@ class FakeModel : public CostModel {
                           std::span<const int64_t>) const override {
     return {};
   }
+  double DecodeGpuSecondsLowerBound(int64_t, int64_t) const override { return 0; }
+  double PrefillGpuSecondsLowerBound() const override { return 0; }
+  double TrainGpuSecondsLowerBound(int64_t, const TrainPasses&) const override { return 0; }
   double WeightSyncTime(const SyncRequest&) const override { return 0; }
   double RoleSwitchTime(const SwitchRequest&) const override { return 0; }
 
@@ -65,6 +68,24 @@ TEST(CostModelTest, DerivedRates) {
   EXPECT_DOUBLE_EQ(SaturatedDecodeRatePerGpu(m, 2, 500, 2), 2 / 0.003 / 2);
   EXPECT_EQ(SaturatedDecodeRatePerGpu(m, 1, 5000, 100), 0);
   EXPECT_DOUBLE_EQ(PrefillRate(m, 1, 4096), 1e6);
+}
+
+TEST(CostModelTest, DecodeSpanSumsIterations) {
+  // The base span is the sum of its iterations: 3 iterations of 2 sequences from 100 tokens are
+  // (2 ms + 100 us) + (2 ms + 102 us) + (2 ms + 104 us).
+  const FakeModel m;
+  EXPECT_NEAR(m.DecodeSpanTime(1, 2, 100, 3), 0.006 + 306e-6, 1e-15);
+  EXPECT_EQ(m.DecodeSpanTime(1, 2, 100, 0), 0);
+}
+
+TEST(CostModelTest, DecodeIterationsWithinInvertsTheSpan) {
+  // The most iterations that fit in a time, capped by the span's length.
+  const FakeModel m;
+  const double three = m.DecodeSpanTime(1, 2, 100, 3);
+  EXPECT_EQ(DecodeIterationsWithin(m, 1, 2, 100, 10, three), 3);
+  EXPECT_EQ(DecodeIterationsWithin(m, 1, 2, 100, 10, three - 1e-9), 2);
+  EXPECT_EQ(DecodeIterationsWithin(m, 1, 2, 100, 2, three), 2);
+  EXPECT_EQ(DecodeIterationsWithin(m, 1, 2, 100, 10, 0), 0);
 }
 
 }  // namespace

@@ -162,6 +162,51 @@ TEST(RooflineCostModelTest, IterationIsMemoryOrComputeBound) {
   EXPECT_NEAR(slow.IterationTime(1, decode) - m.IterationTime(1, decode), 0.003 + 1e-5, 1e-12);
 }
 
+TEST(RooflineCostModelTest, DecodeSpanClosedFormMatchesTheSum) {
+  // The closed form equals the sum of single iterations: memory-bound, compute-bound and spans
+  // that cross from one to the other, dense and MoE, with and without TP.
+  RooflineParams crossing = RooflineParams();
+  crossing.prefill_mfu = 0.01;  // makes big batches compute-bound while short contexts last
+  struct Case {
+    std::string model;
+    RooflineParams params;
+    int tp;
+    int64_t sequences;
+    int64_t context;
+    int64_t iterations;
+  };
+  const std::vector<Case> cases = {
+      {"Qwen3-14B", RooflineParams(), 1, 1, 200, 5000},
+      {"Qwen3-14B", RooflineParams(), 4, 64, 64 * 3000, 700},
+      {"Qwen3-8B", crossing, 2, 256, 256 * 10, 3000},
+      {"Qwen3-30B-A3B", RooflineParams(), 2, 32, 32 * 1000, 900},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.model + " tp " + std::to_string(c.tp));
+    const RooflineCostModel m = Make("A800-80G", c.model, c.params);
+    const double closed = m.DecodeSpanTime(c.tp, c.sequences, c.context, c.iterations);
+    const double summed = m.CostModel::DecodeSpanTime(c.tp, c.sequences, c.context, c.iterations);
+    EXPECT_NEAR(closed / summed, 1, 1e-9);
+  }
+}
+
+TEST(RooflineCostModelTest, LowerBoundsAreBelowWhatIterationsCost) {
+  // Per token, decode, prefill and training never cost less than their lower bounds.
+  const RooflineCostModel m = Make("A800-80G", "Qwen3-14B", RooflineParams());
+  for (int tp : {1, 2, 4, 8}) {
+    for (int64_t n : {1, 16, 256}) {
+      IterationLoad load;
+      load.decode_sequences = n;
+      load.decode_context_tokens = n * 4000;
+      EXPECT_GE(tp * m.IterationTime(tp, load) / n, m.DecodeGpuSecondsLowerBound(4000, 256));
+    }
+    EXPECT_GE(tp * m.PrefillTime(tp, 8192, 0) / 8192, m.PrefillGpuSecondsLowerBound());
+  }
+  const TrainPasses passes;
+  const TrainEstimate e = m.TrainStep({8, 1, 1, 1}, passes, std::vector<int64_t>{8192});
+  EXPECT_GE(e.step_s * 8, m.TrainGpuSecondsLowerBound(8192, passes));
+}
+
 TEST(RooflineCostModelTest, MoeReadsOnlyTouchedExperts) {
   // One token touches 8 of 128 experts per layer; a large batch touches nearly all of them.
   const RooflineCostModel m = Make("A800-80G", "Qwen3-30B-A3B");

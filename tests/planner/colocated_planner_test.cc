@@ -40,10 +40,10 @@ TEST(ColocatedPlannerTest, EveryGpuTrainsAndRollsOut) {
     std::string layout;
   };
   const std::vector<Case> cases = {
-      {"one GPU", 1, 1, 1, "train 1 | rollout tp1x1 (colocated)"},
-      {"one node tp1", 1, 8, 1, "train 8 | rollout tp1x8 (colocated)"},
-      {"two nodes tp2", 2, 8, 2, "train 16 | rollout tp2x8 (colocated)"},
-      {"two nodes tp8", 2, 8, 8, "train 16 | rollout tp8x2 (colocated)"},
+      {"one GPU", 1, 1, 1, "train 1 (tp1 pp1 dp1 mb1) | rollout tp1x1 (colocated)"},
+      {"one node tp1", 1, 8, 1, "train 8 (tp8 pp1 dp1 mb1) | rollout tp1x8 (colocated)"},
+      {"two nodes tp2", 2, 8, 2, "train 16 (tp8 pp1 dp2 mb1) | rollout tp2x8 (colocated)"},
+      {"two nodes tp8", 2, 8, 8, "train 16 (tp8 pp1 dp2 mb1) | rollout tp8x2 (colocated)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

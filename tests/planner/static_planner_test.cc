@@ -46,12 +46,12 @@ TEST(StaticPlannerTest, DefaultSplitsHalfTheCluster) {
     int first_rollout_gpu;
   };
   const std::vector<Case> cases = {
-      {"one node of 8", 1, 8, 1, 4, "train 4 | rollout tp1x4", 4},
-      {"one node of 2", 1, 2, 1, 1, "train 1 | rollout tp1x1", 1},
-      {"one node of 8, tp4", 1, 8, 4, 4, "train 4 | rollout tp4x1", 4},
-      {"two nodes, tp8", 2, 8, 8, 8, "train 8 | rollout tp8x1", 8},
-      {"three nodes", 3, 8, 2, 8, "train 8 | rollout tp2x8", 8},
-      {"four nodes, tp8", 4, 8, 8, 16, "train 16 | rollout tp8x2", 16},
+      {"one node of 8", 1, 8, 1, 4, "train 4 (tp4 pp1 dp1 mb1) | rollout tp1x4", 4},
+      {"one node of 2", 1, 2, 1, 1, "train 1 (tp1 pp1 dp1 mb1) | rollout tp1x1", 1},
+      {"one node of 8, tp4", 1, 8, 4, 4, "train 4 (tp4 pp1 dp1 mb1) | rollout tp4x1", 4},
+      {"two nodes, tp8", 2, 8, 8, 8, "train 8 (tp8 pp1 dp1 mb1) | rollout tp8x1", 8},
+      {"three nodes", 3, 8, 2, 8, "train 8 (tp8 pp1 dp1 mb1) | rollout tp2x8", 8},
+      {"four nodes, tp8", 4, 8, 8, 16, "train 16 (tp8 pp1 dp2 mb1) | rollout tp8x2", 16},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -79,7 +79,7 @@ TEST(StaticPlannerTest, ExplicitTrainGpus) {
   auto plan = (*planner)->Initial(Cluster(2, 8));
   ASSERT_OK(plan);
   EXPECT_EQ(plan->layout.train_gpus, 6);
-  EXPECT_EQ(plan->layout.ToString(), "train 6 | rollout tp2x5");
+  EXPECT_EQ(plan->layout.ToString(), "train 6 (tp2 pp1 dp3 mb1) | rollout tp2x5");
   std::vector<int> first_gpus;
   std::vector<int> nodes;
   for (const backend::InstanceSpec& i : plan->layout.instances) {

@@ -63,8 +63,9 @@ preset = "search-r1"
 max_turns = 3
 
 [sim]
-train_gpu_s_per_token = 3
-sync_s = 1.5
+max_num_seqs = 128
+kv_policy = "free"
+record_events = true
 
 [system]
 name = "mine"
@@ -86,13 +87,14 @@ staleness = 1
   ASSERT_EQ(r.workload.options.entries.size(), 1u);  // the model's own keys, for it to decode
   EXPECT_EQ(r.workload.options.entries[0].key, "max_turns");
   EXPECT_EQ(r.workload.options.path, "workload");
-  EXPECT_DOUBLE_EQ(r.sim.train_gpu_s_per_token, 3.0);  // an integer is accepted for a float
-  EXPECT_DOUBLE_EQ(r.sim.sync_s, 1.5);
+  EXPECT_EQ(r.sim.max_num_seqs, 128);
+  EXPECT_EQ(r.sim.kv_policy, "free");
+  EXPECT_TRUE(r.sim.record_events);
   EXPECT_EQ(r.system.name, "mine");
   ASSERT_EQ(r.system.router_options.entries.size(), 3u);
   EXPECT_EQ(r.system.router_options.entries[0].key, "max_active");
   EXPECT_EQ(r.system.router_options.entries[0].value.int_value, 4);
-  EXPECT_EQ(r.system.router_options.entries[0].value.where, "t.toml:26:14");
+  EXPECT_EQ(r.system.router_options.entries[0].value.where, "t.toml:27:14");
   EXPECT_EQ(r.system.router_options.entries[2].value.kind, OptionValue::Kind::kArray);
   EXPECT_EQ(r.system.router_options.path, "system.router_options");
   ASSERT_EQ(r.baselines.size(), 1u);

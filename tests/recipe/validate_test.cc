@@ -31,12 +31,13 @@ TEST(ValidateRecipeTest, ChecksWorkWithoutTomlLocations) {
   // Without locations a problem is placed at the start of the source.
   Recipe r = Valid();
   r.rl.group_size = 0;
-  r.sim.decode_s_per_token = 0;
+  r.sim.kv_policy = "keep";
   std::vector<Diagnostic> d;
   ValidateRecipe(r, &d);
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].ToString(), "v.toml:1:1: rl.group_size: must be at least 1 (got 0)");
-  EXPECT_EQ(d[1].ToString(), "v.toml:1:1: sim.decode_s_per_token: must be positive (got 0)");
+  EXPECT_EQ(d[1].ToString(),
+            "v.toml:1:1: sim.kv_policy: must be one of cache, free (got 'keep')");
 }
 
 TEST(ValidateRecipeTest, PerSystemStalenessMustAllowTheSyncInterval) {

@@ -188,7 +188,8 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
   EXPECT_EQ(Columns(path, "steps"),
             (Names{"run_id", "step", "start_s", "end_s", "rollout_s", "train_s", "sync_s", "wait_s",
                    "trajectories", "turns", "tool_calls", "prompt_tokens", "generated_tokens",
-                   "reward_mean", "policy_version", "max_lag", "rollout_gpus", "train_gpus"}));
+                   "reward_mean", "policy_version", "max_lag", "rollout_gpus", "train_gpus",
+                   "gpu_util", "idle_gpu_s"}));
   EXPECT_EQ(Columns(path, "trajectories"),
             (Names{"run_id", "id", "prompt", "sample", "step", "version", "turns", "tool_calls",
                    "prompt_tokens", "generated_tokens", "start_s", "end_s", "reward", "truncated",
@@ -598,7 +599,7 @@ TEST(StoreTest, Version1FileGainsTheTurnsTable) {
   }
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(store->schema_version(), SchemaMigrations().back().version);
   auto runs = store->ListRuns();
   ASSERT_OK(runs);
   ASSERT_EQ(runs->size(), 1u);

@@ -1,0 +1,506 @@
+#include "sim/cluster_sim.h"
+
+#include <algorithm>
+
+#include "common/strings.h"
+
+namespace libra::sim {
+namespace {
+
+// Ranks order simultaneous events: the layout, then the trainer, then engine iteration
+// boundaries, then tools. Changing them changes every recorded run.
+constexpr int kRankLayout = 0;
+constexpr int kRankTrain = 1;
+constexpr int kRankSync = 2;
+constexpr int kRankBoundary = 3;
+constexpr int kRankTool = 4;
+
+}  // namespace
+
+ClusterSim::ClusterSim(const recipe::SimSpec& spec, const workload::Workload& workload,
+                       const model::CostModel& cost)
+    : spec_(spec), workload_(workload), cost_(cost) {}
+
+Status ClusterSim::Submit(const backend::Action& action) {
+  return std::visit(
+      [&](const auto& a) -> Status {
+        using T = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<T, backend::ApplyLayout>) {
+          return ApplyLayout(a.layout);
+        } else if constexpr (std::is_same_v<T, backend::StartTurn>) {
+          return StartTurn(a);
+        } else if constexpr (std::is_same_v<T, backend::RunTool>) {
+          return RunTool(a);
+        } else if constexpr (std::is_same_v<T, backend::Train>) {
+          return Train(a);
+        } else {
+          return Sync(a);
+        }
+      },
+      action);
+}
+
+Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
+  if (!trajectories_.empty()) {
+    return Status::Backend("sim", "changing the layout during a run is not supported yet");
+  }
+  std::vector<Instance> instances;
+  for (size_t i = 0; i < layout.instances.size(); ++i) {
+    const backend::InstanceSpec& spec = layout.instances[i];
+    if (spec.id.value != static_cast<int64_t>(i)) {
+      return Status::Backend("sim", "instance ids must be 0..n-1 in order");
+    }
+    Instance instance;
+    instance.spec = spec;
+    instance.capacity = cost_.KvCapacityTokens(spec.tp);
+    if (instance.capacity <= 0) {
+      return Status::Backend(
+          "sim", StrFormat("%s does not fit a TP-%d instance of %s with room for KV cache",
+                           cost_.arch().name.c_str(), spec.tp, cost_.gpu().name.c_str()));
+    }
+    instances.push_back(std::move(instance));
+  }
+  layout_ = layout;
+  instances_ = std::move(instances);
+  const double now = queue_.now();
+  Pending p;
+  p.kind = Kind::kLayout;
+  p.event = backend::Event{now, backend::LayoutApplied{}};
+  queue_.Push(now, kRankLayout, p);
+  return Status();
+}
+
+Status ClusterSim::StartTurn(const backend::StartTurn& turn) {
+  const int64_t index = turn.instance.value;
+  if (index < 0 || index >= static_cast<int64_t>(instances_.size())) {
+    return Status::Backend("sim", "StartTurn on unknown instance " + turn.instance.ToString());
+  }
+  auto it = trajectories_.find(turn.trajectory);
+  Trajectory fresh;
+  if (it == trajectories_.end()) {
+    fresh.script = workload_.Script(turn.prompt, turn.sample, turn.policy_version, turn.skill);
+  }
+  const Trajectory& current = it == trajectories_.end() ? fresh : it->second;
+  if (current.running || current.awaiting_tool || turn.turn != current.next_turn ||
+      turn.turn >= static_cast<int>(current.script.turns.size())) {
+    return Status::Backend("sim", StrFormat("trajectory %lld: unexpected turn %d",
+                                            static_cast<long long>(turn.trajectory.value),
+                                            turn.turn));
+  }
+  if (it == trajectories_.end()) it = trajectories_.emplace(turn.trajectory, std::move(fresh)).first;
+  Trajectory& t = it->second;
+  t.running = true;
+  ++t.next_turn;
+
+  Instance& instance = instances_[static_cast<size_t>(index)];
+  Seq seq;
+  seq.id = turn.trajectory;
+  seq.turn = turn.turn;
+  seq.context = turn.context_tokens;
+  seq.prefill_left = turn.context_tokens;
+  seq.decode_left = t.script.turns[static_cast<size_t>(turn.turn)].generated_tokens;
+  if (t.cached_on == index) {
+    seq.cached_prefix = true;  // its cached tokens are claimed at admission
+  } else {
+    DropCache(turn.trajectory);  // a copy on another instance is of no use now
+  }
+  instance.waiting.push_back(seq);
+  return Kick(instance, queue_.now());
+}
+
+Status ClusterSim::RunTool(const backend::RunTool& tool) {
+  auto it = trajectories_.find(tool.trajectory);
+  if (it == trajectories_.end() || !it->second.awaiting_tool) {
+    return Status::Backend("sim", "RunTool for trajectory " + tool.trajectory.ToString() +
+                                      " that is not waiting for a tool");
+  }
+  Trajectory& t = it->second;
+  t.awaiting_tool = false;
+  const double latency = t.script.turns[static_cast<size_t>(t.next_turn - 1)].tool_latency_s;
+  if (spec_.tool_concurrency > 0 && tools_running_ >= spec_.tool_concurrency) {
+    tool_queue_.emplace_back(tool.trajectory, latency);
+    return Status();
+  }
+  ++tools_running_;
+  const double now = queue_.now();
+  const workload::TurnScript& called = t.script.turns[static_cast<size_t>(t.next_turn - 1)];
+  Pending p;
+  p.kind = Kind::kTool;
+  p.event = backend::Event{
+      now + latency,
+      backend::ToolDone{tool.trajectory, called.tool_status, called.tool_output_tokens, now}};
+  queue_.Push(now + latency, kRankTool, p);
+  return Status();
+}
+
+Status ClusterSim::Train(const backend::Train& train) {
+  if (layout_.train_gpus <= 0) return Status::Backend("sim", "Train with no training GPUs");
+  const model::TrainEstimate e =
+      cost_.TrainStep(layout_.train, model::TrainPasses(), train.sequence_tokens);
+  if (e.oom()) {
+    return Status::Backend(
+        "sim", StrFormat("train step %d runs out of memory with %s: %.1f GB per GPU of %.1f",
+                         train.step, layout_.train.ToString().c_str(), e.memory_bytes / 1e9,
+                         e.memory_limit_bytes / 1e9));
+  }
+  double duration = e.step_s;
+  if (layout_.colocated) {
+    // Every GPU leaves rollout for training and comes back (offload / onload).
+    const int tp = layout_.instances.empty() ? 1 : layout_.instances.front().tp;
+    duration +=
+        cost_.RoleSwitchTime({model::SwitchDirection::kRolloutToTrain, tp, layout_.train}) +
+        cost_.RoleSwitchTime({model::SwitchDirection::kTrainToRollout, tp, layout_.train});
+    LIBRA_RETURN_IF_ERROR(PauseAll(duration));
+  }
+  const double now = queue_.now();
+  Pending p;
+  p.kind = Kind::kTrain;
+  p.event = backend::Event{now + duration, backend::TrainDone{train.step, now}};
+  queue_.Push(now + duration, kRankTrain, p);
+  return Status();
+}
+
+Status ClusterSim::Sync(const backend::SyncWeights& sync) {
+  model::SyncRequest request;
+  request.path = spec_.sync_path == "disk" ? model::SyncPath::kDisk : model::SyncPath::kNccl;
+  request.train = layout_.train;
+  request.rollout_tp = 1;
+  for (const Instance& i : instances_) request.rollout_tp = std::max(request.rollout_tp, i.spec.tp);
+  request.cross_node = !layout_.colocated;
+  const double duration = cost_.WeightSyncTime(request);
+  LIBRA_RETURN_IF_ERROR(PauseAll(duration));
+  const double now = queue_.now();
+  Pending p;
+  p.kind = Kind::kSync;
+  p.event = backend::Event{now + duration, backend::SyncDone{sync.version, now}};
+  queue_.Push(now + duration, kRankSync, p);
+  return Status();
+}
+
+Status ClusterSim::PauseAll(double duration) {
+  const double now = queue_.now();
+  paused_until_ = std::max(paused_until_, now + duration);
+  for (Instance& instance : instances_) {
+    switch (instance.phase) {
+      case Phase::kSpan:
+        Cut(instance, now);
+        break;
+      case Phase::kIdle:
+      case Phase::kPaused:
+        instance.phase = Phase::kPaused;
+        instance.phase_start = now;
+        Schedule(instance, paused_until_);
+        break;
+      case Phase::kIteration:
+        break;  // the iteration finishes; the next one waits
+    }
+  }
+  return Status();
+}
+
+void ClusterSim::Schedule(Instance& instance, double at) {
+  Pending p;
+  p.kind = Kind::kBoundary;
+  p.instance = static_cast<size_t>(instance.spec.id.value);
+  p.generation = ++instance.generation;
+  queue_.Push(at, kRankBoundary, p);
+}
+
+Status ClusterSim::Kick(Instance& instance, double now) {
+  if (instance.phase == Phase::kIdle) return StartPhase(instance, now);
+  if (instance.phase == Phase::kSpan) Cut(instance, now);
+  return Status();
+}
+
+void ClusterSim::Cut(Instance& instance, double now) {
+  const int tp = instance.spec.tp;
+  const int64_t done =
+      model::DecodeIterationsWithin(cost_, tp, instance.span_sequences, instance.span_context,
+                                    instance.span_iterations, now - instance.phase_start);
+  if (done + 1 >= instance.span_iterations) return;  // the span ends at the next boundary anyway
+  instance.span_iterations = done + 1;
+  Schedule(instance,
+           instance.phase_start + cost_.DecodeSpanTime(tp, instance.span_sequences,
+                                                       instance.span_context, done + 1));
+}
+
+void ClusterSim::DropCache(TrajectoryId id) {
+  auto t = trajectories_.find(id);
+  if (t == trajectories_.end() || t->second.cached_on < 0) return;
+  Instance& instance = instances_[static_cast<size_t>(t->second.cached_on)];
+  auto entry = instance.cached.find(id);
+  if (entry != instance.cached.end()) {
+    instance.used -= entry->second.first;
+    instance.lru.erase(entry->second.second);
+    instance.cached.erase(entry);
+  }
+  t->second.cached_on = -1;
+}
+
+Status ClusterSim::Admit(Instance& instance) {
+  while (!instance.waiting.empty() &&
+         static_cast<int>(instance.running.size()) < spec_.max_num_seqs) {
+    Seq& seq = instance.waiting.front();
+    int64_t claimed = 0;  // tokens of its cached prefix, already counted in `used`
+    if (seq.cached_prefix) {
+      auto entry = instance.cached.find(seq.id);
+      if (entry != instance.cached.end()) {
+        claimed = std::min(entry->second.first, seq.context);
+      } else {
+        seq.cached_prefix = false;  // evicted meanwhile
+      }
+    }
+    const int64_t needed = seq.context - claimed;
+    // Room for the new tokens and one more iteration of growth for everyone.
+    auto fits = [&] {
+      return instance.used + needed + static_cast<int64_t>(instance.running.size()) + 1 <=
+             instance.capacity;
+    };
+    while (!fits() && !instance.lru.empty()) {
+      const TrajectoryId victim = instance.lru.front();
+      if (victim == seq.id && instance.lru.size() == 1) break;
+      const TrajectoryId evict = victim == seq.id ? *std::next(instance.lru.begin()) : victim;
+      DropCache(evict);
+      ++stats_.evictions;
+    }
+    if (!fits()) {
+      if (instance.running.empty() && instance.cached.size() <= (seq.cached_prefix ? 1u : 0u)) {
+        return Status::Backend(
+            "sim", StrFormat("trajectory %lld needs %lld tokens of KV cache, more than a TP-%d "
+                             "instance of %s holds (%lld); raise max_new_tokens' limit or TP",
+                             static_cast<long long>(seq.id.value),
+                             static_cast<long long>(seq.context), instance.spec.tp,
+                             cost_.arch().name.c_str(),
+                             static_cast<long long>(instance.capacity)));
+      }
+      break;
+    }
+    if (claimed > 0) {
+      auto entry = instance.cached.find(seq.id);
+      instance.lru.erase(entry->second.second);
+      instance.cached.erase(entry);
+      trajectories_.at(seq.id).cached_on = -1;
+      ++stats_.prefix_hits;
+    }
+    instance.used += needed;
+    seq.prefill_left = needed;
+    seq.order = next_order_++;
+    instance.running.push_back(seq);
+    instance.waiting.pop_front();
+  }
+  return Status();
+}
+
+bool ClusterSim::Preempt(Instance& instance) {
+  if (instance.running.empty()) return false;
+  auto last = std::max_element(instance.running.begin(), instance.running.end(),
+                               [](const Seq& a, const Seq& b) { return a.order < b.order; });
+  Seq seq = *last;
+  instance.running.erase(last);
+  instance.used -= seq.context;
+  // Its KV is lost: it is recomputed from the whole context when readmitted.
+  seq.cached_prefix = false;
+  instance.waiting.push_front(seq);
+  ++stats_.preemptions;
+  return true;
+}
+
+Status ClusterSim::StartPhase(Instance& instance, double now) {
+  if (now < paused_until_) {
+    instance.phase = Phase::kPaused;
+    instance.phase_start = now;
+    Schedule(instance, paused_until_);
+    return Status();
+  }
+  LIBRA_RETURN_IF_ERROR(Admit(instance));
+  const int tp = instance.spec.tp;
+  while (true) {
+    if (instance.running.empty()) {
+      instance.phase = Phase::kIdle;
+      return Status();
+    }
+    // Every sequence that produces a token this iteration needs one more KV slot.
+    int64_t growing = 0;
+    bool prefilling = false;
+    for (const Seq& s : instance.running) {
+      if (s.prefill_left == 0 && s.decode_left > 0) ++growing;
+      if (s.prefill_left > 0) prefilling = true;
+    }
+    if (prefilling) {
+      // A mixed iteration: the decode set plus prefill chunks within the token budget.
+      model::IterationLoad load;
+      int64_t budget = spec_.max_batched_tokens;
+      instance.chunks.assign(instance.running.size(), 0);
+      for (size_t i = 0; i < instance.running.size(); ++i) {
+        const Seq& s = instance.running[i];
+        if (s.prefill_left == 0 && s.decode_left > 0) {
+          load.AddDecode(s.context);
+          --budget;
+        }
+      }
+      for (size_t i = 0; i < instance.running.size() && budget > 0; ++i) {
+        const Seq& s = instance.running[i];
+        if (s.prefill_left == 0) continue;
+        const int64_t chunk = std::min(s.prefill_left, budget);
+        load.AddPrefill(chunk, s.context - s.prefill_left);
+        instance.chunks[i] = chunk;
+        budget -= chunk;
+        if (chunk == s.prefill_left && s.decode_left > 0) ++growing;  // its first token
+      }
+      if (instance.used + growing > instance.capacity) {
+        if (!Preempt(instance)) return Status::Internal("sim: KV accounting went negative");
+        continue;
+      }
+      instance.phase = Phase::kIteration;
+      instance.phase_start = now;
+      ++stats_.mixed_iterations;
+      Schedule(instance, now + cost_.IterationTime(tp, load));
+      return Status();
+    }
+    // Decode only: one closed-form span up to the first sequence to finish, or until KV runs out.
+    const int64_t n = static_cast<int64_t>(instance.running.size());
+    int64_t context = 0;
+    int64_t first_done = INT64_MAX;
+    for (const Seq& s : instance.running) {
+      context += s.context;
+      first_done = std::min(first_done, s.decode_left);
+    }
+    int64_t iterations = first_done;
+    if (iterations > 0) {
+      const int64_t room = (instance.capacity - instance.used) / n;
+      if (room == 0) {
+        if (!Preempt(instance)) return Status::Internal("sim: KV accounting went negative");
+        continue;
+      }
+      iterations = std::min(iterations, room);
+    }
+    instance.phase = Phase::kSpan;
+    instance.phase_start = now;
+    instance.span_sequences = n;
+    instance.span_context = context;
+    instance.span_iterations = iterations;
+    ++stats_.spans;
+    Schedule(instance, now + cost_.DecodeSpanTime(tp, n, context, iterations));
+    return Status();
+  }
+}
+
+Status ClusterSim::Boundary(Instance& instance, double now, std::vector<backend::Event>* out) {
+  const int tp = instance.spec.tp;
+  if (instance.phase == Phase::kIteration || instance.phase == Phase::kSpan) {
+    stats_.rollout_busy_gpu_s += (now - instance.phase_start) * tp;
+  }
+  if (instance.phase == Phase::kIteration) {
+    ++stats_.iterations;
+    for (size_t i = 0; i < instance.running.size(); ++i) {
+      Seq& s = instance.running[i];
+      if (s.started_at < 0) s.started_at = instance.phase_start;
+      if (s.prefill_left == 0) {
+        if (s.decode_left > 0) {
+          ++s.context;
+          --s.decode_left;
+          ++instance.used;
+        }
+      } else if (instance.chunks[i] > 0) {
+        s.prefill_left -= instance.chunks[i];
+        if (s.prefill_left == 0 && s.decode_left > 0) {  // the last chunk samples a token
+          ++s.context;
+          --s.decode_left;
+          ++instance.used;
+        }
+      }
+    }
+  } else if (instance.phase == Phase::kSpan) {
+    const int64_t k = instance.span_iterations;
+    stats_.iterations += k;
+    for (Seq& s : instance.running) {
+      if (s.started_at < 0) s.started_at = instance.phase_start;
+      s.context += k;
+      s.decode_left -= k;
+    }
+    instance.used += k * static_cast<int64_t>(instance.running.size());
+  }
+  // Finished turns leave; a tool call keeps the context cached (kv_policy "cache").
+  std::vector<Seq> still;
+  for (Seq& s : instance.running) {
+    if (s.prefill_left > 0 || s.decode_left > 0) {
+      still.push_back(s);
+      continue;
+    }
+    Trajectory& t = trajectories_.at(s.id);
+    const workload::TurnScript& script = t.script.turns[static_cast<size_t>(s.turn)];
+    backend::TurnDone done;
+    done.trajectory = s.id;
+    done.instance = instance.spec.id;
+    done.generated_tokens = script.generated_tokens;
+    done.end = script.end;
+    done.tool = script.tool;
+    done.reward = script.end == workload::TurnEnd::kToolCall ? 0 : t.script.reward;
+    done.started_at = s.started_at < 0 ? now : s.started_at;
+    out->push_back(backend::Event{now, done});
+    t.running = false;
+    if (script.end == workload::TurnEnd::kToolCall) {
+      t.awaiting_tool = true;
+      if (spec_.kv_policy == "cache") {
+        instance.lru.push_back(s.id);
+        instance.cached[s.id] = {s.context, std::prev(instance.lru.end())};
+        t.cached_on = instance.spec.id.value;
+        continue;
+      }
+    } else {
+      trajectories_.erase(s.id);
+    }
+    instance.used -= s.context;
+  }
+  instance.running = std::move(still);
+  return StartPhase(instance, now);
+}
+
+Status ClusterSim::Handle(const EventQueue<Pending>::Entry& entry,
+                          std::vector<backend::Event>* out) {
+  const Pending& p = entry.payload;
+  switch (p.kind) {
+    case Kind::kBoundary: {
+      Instance& instance = instances_[p.instance];
+      if (p.generation != instance.generation) return Status();  // superseded by a cut
+      return Boundary(instance, entry.at, out);
+    }
+    case Kind::kTool:
+      out->push_back(p.event);
+      --tools_running_;
+      {
+        if (!tool_queue_.empty()) {
+          const auto [id, latency] = tool_queue_.front();
+          tool_queue_.pop_front();
+          ++tools_running_;
+          const Trajectory& t = trajectories_.at(id);
+          const workload::TurnScript& called = t.script.turns[static_cast<size_t>(t.next_turn - 1)];
+          Pending next;
+          next.kind = Kind::kTool;
+          next.event = backend::Event{
+              entry.at + latency,
+              backend::ToolDone{id, called.tool_status, called.tool_output_tokens, entry.at}};
+          queue_.Push(entry.at + latency, kRankTool, next);
+        }
+      }
+      return Status();
+    case Kind::kTrain:
+    case Kind::kSync:
+    case Kind::kLayout:
+      out->push_back(p.event);
+      return Status();
+  }
+  return Status();
+}
+
+Result<std::vector<backend::Event>> ClusterSim::Wait() {
+  std::vector<backend::Event> events;
+  while (!queue_.empty() && (events.empty() || queue_.next_time() == queue_.now())) {
+    const auto entry = queue_.Pop();
+    ++stats_.events;
+    LIBRA_RETURN_IF_ERROR(Handle(entry, &events));
+  }
+  return events;
+}
+
+}  // namespace libra::sim

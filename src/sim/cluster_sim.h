@@ -1,0 +1,150 @@
+// ClusterSim: the discrete-event digital twin of a GPU cluster running agentic RL post-training
+// (the default backend, "sim"). The coordinator, routers and planners run unchanged on it.
+//
+// * Rollout instances of TP t batch continuously: every iteration runs the decode set plus
+//   prefill chunks within a token budget, timed by the cost model. Admission is by KV capacity
+//   (with a one-iteration growth reserve); when growth runs out of KV, the most recently admitted
+//   sequence is preempted and later recomputed (its whole context prefilled again). A trajectory's
+//   next turn on the same instance prefills only its new tokens while its KV is cached; on another
+//   instance, or after eviction, its whole context. While a trajectory waits for a tool its KV is
+//   cached (evicted least recently used first under pressure) or freed ([sim] kv_policy).
+// * Between events an instance advances in closed form: with a fixed decode set contexts grow
+//   linearly, so a span of iterations up to the next finishing sequence is one cost-model call
+//   (CostModel::DecodeSpanTime), cut short at the next iteration boundary when new work arrives.
+// * Tools take the latency the workload scripts (timeouts included), with an optional limit on
+//   calls in flight. Train steps are timed by the cost model for the actual batch and the
+//   layout's training parallelism (a colocated layout also switches roles both ways); weight syncs
+//   by the cost model. Both pause exactly the instances they touch.
+// docs/simulator.md explains the model, its assumptions and its limits.
+#pragma once
+
+#include <deque>
+#include <list>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/cost_model.h"
+#include "recipe/recipe.h"
+#include "sim/event_queue.h"
+#include "workload/workload.h"
+
+namespace libra::sim {
+
+/// Counters of a simulation, for tests and benchmarks.
+struct SimStats {
+  int64_t events = 0;             // entries popped from the event queue
+  int64_t iterations = 0;         // engine iterations simulated (inside spans too)
+  int64_t spans = 0;              // closed-form decode spans
+  int64_t mixed_iterations = 0;   // iterations with prefill, simulated one by one
+  int64_t preemptions = 0;        // sequences preempted for KV (recomputed later)
+  int64_t evictions = 0;          // cached contexts evicted for KV
+  int64_t prefix_hits = 0;        // turns that reused their cached context
+  double rollout_busy_gpu_s = 0;  // GPU-seconds instances spent iterating
+};
+
+class ClusterSim : public backend::Backend {
+ public:
+  /// `workload` and `cost` must outlive the simulator.
+  ClusterSim(const recipe::SimSpec& spec, const workload::Workload& workload,
+             const model::CostModel& cost);
+  ClusterSim(const ClusterSim&) = delete;
+  ClusterSim& operator=(const ClusterSim&) = delete;
+
+  std::string_view Name() const override { return "sim"; }
+  Status Submit(const backend::Action& action) override;
+  Result<std::vector<backend::Event>> Wait() override;
+  std::optional<double> RolloutBusyGpuSeconds() const override {
+    return stats_.rollout_busy_gpu_s;
+  }
+
+  const SimStats& stats() const { return stats_; }
+
+ private:
+  /// One turn on (or waiting for) an instance.
+  struct Seq {
+    TrajectoryId id;
+    int turn = 0;
+    int64_t context = 0;       // tokens in KV once prefilled (reserved at admission)
+    int64_t prefill_left = 0;  // tokens still to prefill
+    int64_t decode_left = 0;   // tokens still to generate
+    double started_at = -1;    // first iteration that worked on it
+    uint64_t order = 0;        // admission order (the last admitted is preempted first)
+    bool cached_prefix = false;
+  };
+  enum class Phase { kIdle, kIteration, kSpan, kPaused };
+  struct Instance {
+    backend::InstanceSpec spec;
+    int64_t capacity = 0;
+    std::vector<Seq> running;
+    std::deque<Seq> waiting;
+    int64_t used = 0;  // KV tokens reserved: running contexts and cached prefixes
+    std::list<TrajectoryId> lru;  // cached prefixes, least recently used first
+    std::unordered_map<TrajectoryId, std::pair<int64_t, std::list<TrajectoryId>::iterator>>
+        cached;
+    Phase phase = Phase::kIdle;
+    double phase_start = 0;
+    uint64_t generation = 0;  // of the boundary event that ends the current phase
+    // kIteration: the prefill chunk of each running sequence (0 for decoders), by position.
+    std::vector<int64_t> chunks;
+    // kSpan: the span's shape.
+    int64_t span_sequences = 0;
+    int64_t span_context = 0;
+    int64_t span_iterations = 0;
+  };
+  struct Trajectory {
+    workload::TrajectoryScript script;
+    int next_turn = 0;
+    bool running = false;
+    bool awaiting_tool = false;
+    int64_t cached_on = -1;  // instance holding its cached prefix
+  };
+  enum class Kind { kBoundary, kTool, kTrain, kSync, kLayout };
+  struct Pending {
+    Kind kind = Kind::kBoundary;
+    size_t instance = 0;
+    uint64_t generation = 0;
+    backend::Event event;
+  };
+
+  Status StartTurn(const backend::StartTurn& turn);
+  Status RunTool(const backend::RunTool& tool);
+  Status Train(const backend::Train& train);
+  Status Sync(const backend::SyncWeights& sync);
+  Status ApplyLayout(const backend::Layout& layout);
+
+  /// Handles one popped event; appends what the coordinator must see to `out`.
+  Status Handle(const EventQueue<Pending>::Entry& entry, std::vector<backend::Event>* out);
+  /// Applies the phase that ends now, emits finished turns, and starts the next phase.
+  Status Boundary(Instance& instance, double now, std::vector<backend::Event>* out);
+  /// Starts the next phase of an instance at a boundary.
+  Status StartPhase(Instance& instance, double now);
+  /// New work arrived: an idle instance starts; a span is cut at its next iteration boundary.
+  Status Kick(Instance& instance, double now);
+  /// Ends a span at the iteration boundary after `now`.
+  void Cut(Instance& instance, double now);
+  /// Admits waiting turns while KV and the sequence limit allow. Error when a turn can never fit.
+  Status Admit(Instance& instance);
+  /// Preempts the most recently admitted running sequence; false when none runs.
+  bool Preempt(Instance& instance);
+  /// Drops a trajectory's cached prefix from the instance holding it.
+  void DropCache(TrajectoryId id);
+  void Schedule(Instance& instance, double at);
+  /// Pauses every instance until now + duration.
+  Status PauseAll(double duration);
+
+  recipe::SimSpec spec_;
+  const workload::Workload& workload_;
+  const model::CostModel& cost_;
+  backend::Layout layout_;
+  std::vector<Instance> instances_;
+  std::unordered_map<TrajectoryId, Trajectory> trajectories_;
+  EventQueue<Pending> queue_;
+  double paused_until_ = 0;
+  uint64_t next_order_ = 0;
+  int tools_running_ = 0;
+  std::deque<std::pair<TrajectoryId, double>> tool_queue_;  // waiting for a sandbox slot
+  SimStats stats_;
+};
+
+}  // namespace libra::sim
