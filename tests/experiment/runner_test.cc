@@ -187,6 +187,68 @@ TEST(RunnerTest, ComparisonRunsShareTheWorkload) {
   EXPECT_NE(a->back().end_s, b->back().end_s);
 }
 
+TEST(RunnerTest, SynchronousColocatedBaselineIsRolloutBound) {
+  // The paper's setting (Qwen3-14B, 48 A800, r2e-gym): the synchronous colocated baseline spends
+  // 70-90% of each step in rollout, the share real synchronous systems report (performance.md
+  // §3.4), with default parameters; GPU utilisation is recorded and below 1.
+  test::ScopedTempDir dir;
+  auto store = store::Store::Open(dir.File("r.db"));
+  ASSERT_OK(store);
+  auto parsed = recipe::ParseRecipeFile(test::SourcePath("recipes/paper/r2e-gym-qwen3-14b.toml"),
+                                        {"steps=6"});
+  ASSERT_OK(parsed);
+  ASSERT_TRUE(parsed->diagnostics.empty());
+  const recipe::Recipe& r = parsed->recipe;
+  const recipe::SystemSpec* colocated = AllSystems(r).back();
+  ASSERT_EQ(colocated->planner, "colocated");
+  RunRequest request;
+  request.recipe = &r;
+  request.system = colocated;
+  auto outcome = RunSystem(**store, request, Sim());
+  ASSERT_OK(outcome);
+  ASSERT_OK(outcome->status);
+  auto steps = (*store)->Steps(outcome->run_id);
+  ASSERT_OK(steps);
+  double rollout = 0;
+  double total = 0;
+  for (const store::StepRecord& s : *steps) {
+    rollout += s.rollout_s;
+    total += s.end_s - s.start_s;
+    ASSERT_TRUE(s.gpu_util.has_value());
+    EXPECT_GT(*s.gpu_util, 0);
+    EXPECT_LT(*s.gpu_util, 1);
+    EXPECT_GT(*s.idle_gpu_s, 0);
+  }
+  EXPECT_GE(rollout / total, 0.70);
+  EXPECT_LE(rollout / total, 0.90);
+}
+
+TEST(RunnerTest, ThroughputStaysUnderThePerfectBalanceBound) {
+  // The bound is above what the best system achieves, and not absurdly far above it.
+  auto parsed = recipe::ParseRecipeFile(test::SourcePath("recipes/paper/r2e-gym-qwen3-14b.toml"),
+                                        {"steps=6"});
+  ASSERT_OK(parsed);
+  const recipe::Recipe& r = parsed->recipe;
+  auto cost = model::MakeCostModel(r);
+  ASSERT_OK(cost);
+  auto workload = workload::MakeWorkload(r.workload, r.seed);
+  ASSERT_OK(workload);
+  const double bound = PerfectBalanceBound(r, **cost, **workload);
+  test::ScopedTempDir dir;
+  auto store = store::Store::Open(dir.File("r.db"));
+  ASSERT_OK(store);
+  RunRequest request;
+  request.recipe = &r;
+  request.system = &r.system;
+  auto outcome = RunSystem(**store, request, Sim());
+  ASSERT_OK(outcome);
+  ASSERT_OK(outcome->status);
+  const double throughput =
+      static_cast<double>(outcome->summary.trajectories) / outcome->summary.elapsed_s;
+  EXPECT_LT(throughput, bound);
+  EXPECT_GT(throughput, 0.05 * bound);
+}
+
 TEST(RunnerTest, NowIso8601LooksLikeUtc) {
   // "YYYY-MM-DDTHH:MM:SSZ".
   const std::string now = NowIso8601();
