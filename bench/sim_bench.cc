@@ -50,10 +50,10 @@ Result<Row> RunOne(const std::string& path, int steps) {
   const recipe::Recipe& r = parsed.recipe;
   LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(r.workload, r.seed));
   LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(r));
-  LIBRA_ASSIGN_OR_RETURN(auto router, sched::BuiltinRouters().Create(r.system.router,
-                                                                       r.system.router_options));
-  LIBRA_ASSIGN_OR_RETURN(auto planner, planner::BuiltinPlanners().Create(
-                                           r.system.planner, r.system.planner_options));
+  LIBRA_ASSIGN_OR_RETURN(auto router,
+                         sched::BuiltinRouters().Create(r.system.router, r.system.router_options));
+  LIBRA_ASSIGN_OR_RETURN(
+      auto planner, planner::BuiltinPlanners().Create(r.system.planner, r.system.planner_options));
   sim::ClusterSim sim(r.sim, *workload, *cost);
   experiment::CoordinatorConfig config;
   config.steps = r.steps;
@@ -102,16 +102,15 @@ int main(int argc, char** argv) {
                std::string(LIBRA_SOURCE_DIR) + "/bench/large-1024.toml"};
     if (steps == 0) steps = -1;  // each recipe's own steps, but the paper one at 100
   }
-  std::printf("%-24s %5s %5s %8s %11s %13s %10s %10s %11s %8s %8s\n", "scenario", "GPUs",
-              "steps", "wall s", "simulated s", "GPU-s/wall-s", "events", "events/s",
-              "iterations", "traj/s", "bound");
+  std::printf("%-24s %5s %5s %8s %11s %13s %10s %10s %11s %8s %8s\n", "scenario", "GPUs", "steps",
+              "wall s", "simulated s", "GPU-s/wall-s", "events", "events/s", "iterations", "traj/s",
+              "bound");
   for (const std::string& path : recipes) {
     const bool paper = path.find("paper/r2e-gym") != std::string::npos;
     const int n = steps == -1 ? (paper ? 100 : 0) : steps;
     auto row = libra::RunOne(path, n);
     if (!row.ok()) {
-      std::fprintf(stderr, "libra_bench: %s: %s\n", path.c_str(),
-                   row.status().ToString().c_str());
+      std::fprintf(stderr, "libra_bench: %s: %s\n", path.c_str(), row.status().ToString().c_str());
       return 1;
     }
     std::printf("%-24s %5d %5d %8.3f %11.0f %13.3g %10lld %10.3g %11lld %8.3f %8.3f\n",

@@ -7,8 +7,8 @@
 #include "common/strings.h"
 #include "model/cost_model.h"
 #include "planner/planner.h"
-#include "workload/workload.h"
 #include "report/table.h"
+#include "workload/workload.h"
 
 namespace libra::cli {
 

@@ -75,8 +75,8 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   for (const std::string& c : candidates) {
     size_t d = EditDistance(word, c);
     // A truncated or extended name ("decode_bw" for "decode_bw_util") is a near miss too.
-    const bool prefix = word.size() >= 4 && c.size() >= 4 &&
-                        (StartsWith(c, word) || StartsWith(word, c));
+    const bool prefix =
+        word.size() >= 4 && c.size() >= 4 && (StartsWith(c, word) || StartsWith(word, c));
     if (prefix) d = std::min<size_t>(d, 2);
     if (d < best_distance) {
       best_distance = d;

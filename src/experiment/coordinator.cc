@@ -336,7 +336,8 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   const std::optional<double> busy = backend_.RolloutBusyGpuSeconds();
   const double window = now - step_start_;
   const double cluster_gpu_s =
-      window * (layout_.colocated ? layout_.train_gpus : layout_.train_gpus + layout_.rollout_gpus());
+      window *
+      (layout_.colocated ? layout_.train_gpus : layout_.train_gpus + layout_.rollout_gpus());
   if (busy && cluster_gpu_s > 0) {
     const double used = *busy - rollout_busy_mark_.value_or(0) + train_s_ * layout_.train_gpus;
     record.gpu_util = std::min(1.0, used / cluster_gpu_s);

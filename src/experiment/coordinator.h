@@ -153,7 +153,7 @@ class Coordinator {
   double step_start_ = 0;
   double train_start_ = 0;
   double train_s_ = 0;
-  int64_t trained_ = 0;                     // trajectories trained so far
+  int64_t trained_ = 0;                      // trajectories trained so far
   std::optional<double> rollout_busy_mark_;  // backend's rollout GPU-seconds at the last step
   int steps_done_ = 0;
   int64_t event_seq_ = 0;

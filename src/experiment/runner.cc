@@ -65,8 +65,7 @@ std::vector<const recipe::SystemSpec*> AllSystems(const recipe::Recipe& recipe) 
   return systems;
 }
 
-planner::PlanContext MakePlanContext(const recipe::Recipe& recipe,
-                                     const recipe::SystemSpec& system,
+planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
                                      const model::CostModel* cost,
                                      const workload::Workload* workload) {
   planner::PlanContext context;
@@ -89,7 +88,8 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
   double total = 0;
   SequenceSizes sizes;
   for (int i = 0; i < kSamples; ++i) {
-    const int version = steps <= 1 ? 0 : static_cast<int>(static_cast<int64_t>(i) * steps / kSamples);
+    const int version =
+        steps <= 1 ? 0 : static_cast<int>(static_cast<int64_t>(i) * steps / kSamples);
     const workload::TrajectoryScript script =
         workload.Script(i / group, i % group, version, workload.skill_params().initial);
     const int64_t tokens = workload.Prompt(i / group).prompt_tokens + script.generated_tokens() +
@@ -249,7 +249,8 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
     config.sync_interval = recipe.rl.sync_interval;
     config.plan = MakePlanContext(recipe, system, cost.get(), workload.get());
     config.record_events = recipe.sim.record_events;
-    if (recipe.backend == "sim") config.throughput_bound = PerfectBalanceBound(recipe, *cost, *workload);
+    if (recipe.backend == "sim")
+      config.throughput_bound = PerfectBalanceBound(recipe, *cost, *workload);
     StoreRecorder recorder(store, run_id);
     Coordinator coordinator(config, *workload, *router, *planner, *backend, recorder);
     return coordinator.Run(request.interrupted, request.progress);

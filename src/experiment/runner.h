@@ -34,8 +34,7 @@ std::vector<const recipe::SystemSpec*> AllSystems(const recipe::Recipe& recipe);
 
 /// The planner's context for a recipe and system; `cost` and `workload` (either may be null)
 /// let the planner size training layouts for the workload's typical trajectory.
-planner::PlanContext MakePlanContext(const recipe::Recipe& recipe,
-                                     const recipe::SystemSpec& system,
+planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
                                      const model::CostModel* cost = nullptr,
                                      const workload::Workload* workload = nullptr);
 

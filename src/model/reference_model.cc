@@ -258,8 +258,8 @@ double ReferenceCostModel::DecodeSpanTime(int tp, int64_t sequences, int64_t con
                                           int64_t iterations) const {
   if (iterations <= 0 || sequences <= 0) return 0;
   const int64_t last = context_tokens + (iterations - 1) * sequences;
-  return static_cast<double>(iterations) *
-         (DecodeStep(context_tokens, tp) + DecodeStep(last, tp)) / 2;
+  return static_cast<double>(iterations) * (DecodeStep(context_tokens, tp) + DecodeStep(last, tp)) /
+         2;
 }
 
 double ReferenceCostModel::DecodeGpuSecondsLowerBound(int64_t context, int64_t max_batch) const {

@@ -156,7 +156,8 @@ double RooflineCostModel::DecodeGpuSecondsLowerBound(int64_t context, int64_t ma
   // at best split evenly), at the achieved bandwidth; compute, communication and overheads only
   // add to it.
   const double bw = params_.decode_bw_util * gpu_.hbm_bandwidth;
-  return (arch_.dtype_bytes * WeightParamsRead(1) / static_cast<double>(std::max<int64_t>(1, max_batch)) +
+  return (arch_.dtype_bytes * WeightParamsRead(1) /
+              static_cast<double>(std::max<int64_t>(1, max_batch)) +
           static_cast<double>(context) * arch_.KvBytesPerToken()) /
          bw;
 }

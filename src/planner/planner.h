@@ -70,8 +70,8 @@ Status CheckRolloutTp(int tp, int gpus_per_node);
 
 /// The training layout of `gpus` GPUs (TP 1/2/4/8 within a node, PP 1/2/4, the rest data
 /// parallel, micro-batch 1) with the shortest predicted step for `context`'s batch (typical
-/// sequences and one of the longest) among those that fit in memory; kUnschedulable when none fits. Without a cost model: the largest TP that
-/// divides both, no PP.
+/// sequences and one of the longest) among those that fit in memory; kUnschedulable when none fits.
+/// Without a cost model: the largest TP that divides both, no PP.
 Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpus);
 
 /// Packs `count` instances of TP `tp` onto the GPUs [first_gpu, first_gpu + gpus) of the cluster

@@ -36,9 +36,12 @@ TEST(LayoutTest, RolloutGpusAndToString) {
   const std::vector<Case> cases = {
       {"empty", MakeLayout(0, {}), 0, "train 0 (tp1 pp1 dp1 mb1) | rollout none"},
       {"no rollout", MakeLayout(8, {}), 0, "train 8 (tp1 pp1 dp1 mb1) | rollout none"},
-      {"tp1 x8", MakeLayout(8, {1, 1, 1, 1, 1, 1, 1, 1}), 8, "train 8 (tp1 pp1 dp1 mb1) | rollout tp1x8"},
-      {"mixed, unsorted", MakeLayout(4, {4, 1, 2, 1}), 8, "train 4 (tp1 pp1 dp1 mb1) | rollout tp1x2+tp2x1+tp4x1"},
-      {"colocated", MakeLayout(16, {8, 8}, true), 16, "train 16 (tp1 pp1 dp1 mb1) | rollout tp8x2 (colocated)"},
+      {"tp1 x8", MakeLayout(8, {1, 1, 1, 1, 1, 1, 1, 1}), 8,
+       "train 8 (tp1 pp1 dp1 mb1) | rollout tp1x8"},
+      {"mixed, unsorted", MakeLayout(4, {4, 1, 2, 1}), 8,
+       "train 4 (tp1 pp1 dp1 mb1) | rollout tp1x2+tp2x1+tp4x1"},
+      {"colocated", MakeLayout(16, {8, 8}, true), 16,
+       "train 16 (tp1 pp1 dp1 mb1) | rollout tp8x2 (colocated)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -69,7 +69,9 @@ class NeverRouter : public sched::Router {
 
 struct Harness {
   explicit Harness(CoordinatorConfig c)
-      : config(c), backend(workload, test::FakeBackend::Costs()), planner(std::optional<int>(4), 1) {}
+      : config(c),
+        backend(workload, test::FakeBackend::Costs()),
+        planner(std::optional<int>(4), 1) {}
 
   Result<RunSummary> Run(std::function<bool()> interrupted = {}) {
     Coordinator coordinator(config, workload, router, planner, backend, recorder);

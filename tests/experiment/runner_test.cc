@@ -130,9 +130,8 @@ TEST(RunnerTest, FailuresAndInterruptsAreRecorded) {
   RunRequest request;
   request.recipe = &r;
   request.system = &r.system;
-  BackendFactory broken =
-      [](const recipe::Recipe&, const workload::Workload&,
-         const model::CostModel&) -> Result<std::unique_ptr<backend::Backend>> {
+  BackendFactory broken = [](const recipe::Recipe&, const workload::Workload&,
+                             const model::CostModel&) -> Result<std::unique_ptr<backend::Backend>> {
     return Status::Backend("test", "no backend today");
   };
   auto failed = RunSystem(**store, request, broken);

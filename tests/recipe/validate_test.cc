@@ -36,8 +36,7 @@ TEST(ValidateRecipeTest, ChecksWorkWithoutTomlLocations) {
   ValidateRecipe(r, &d);
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].ToString(), "v.toml:1:1: rl.group_size: must be at least 1 (got 0)");
-  EXPECT_EQ(d[1].ToString(),
-            "v.toml:1:1: sim.kv_policy: must be one of cache, free (got 'keep')");
+  EXPECT_EQ(d[1].ToString(), "v.toml:1:1: sim.kv_policy: must be one of cache, free (got 'keep')");
 }
 
 TEST(ValidateRecipeTest, PerSystemStalenessMustAllowTheSyncInterval) {
