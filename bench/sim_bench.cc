@@ -51,7 +51,8 @@ Result<Row> RunOne(const std::string& path, int steps) {
   LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(r.workload, r.seed));
   LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(r));
   LIBRA_ASSIGN_OR_RETURN(auto router,
-                         sched::BuiltinRouters().Create(r.system.router, r.system.router_options));
+                         sched::BuiltinRouters().Create(r.system.router, r.system.router_options,
+                                                        sched::RouterDeps{cost.get()}));
   LIBRA_ASSIGN_OR_RETURN(
       auto planner, planner::BuiltinPlanners().Create(r.system.planner, r.system.planner_options));
   sim::ClusterSim sim(r.sim, *workload, *cost);

@@ -159,7 +159,9 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
     if (!routers.Contains(system->router)) {
       Add({recipe.Where(router_key), router_key + ": " + routers.UnknownMessage(system->router)},
           diagnostics);
-    } else if (auto r = routers.Create(system->router, system->router_options); !r.ok()) {
+    } else if (auto r = routers.Create(system->router, system->router_options,
+                                       sched::RouterDeps{cost.get()});
+               !r.ok()) {
       AppendStatus(r.status(), recipe.Where(router_key), diagnostics);
     }
     const planner::PlannerRegistry& planners = planner::BuiltinPlanners();
@@ -235,11 +237,12 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   outcome.run_id = run_id;
   auto run = [&]() -> Result<RunSummary> {
     LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
+    LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
     LIBRA_ASSIGN_OR_RETURN(auto router,
-                           sched::BuiltinRouters().Create(system.router, system.router_options));
+                           sched::BuiltinRouters().Create(system.router, system.router_options,
+                                                          sched::RouterDeps{cost.get()}));
     LIBRA_ASSIGN_OR_RETURN(
         auto planner, planner::BuiltinPlanners().Create(system.planner, system.planner_options));
-    LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
     LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, *workload, *cost));
     CoordinatorConfig config;
     config.steps = recipe.steps;

@@ -2,6 +2,12 @@
 
 namespace libra::sched {
 
+int64_t TrajectoryObservation::generated_tokens() const {
+  int64_t total = 0;
+  for (int64_t t : turn_tokens) total += t;
+  return total;
+}
+
 std::vector<size_t> EligibleInstances(std::span<const InstanceState> instances, int max_active) {
   std::vector<size_t> below_cap;
   std::vector<size_t> available;

@@ -18,7 +18,8 @@ inline constexpr std::string_view kLeastConnName = "least-conn";
 
 class LeastConnRouter : public Router {
  public:
-  static Result<std::unique_ptr<Router>> Create(const recipe::OptionTable& options);
+  static Result<std::unique_ptr<Router>> Create(const recipe::OptionTable& options,
+                                                const RouterDeps& deps);
   LeastConnRouter() = default;
 
   std::string_view Name() const override { return kLeastConnName; }

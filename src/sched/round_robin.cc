@@ -4,7 +4,8 @@
 
 namespace libra::sched {
 
-Result<std::unique_ptr<Router>> RoundRobinRouter::Create(const recipe::OptionTable& options) {
+Result<std::unique_ptr<Router>> RoundRobinRouter::Create(const recipe::OptionTable& options,
+                                                         const RouterDeps& /*deps*/) {
   recipe::OptionReader reader(options);
   const int max_active = static_cast<int>(reader.Int("max_active", 0, 0, 1 << 20));
   LIBRA_RETURN_IF_ERROR(reader.Finish());
@@ -14,10 +15,10 @@ Result<std::unique_ptr<Router>> RoundRobinRouter::Create(const recipe::OptionTab
 RouteDecision RoundRobinRouter::Route(const RouteRequest& /*request*/,
                                       std::span<const InstanceState> instances) {
   const std::vector<size_t> eligible = EligibleInstances(instances, max_active_);
-  if (eligible.empty()) return RouteDecision{std::nullopt, "no instance available"};
+  if (eligible.empty()) return RouteDecision{std::nullopt, "no instance available", ""};
   const size_t pick = eligible[counter_ % eligible.size()];
   ++counter_;
-  return RouteDecision{instances[pick].id, "round-robin"};
+  return RouteDecision{instances[pick].id, "round-robin", ""};
 }
 
 }  // namespace libra::sched

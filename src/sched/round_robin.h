@@ -14,7 +14,8 @@ inline constexpr std::string_view kRoundRobinName = "round-robin";
 
 class RoundRobinRouter : public Router {
  public:
-  static Result<std::unique_ptr<Router>> Create(const recipe::OptionTable& options);
+  static Result<std::unique_ptr<Router>> Create(const recipe::OptionTable& options,
+                                                const RouterDeps& deps);
   explicit RoundRobinRouter(int max_active) : max_active_(max_active) {}
 
   std::string_view Name() const override { return kRoundRobinName; }

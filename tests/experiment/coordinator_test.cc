@@ -63,7 +63,7 @@ class NeverRouter : public sched::Router {
   std::string_view Name() const override { return "never"; }
   sched::RouteDecision Route(const sched::RouteRequest&,
                              std::span<const sched::InstanceState>) override {
-    return {std::nullopt, "never"};
+    return {std::nullopt, "never", ""};
   }
 };
 

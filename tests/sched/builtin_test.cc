@@ -21,7 +21,7 @@ TEST(BuiltinRoutersTest, RegistersEveryBuiltinWithASummary) {
     SCOPED_TRACE(name);
     EXPECT_TRUE(registry.Contains(name));
     EXPECT_FALSE(registry.Summary(name).empty());
-    auto router = registry.Create(name, recipe::OptionTable());
+    auto router = registry.Create(name, recipe::OptionTable(), RouterDeps());
     ASSERT_OK(router);
     EXPECT_EQ((*router)->Name(), name);
   }
@@ -30,7 +30,7 @@ TEST(BuiltinRoutersTest, RegistersEveryBuiltinWithASummary) {
 
 TEST(BuiltinRoutersTest, UnknownRouterSuggestsTheClosest) {
   // A misspelt router name is kNotFound with the known names and a suggestion.
-  auto router = BuiltinRouters().Create("least_conn", recipe::OptionTable());
+  auto router = BuiltinRouters().Create("least_conn", recipe::OptionTable(), RouterDeps());
   ASSERT_FALSE(router.ok());
   EXPECT_EQ(router.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(router.status().message(),

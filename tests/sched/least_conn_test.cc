@@ -35,7 +35,7 @@ std::vector<InstanceState> Idle(int n) {
 }
 
 std::unique_ptr<Router> Make(const recipe::OptionTable& options) {
-  auto router = LeastConnRouter::Create(options);
+  auto router = LeastConnRouter::Create(options, RouterDeps());
   EXPECT_OK(router);
   return router.ok() ? std::move(router).value() : nullptr;
 }
@@ -160,7 +160,7 @@ TEST(LeastConnRouterTest, RejectsBadOptions) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    auto router = LeastConnRouter::Create(c.options);
+    auto router = LeastConnRouter::Create(c.options, RouterDeps());
     ASSERT_FALSE(router.ok());
     EXPECT_EQ(router.status().code(), StatusCode::kInvalidRecipe);
     for (const std::string& f : c.fragments) {

@@ -33,7 +33,7 @@ std::vector<InstanceState> Idle(int n) {
 }
 
 std::unique_ptr<Router> Make(const recipe::OptionTable& options) {
-  auto router = RoundRobinRouter::Create(options);
+  auto router = RoundRobinRouter::Create(options, RouterDeps());
   EXPECT_OK(router);
   return router.ok() ? std::move(router).value() : nullptr;
 }
@@ -108,7 +108,7 @@ TEST(RoundRobinRouterTest, RejectsBadOptions) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    auto router = RoundRobinRouter::Create(c.options);
+    auto router = RoundRobinRouter::Create(c.options, RouterDeps());
     ASSERT_FALSE(router.ok());
     EXPECT_EQ(router.status().code(), StatusCode::kInvalidRecipe);
     for (const std::string& f : c.fragments) {
