@@ -135,6 +135,11 @@ class Backend {
   /// Returns the next events, all at one time and in a fixed order; blocks (real backends) or
   /// advances virtual time (the simulator). Empty when nothing is in flight.
   virtual Result<std::vector<Event>> Wait() = 0;
+  /// Tokens the trajectory of `turn` (its prompt, sample, version and skill) generates in all,
+  /// when the backend knows the future (a simulator); nullopt on a real cluster.
+  virtual std::optional<int64_t> OracleTrajectoryTokens(const StartTurn& /*turn*/) const {
+    return std::nullopt;
+  }
   /// GPU-seconds the rollout instances have spent working so far, when the backend knows it.
   virtual std::optional<double> RolloutBusyGpuSeconds() const { return std::nullopt; }
 };

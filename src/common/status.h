@@ -6,6 +6,7 @@
 // throw (toml++, CLI11) are caught where they are called and turned into a Status.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <utility>
 #include <variant>
@@ -84,6 +85,9 @@ class Status {
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
 };
+
+/// Prints a Status in test failure messages.
+inline void PrintTo(const Status& status, std::ostream* os) { *os << status.ToString(); }
 
 /// Holds either a T or a non-OK Status.
 template <typename T>

@@ -130,6 +130,17 @@ Status Coordinator::RouteWaiting(double now) {
     request.generated_tokens = t.generated_tokens;
     request.previous = t.instance;
     request.last_tool = t.last_tool;
+    if (router_.WantsOracle()) {
+      if (!t.oracle_tokens) {
+        backend::StartTurn probe;
+        probe.prompt = t.prompt;
+        probe.sample = t.sample;
+        probe.policy_version = t.turns == 0 ? rollout_version_ : t.version;
+        probe.skill = skill_.Skill(probe.policy_version);
+        t.oracle_tokens = backend_.OracleTrajectoryTokens(probe);
+      }
+      if (t.oracle_tokens) request.oracle_remaining_tokens = *t.oracle_tokens - t.generated_tokens;
+    }
     const sched::RouteDecision decision = router_.Route(request, instances_);
     if (!decision.instance) {
       deferred.push_back(id);
@@ -229,6 +240,20 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
     if (i > 0 && t.path[i] != t.path[i - 1]) ++record.migrations;
   }
   record.instances = StrJoin(path, ",");
+  sched::TrajectoryObservation observation;
+  observation.trajectory = t.id;
+  observation.prompt = PromptId(t.prompt);
+  observation.prompt_tokens = t.prompt_tokens;
+  observation.truncated = record.truncated;
+  for (const store::TurnRecord& r : t.turn_records) {
+    observation.turn_tokens.push_back(r.generated_tokens);
+    if (r.end == workload::TurnEndName(workload::TurnEnd::kToolCall)) {
+      workload::ToolStatus status = workload::ToolStatus::kSuccess;
+      workload::ParseToolStatus(r.tool_status, &status);
+      observation.tools.push_back(sched::ToolObservation{r.tool, status, r.tool_output_tokens});
+    }
+  }
+  router_.OnTrajectoryDone(observation);
   batch.done.push_back(record);
   batch.turns.insert(batch.turns.end(), t.turn_records.begin(), t.turn_records.end());
   batch.sequence_tokens.push_back(t.context_tokens);
@@ -356,7 +381,8 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   }
   LIBRA_RETURN_IF_ERROR(
       recorder_.RecordStep(store::StepBatch{record, std::move(batch.done), std::move(batch.turns),
-                                            std::move(events_), std::move(decisions_)}));
+                                            std::move(events_), std::move(decisions_),
+                                            router_.Metrics().values}));
   events_.clear();
   decisions_.clear();
   batches_.erase(step);

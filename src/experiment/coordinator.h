@@ -106,6 +106,8 @@ class Coordinator {
     std::vector<int64_t> path;
     std::optional<sched::ToolObservation> last_tool;
     std::vector<store::TurnRecord> turn_records;
+    /// All the tokens it will generate, when the router wants the backend's oracle.
+    std::optional<int64_t> oracle_tokens;
   };
   struct Batch {
     int remaining = 0;

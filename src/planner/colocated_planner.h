@@ -3,8 +3,11 @@
 //
 // Assumptions: switching the GPUs between roles is cheap next to a step.
 // Algorithm: train on all GPUs; pack TP-`rollout_tp` instances on all GPUs.
-// Knobs: `rollout_tp` (1, 2, 4 or 8, dividing gpus_per_node; default 1).
+// Knobs: `rollout_tp` (1, 2, 4 or 8, dividing gpus_per_node; default 1) or `rollout_tps`, a
+// pattern of TP sizes each node repeats.
 #pragma once
+
+#include <vector>
 
 #include "planner/planner.h"
 
@@ -15,14 +18,14 @@ inline constexpr std::string_view kColocatedName = "colocated";
 class ColocatedPlanner : public Planner {
  public:
   static Result<std::unique_ptr<Planner>> Create(const recipe::OptionTable& options);
-  explicit ColocatedPlanner(int rollout_tp) : rollout_tp_(rollout_tp) {}
+  explicit ColocatedPlanner(std::vector<int> rollout_tps) : rollout_tps_(std::move(rollout_tps)) {}
 
   std::string_view Name() const override { return kColocatedName; }
   Result<Plan> Initial(const PlanContext& context) override;
   bool RequiresSynchronous() const override { return true; }
 
  private:
-  int rollout_tp_;
+  std::vector<int> rollout_tps_;
 };
 
 }  // namespace libra::planner

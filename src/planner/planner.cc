@@ -8,18 +8,34 @@
 
 namespace libra::planner {
 
-int ReadRolloutTp(recipe::OptionReader& reader) {
-  const int tp = static_cast<int>(reader.Int("rollout_tp", 1));
-  if (tp != 1 && tp != 2 && tp != 4 && tp != 8) {
-    reader.Error("rollout_tp", StrFormat("must be 1, 2, 4 or 8 (got %d)", tp));
+std::vector<int> ReadRolloutTps(recipe::OptionReader& reader) {
+  std::vector<int> pattern;
+  if (reader.Has("rollout_tps")) {
+    if (reader.Has("rollout_tp")) {
+      reader.Error("rollout_tps", "give rollout_tp or rollout_tps, not both");
+    }
+    for (int64_t tp : reader.IntList("rollout_tps", {1}, 1, 8)) pattern.push_back(static_cast<int>(tp));
+    if (pattern.empty()) reader.Error("rollout_tps", "must not be empty");
+  } else {
+    pattern.push_back(static_cast<int>(reader.Int("rollout_tp", 1)));
   }
-  return tp;
+  for (int tp : pattern) {
+    if (tp != 1 && tp != 2 && tp != 4 && tp != 8) {
+      reader.Error(reader.Has("rollout_tps") ? "rollout_tps" : "rollout_tp",
+                   StrFormat("must be 1, 2, 4 or 8 (got %d)", tp));
+      break;
+    }
+  }
+  if (pattern.empty()) pattern.push_back(1);
+  return pattern;
 }
 
-Status CheckRolloutTp(int tp, int gpus_per_node) {
-  if (tp > gpus_per_node || gpus_per_node % tp != 0) {
-    return Status::Unschedulable(
-        StrFormat("rollout_tp = %d does not divide gpus_per_node = %d", tp, gpus_per_node));
+Status CheckRolloutTps(const std::vector<int>& pattern, int gpus_per_node) {
+  for (int tp : pattern) {
+    if (tp > gpus_per_node || gpus_per_node % tp != 0) {
+      return Status::Unschedulable(
+          StrFormat("rollout_tp = %d does not divide gpus_per_node = %d", tp, gpus_per_node));
+    }
   }
   return Status();
 }
@@ -62,27 +78,31 @@ Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpu
 }
 
 Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,
-                                                         int tp) {
+                                                         const std::vector<int>& pattern) {
   std::vector<backend::InstanceSpec> instances;
+  if (pattern.empty()) return Status::Unschedulable("no rollout TP given");
   int gpu = first_gpu;
   const int end = first_gpu + gpus;
   while (gpu < end) {
     const int node = gpu / gpus_per_node;
     const int node_end = std::min(end, (node + 1) * gpus_per_node);
-    const int free = node_end - gpu;
-    if (free < tp || free % tp != 0) {
-      return Status::Unschedulable(
-          StrFormat("%d rollout GPU%s on node %d cannot be split into TP-%d instances (an instance "
-                    "never spans nodes)",
-                    free, free == 1 ? "" : "s", node, tp));
-    }
-    for (; gpu + tp <= node_end; gpu += tp) {
+    // Each node starts the pattern afresh and repeats it until its GPUs are used up.
+    for (size_t k = 0; gpu < node_end; k = (k + 1) % pattern.size()) {
+      const int tp = pattern[k];
+      const int free = node_end - gpu;
+      if (tp > free) {
+        return Status::Unschedulable(StrFormat(
+            "%d rollout GPU%s left on node %d cannot hold a TP-%d instance (an instance never "
+            "spans nodes)",
+            free, free == 1 ? "" : "s", node, tp));
+      }
       backend::InstanceSpec spec;
       spec.id = InstanceId(static_cast<int64_t>(instances.size()));
       spec.tp = tp;
       spec.node = node;
       spec.first_gpu = gpu;
       instances.push_back(spec);
+      gpu += tp;
     }
   }
   return instances;

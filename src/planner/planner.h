@@ -62,11 +62,13 @@ Status RegisterBuiltinPlanners(PlannerRegistry& registry);
 /// A registry with the built-ins, built once.
 const PlannerRegistry& BuiltinPlanners();
 
-/// Reads the `rollout_tp` option (1, 2, 4 or 8; default 1), reporting other values on `reader`.
-int ReadRolloutTp(recipe::OptionReader& reader);
+/// Reads the rollout TP sizes: `rollout_tp` (one size for every instance; default 1) or
+/// `rollout_tps` (a pattern repeated on every node, e.g. [1, 1, 2, 4]); each 1, 2, 4 or 8.
+/// Problems are reported on `reader`.
+std::vector<int> ReadRolloutTps(recipe::OptionReader& reader);
 
-/// kUnschedulable unless TP-`tp` instances fit the nodes' GPUs.
-Status CheckRolloutTp(int tp, int gpus_per_node);
+/// kUnschedulable unless every TP of `pattern` fits a node.
+Status CheckRolloutTps(const std::vector<int>& pattern, int gpus_per_node);
 
 /// The training layout of `gpus` GPUs (TP 1/2/4/8 within a node, PP 1/2/4, the rest data
 /// parallel, micro-batch 1) with the shortest predicted step for `context`'s batch (typical
@@ -74,9 +76,10 @@ Status CheckRolloutTp(int tp, int gpus_per_node);
 /// Without a cost model: the largest TP that divides both, no PP.
 Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpus);
 
-/// Packs `count` instances of TP `tp` onto the GPUs [first_gpu, first_gpu + gpus) of the cluster
-/// (node-major numbering), never across a node boundary. kUnschedulable when they do not fit.
+/// Packs rollout instances onto the GPUs [first_gpu, first_gpu + gpus) of the cluster
+/// (node-major numbering), never across a node boundary: each node repeats `pattern` (TP sizes)
+/// from its start until its GPUs are used. kUnschedulable when an instance does not fit.
 Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,
-                                                         int tp);
+                                                         const std::vector<int>& pattern);
 
 }  // namespace libra::planner

@@ -9,9 +9,9 @@ Result<std::unique_ptr<Planner>> StaticPlanner::Create(const recipe::OptionTable
   std::optional<int> train_gpus;
   if (reader.Has("train_gpus"))
     train_gpus = static_cast<int>(reader.Int("train_gpus", 1, 1, 1 << 20));
-  const int tp = ReadRolloutTp(reader);
+  const std::vector<int> tps = ReadRolloutTps(reader);
   LIBRA_RETURN_IF_ERROR(reader.Finish());
-  return std::unique_ptr<Planner>(std::make_unique<StaticPlanner>(train_gpus, tp));
+  return std::unique_ptr<Planner>(std::make_unique<StaticPlanner>(train_gpus, tps));
 }
 
 Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
@@ -33,9 +33,9 @@ Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
     return Status::Unschedulable(
         StrFormat("train_gpus = %d leaves no GPU for rollout (the cluster has %d)", train, total));
   }
-  LIBRA_RETURN_IF_ERROR(CheckRolloutTp(rollout_tp_, context.gpus_per_node));
+  LIBRA_RETURN_IF_ERROR(CheckRolloutTps(rollout_tps_, context.gpus_per_node));
   LIBRA_ASSIGN_OR_RETURN(auto instances,
-                         PackInstances(context.gpus_per_node, train, total - train, rollout_tp_));
+                         PackInstances(context.gpus_per_node, train, total - train, rollout_tps_));
   LIBRA_ASSIGN_OR_RETURN(model::TrainLayout train_layout, ChooseTrainLayout(context, train));
   Plan plan;
   plan.layout.train_gpus = train;

@@ -116,6 +116,8 @@ class Router {
   virtual void OnStep(int /*step*/) {}
   /// The router's counters so far; none by default.
   virtual RouterMetrics Metrics() const { return {}; }
+  /// Whether the router needs RouteRequest::oracle_remaining_tokens (a simulator's truth).
+  virtual bool WantsOracle() const { return false; }
 };
 
 using RouterRegistry = Registry<Router, const recipe::OptionTable&, const RouterDeps&>;

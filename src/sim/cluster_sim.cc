@@ -207,7 +207,14 @@ void ClusterSim::Schedule(Instance& instance, double at) {
 }
 
 Status ClusterSim::Kick(Instance& instance, double now) {
-  if (instance.phase == Phase::kIdle) return StartPhase(instance, now);
+  if (instance.phase == Phase::kIdle) {
+    // Start at a boundary now, after every action submitted at this time: turns that arrive
+    // together share the first iteration, as in an engine's scheduler step.
+    instance.phase = Phase::kPaused;
+    instance.phase_start = now;
+    Schedule(instance, std::max(now, paused_until_));
+    return Status();
+  }
   if (instance.phase == Phase::kSpan) Cut(instance, now);
   return Status();
 }
@@ -249,6 +256,18 @@ Status ClusterSim::Admit(Instance& instance) {
       } else {
         seq.cached_prefix = false;  // evicted meanwhile
       }
+    }
+    if (seq.context + seq.decode_left > instance.capacity) {
+      // Even alone it would run out of KV before its turn ends.
+      return Status::Backend(
+          "sim", StrFormat("trajectory %lld needs %lld tokens of KV cache (context %lld + %lld to "
+                           "generate), more than a TP-%d instance of %s holds (%lld); raise TP "
+                           "or lower max_new_tokens",
+                           static_cast<long long>(seq.id.value),
+                           static_cast<long long>(seq.context + seq.decode_left),
+                           static_cast<long long>(seq.context),
+                           static_cast<long long>(seq.decode_left), instance.spec.tp,
+                           cost_.arch().name.c_str(), static_cast<long long>(instance.capacity)));
     }
     const int64_t needed = seq.context - claimed;
     // Room for the new tokens and one more iteration of growth for everyone.
@@ -314,6 +333,14 @@ Status ClusterSim::StartPhase(Instance& instance, double now) {
   }
   LIBRA_RETURN_IF_ERROR(Admit(instance));
   const int tp = instance.spec.tp;
+  // KV for growth: cached contexts of trajectories waiting for tools go first (least recently
+  // used first, as engines reuse free cached blocks), running sequences only when none is left.
+  auto make_room = [&] {
+    if (instance.lru.empty()) return Preempt(instance);
+    DropCache(instance.lru.front());
+    ++stats_.evictions;
+    return true;
+  };
   while (true) {
     if (instance.running.empty()) {
       instance.phase = Phase::kIdle;
@@ -348,7 +375,7 @@ Status ClusterSim::StartPhase(Instance& instance, double now) {
         if (chunk == s.prefill_left && s.decode_left > 0) ++growing;  // its first token
       }
       if (instance.used + growing > instance.capacity) {
-        if (!Preempt(instance)) return Status::Internal("sim: KV accounting went negative");
+        if (!make_room()) return Status::Internal("sim: KV accounting went negative");
         continue;
       }
       instance.phase = Phase::kIteration;
@@ -369,7 +396,7 @@ Status ClusterSim::StartPhase(Instance& instance, double now) {
     if (iterations > 0) {
       const int64_t room = (instance.capacity - instance.used) / n;
       if (room == 0) {
-        if (!Preempt(instance)) return Status::Internal("sim: KV accounting went negative");
+        if (!make_room()) return Status::Internal("sim: KV accounting went negative");
         continue;
       }
       iterations = std::min(iterations, room);

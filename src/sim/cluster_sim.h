@@ -54,6 +54,10 @@ class ClusterSim : public backend::Backend {
   std::string_view Name() const override { return "sim"; }
   Status Submit(const backend::Action& action) override;
   Result<std::vector<backend::Event>> Wait() override;
+  std::optional<int64_t> OracleTrajectoryTokens(const backend::StartTurn& turn) const override {
+    return workload_.Script(turn.prompt, turn.sample, turn.policy_version, turn.skill)
+        .generated_tokens();
+  }
   std::optional<double> RolloutBusyGpuSeconds() const override {
     return stats_.rollout_busy_gpu_s;
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -144,6 +145,8 @@ struct StepBatch {
   std::vector<TurnRecord> turns;
   std::vector<EventRecord> events;
   std::vector<DecisionRecord> decisions;
+  /// The router's counters after the step (cumulative since the run started), by name.
+  std::map<std::string, double> router_metrics;
 
   bool operator==(const StepBatch&) const = default;
 };

@@ -150,6 +150,17 @@ ALTER TABLE steps ADD COLUMN gpu_util REAL;
 ALTER TABLE steps ADD COLUMN idle_gpu_s REAL;
 )sql";
 
+// Version 4: the router's counters after every step (routes per bucket, moves, tree size, ...).
+constexpr char kSchemaV4[] = R"sql(
+CREATE TABLE router_metrics (
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step   INTEGER NOT NULL,
+  name   TEXT    NOT NULL,
+  value  REAL    NOT NULL,
+  PRIMARY KEY (run_id, step, name)
+) WITHOUT ROWID;
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -163,6 +174,7 @@ const std::vector<Migration>& SchemaMigrations() {
       {1, "runs, steps, trajectories, decisions, events, comparisons", kSchemaV1},
       {2, "turns", kSchemaV2},
       {3, "steps.gpu_util, steps.idle_gpu_s", kSchemaV3},
+      {4, "router_metrics", kSchemaV4},
   };
   return *migrations;
 }

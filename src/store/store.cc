@@ -218,6 +218,7 @@ class Store::Impl {
   std::optional<Statement> insert_decision;
   std::optional<Statement> insert_event;
   std::optional<Statement> insert_turn;
+  std::optional<Statement> insert_router_metric;
   std::optional<Statement> insert_comparison;
   std::optional<Statement> append_comparison_run;
   std::optional<Statement> set_run_comparison;
@@ -231,6 +232,7 @@ class Store::Impl {
   std::optional<Statement> select_decisions;
   std::optional<Statement> select_events;
   std::optional<Statement> select_turns;
+  std::optional<Statement> select_router_metrics;
   std::optional<Statement> select_comparisons;
   std::optional<Statement> select_comparison;
   std::optional<Statement> select_comparison_runs;
@@ -267,6 +269,10 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(insert_turn,
                                 InsertSql("turns", std::string("run_id, ") + kTurnColumns),
                                 "insert into turns"));
+  LIBRA_RETURN_IF_ERROR(Prepare(
+      insert_router_metric,
+      "INSERT INTO router_metrics (run_id, step, name, value) VALUES (?, ?, ?, ?)",
+      "insert into router_metrics"));
   LIBRA_RETURN_IF_ERROR(Prepare(insert_comparison,
                                 "INSERT INTO comparisons (name, created_at) VALUES (?, ?)",
                                 "insert into comparisons"));
@@ -307,6 +313,10 @@ Status Store::Impl::PrepareStatements() {
                                 std::string("SELECT ") + kTurnColumns +
                                     " FROM turns WHERE run_id = ? ORDER BY trajectory, turn",
                                 "select from turns"));
+  LIBRA_RETURN_IF_ERROR(Prepare(select_router_metrics,
+                                "SELECT step, name, value FROM router_metrics WHERE run_id = ? "
+                                "ORDER BY step, name",
+                                "select from router_metrics"));
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparisons,
                                 "SELECT id, name, created_at FROM comparisons ORDER BY id",
                                 "select from comparisons"));
@@ -440,6 +450,9 @@ Status Store::RecordStep(int64_t run_id, const StepBatch& batch) {
     LIBRA_RETURN_IF_ERROR(impl_->insert_event->Execute(run_id, e.seq, e.kind, e.start_s, e.end_s,
                                                        e.resource, e.trajectory, e.step, e.detail));
   }
+  for (const auto& [name, value] : batch.router_metrics) {
+    LIBRA_RETURN_IF_ERROR(impl_->insert_router_metric->Execute(run_id, s.step, name, value));
+  }
   LIBRA_RETURN_IF_ERROR(impl_->InsertDecisions(run_id, batch.decisions));
   return transaction.Commit();
 }
@@ -528,6 +541,20 @@ Result<std::vector<DecisionRecord>> Store::Decisions(int64_t run_id) {
 
 Result<std::vector<TurnRecord>> Store::Turns(int64_t run_id) {
   return SelectRunRows(*impl_->select_turns, &ReadTurn, run_id);
+}
+
+Result<std::vector<std::tuple<int, std::string, double>>> Store::RouterMetrics(int64_t run_id) {
+  std::vector<std::tuple<int, std::string, double>> rows;
+  LIBRA_RETURN_IF_ERROR(impl_->select_router_metrics->ForEachRow(
+      [&](const Statement& row) {
+        RowReader r(row);
+        const int step = r.Int();
+        std::string name = r.Text();
+        rows.emplace_back(step, std::move(name), r.Double());
+        return Status();
+      },
+      run_id));
+  return rows;
 }
 
 Result<std::vector<EventRecord>> Store::Events(int64_t run_id) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/status.h"
@@ -85,6 +86,8 @@ class Store {
   Result<std::vector<TrajectoryRecord>> Trajectories(int64_t run_id);
   /// The turns of a run, by trajectory and turn.
   Result<std::vector<TurnRecord>> Turns(int64_t run_id);
+  /// The router counters of a run: (step, name) -> value, by step and name.
+  Result<std::vector<std::tuple<int, std::string, double>>> RouterMetrics(int64_t run_id);
   /// The decisions of a run, by seq.
   Result<std::vector<DecisionRecord>> Decisions(int64_t run_id);
   /// The events of a run, by seq.

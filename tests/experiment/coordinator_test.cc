@@ -71,7 +71,7 @@ struct Harness {
   explicit Harness(CoordinatorConfig c)
       : config(c),
         backend(workload, test::FakeBackend::Costs()),
-        planner(std::optional<int>(4), 1) {}
+        planner(std::optional<int>(4), std::vector<int>{1}) {}
 
   Result<RunSummary> Run(std::function<bool()> interrupted = {}) {
     Coordinator coordinator(config, workload, router, planner, backend, recorder);
@@ -275,7 +275,7 @@ TEST(CoordinatorTest, StallIsAnErrorNotAHang) {
   // A router that never places a turn leaves nothing in flight: the run fails and says why.
   FixedWorkload workload;
   test::FakeBackend sim(workload, test::FakeBackend::Costs());
-  planner::StaticPlanner planner(std::optional<int>(4), 1);
+  planner::StaticPlanner planner(std::optional<int>(4), std::vector<int>{1});
   NeverRouter router;
   MemoryRecorder recorder;
   Coordinator coordinator(Config(1, 0), workload, router, planner, sim, recorder);

@@ -68,14 +68,14 @@ TEST(RunnerTest, ValidateWithRegistriesReportsPolicyProblems) {
   // not fit: each is one diagnostic at the right place.
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"system.router=fastest",
-       "--set system.router=fastest: system.router: unknown router 'fastest' (known: "
-       "least-conn, round-robin)"},
+       "--set system.router=fastest: system.router: unknown router 'fastest' (known: cmlfq, "
+       "la-mlfq, least-conn, length-aware, oracle-length, round-robin, sorted)"},
       {"baselines[0].planner=grp",
        "--set baselines[0].planner=grp: baselines[0].planner: unknown planner 'grp' (known: "
        "colocated, static)"},
       {"system.planner_options.train_gpu=3",
        "--set system.planner_options.train_gpu=3: system.planner_options.train_gpu: unknown "
-       "option; did you mean 'train_gpus'? (known: rollout_tp, train_gpus)"},
+       "option; did you mean 'train_gpus'? (known: rollout_tp, rollout_tps, train_gpus)"},
       {"baselines[0].staleness=1",
        "r.toml:23:11: baselines[0].planner: the colocated planner time-shares the GPUs, so it "
        "needs staleness 0 (system 'colo' has 1); set baselines[0].staleness = 0"},
@@ -198,8 +198,11 @@ TEST(RunnerTest, SynchronousColocatedBaselineIsRolloutBound) {
   ASSERT_OK(parsed);
   ASSERT_TRUE(parsed->diagnostics.empty());
   const recipe::Recipe& r = parsed->recipe;
-  const recipe::SystemSpec* colocated = AllSystems(r).back();
-  ASSERT_EQ(colocated->planner, "colocated");
+  const recipe::SystemSpec* colocated = nullptr;
+  for (const recipe::SystemSpec* s : AllSystems(r)) {
+    if (s->planner == "colocated") colocated = s;
+  }
+  ASSERT_NE(colocated, nullptr);
   RunRequest request;
   request.recipe = &r;
   request.system = colocated;

@@ -86,7 +86,7 @@ TEST(ColocatedPlannerTest, RejectsBadOptions) {
        "system.planner_options.rollout_tp: must be 1, 2, 4 or 8 (got 3)"},
       {"train_gpus",
        {{"train_gpus", 4}},
-       "system.planner_options.train_gpus: unknown option (known: rollout_tp)"},
+       "system.planner_options.train_gpus: unknown option (known: rollout_tp, rollout_tps)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

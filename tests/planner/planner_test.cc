@@ -34,7 +34,7 @@ TEST(PackInstancesTest, PacksNodeByNode) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    auto packed = PackInstances(c.gpus_per_node, c.first_gpu, c.gpus, c.tp);
+    auto packed = PackInstances(c.gpus_per_node, c.first_gpu, c.gpus, std::vector<int>{c.tp});
     ASSERT_OK(packed);
     ASSERT_EQ(packed->size(), c.instances.size());
     for (size_t i = 0; i < c.instances.size(); ++i) {
@@ -60,21 +60,21 @@ TEST(PackInstancesTest, RejectsInstancesThatWouldSpanNodes) {
   };
   const std::vector<Case> cases = {
       {"fragment at the start", 8, 4, 12, 8,
-       "4 rollout GPUs on node 0 cannot be split into TP-8 instances (an instance never spans "
+       "4 rollout GPUs left on node 0 cannot hold a TP-8 instance (an instance never spans "
        "nodes)"},
       {"fragment at the end", 8, 0, 12, 8,
-       "4 rollout GPUs on node 1 cannot be split into TP-8 instances (an instance never spans "
+       "4 rollout GPUs left on node 1 cannot hold a TP-8 instance (an instance never spans "
        "nodes)"},
       {"not a multiple", 8, 2, 6, 4,
-       "6 rollout GPUs on node 0 cannot be split into TP-4 instances (an instance never spans "
+       "2 rollout GPUs left on node 0 cannot hold a TP-4 instance (an instance never spans "
        "nodes)"},
       {"single GPU", 8, 15, 1, 2,
-       "1 rollout GPU on node 1 cannot be split into TP-2 instances (an instance never spans "
+       "1 rollout GPU left on node 1 cannot hold a TP-2 instance (an instance never spans "
        "nodes)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    auto packed = PackInstances(c.gpus_per_node, c.first_gpu, c.gpus, c.tp);
+    auto packed = PackInstances(c.gpus_per_node, c.first_gpu, c.gpus, std::vector<int>{c.tp});
     ASSERT_FALSE(packed.ok());
     EXPECT_EQ(packed.status(), Status::Unschedulable(c.message));
   }

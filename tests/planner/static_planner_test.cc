@@ -131,13 +131,13 @@ TEST(StaticPlannerTest, UnschedulableClusters) {
        {{"train_gpus", 4}, {"rollout_tp", 8}},
        2,
        8,
-       "4 rollout GPUs on node 0 cannot be split into TP-8 instances (an instance never spans "
+       "4 rollout GPUs left on node 0 cannot hold a TP-8 instance (an instance never spans "
        "nodes)"},
       {"default split of one node too small for tp8",
        {{"rollout_tp", 8}},
        1,
        8,
-       "4 rollout GPUs on node 0 cannot be split into TP-8 instances (an instance never spans "
+       "4 rollout GPUs left on node 0 cannot hold a TP-8 instance (an instance never spans "
        "nodes)"},
   };
   for (const Case& c : cases) {

@@ -86,7 +86,7 @@ TEST(SchemaTest, NewFileIsVersionZeroAndMigratesToTheLatest) {
   EXPECT_EQ(QueryOrDie(*db, "PRAGMA application_id"), kApplicationId);
   EXPECT_EQ(Tables(*db),
             (std::vector<std::string>{"comparison_runs", "comparisons", "decisions", "events",
-                                      "runs", "steps", "trajectories", "turns"}));
+                                      "router_metrics", "runs", "steps", "trajectories", "turns"}));
   // Once libra's, the file passes the check at its version.
   auto again = CheckSchema(*db, SchemaMigrations());
   ASSERT_OK(again);

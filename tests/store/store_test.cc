@@ -47,7 +47,7 @@ Status RecordStepOf(Store& store, int64_t run_id, StepRecord step,
                     std::vector<DecisionRecord> decisions, std::vector<TurnRecord> turns = {}) {
   return store.RecordStep(run_id,
                           StepBatch{std::move(step), std::move(trajectories), std::move(turns),
-                                    std::move(events), std::move(decisions)});
+                                    std::move(events), std::move(decisions), {}});
 }
 
 StepRecord MakeStep(int step) {
@@ -167,7 +167,7 @@ TEST(StoreTest, FreshDatabaseIsAtLatestVersionWithAllTables) {
   EXPECT_EQ(store->schema_version(), SchemaMigrations().back().version);
   EXPECT_EQ(store->path(), path);
   for (const char* table : {"runs", "steps", "trajectories", "turns", "decisions", "events",
-                            "comparisons", "comparison_runs"}) {
+                            "router_metrics", "comparisons", "comparison_runs"}) {
     EXPECT_FALSE(Columns(path, table).empty()) << table;
   }
   auto user_version = RawOpen(path)->QueryInt64("PRAGMA user_version", "version");
@@ -578,6 +578,27 @@ TEST(StoreTest, TurnsRoundTripInOrder) {
   auto turns = store->Turns(*id);
   ASSERT_OK(turns);
   EXPECT_EQ(*turns, (std::vector<TurnRecord>{other, tool_turn, last_turn}));
+}
+
+TEST(StoreTest, RouterMetricsRoundTrip) {
+  // A step's router counters come back by step and name.
+  ScopedTempDir dir;
+  auto store = OpenOrDie(dir.File("libra.db"));
+  ASSERT_NE(store, nullptr);
+  auto id = store->BeginRun(MakeRun("a", 1));
+  ASSERT_OK(id);
+  StepBatch batch;
+  batch.step = MakeStep(0);
+  batch.router_metrics = {{"routes/short", 12}, {"moves/tree", 3}};
+  ASSERT_OK(store->RecordStep(*id, batch));
+  batch.step = MakeStep(1);
+  batch.router_metrics = {{"routes/short", 20}};
+  ASSERT_OK(store->RecordStep(*id, batch));
+  auto metrics = store->RouterMetrics(*id);
+  ASSERT_OK(metrics);
+  using Row = std::tuple<int, std::string, double>;
+  EXPECT_EQ(*metrics, (std::vector<Row>{Row{0, "moves/tree", 3}, Row{0, "routes/short", 12},
+                                        Row{1, "routes/short", 20}}));
 }
 
 TEST(StoreTest, Version1FileGainsTheTurnsTable) {
