@@ -41,32 +41,77 @@ Status ClusterSim::Submit(const backend::Action& action) {
 }
 
 Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
-  if (!trajectories_.empty()) {
-    return Status::Backend("sim", "changing the layout during a run is not supported yet");
-  }
-  std::vector<Instance> instances;
+  const double now = queue_.now();
+  const bool first = layout_.instances.empty() && layout_.train_gpus == 0;
+  // An instance that keeps its id, GPUs and TP keeps its state (running turns, cache).
+  std::vector<bool> kept(instances_.size(), false);
   for (size_t i = 0; i < layout.instances.size(); ++i) {
     const backend::InstanceSpec& spec = layout.instances[i];
     if (spec.id.value != static_cast<int64_t>(i)) {
       return Status::Backend("sim", "instance ids must be 0..n-1 in order");
     }
-    Instance instance;
-    instance.spec = spec;
-    instance.capacity = cost_.KvCapacityTokens(spec.tp);
-    if (instance.capacity <= 0) {
+    if (cost_.KvCapacityTokens(spec.tp) <= 0) {
       return Status::Backend(
           "sim", StrFormat("%s does not fit a TP-%d instance of %s with room for KV cache",
                            cost_.arch().name.c_str(), spec.tp, cost_.gpu().name.c_str()));
     }
+    if (i < instances_.size() && instances_[i].spec == spec) kept[i] = true;
+  }
+  // Instances that leave must have nothing in flight (checked before anything changes).
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    const Instance& old = instances_[i];
+    if (!kept[i] && (!old.running.empty() || !old.waiting.empty())) {
+      return Status::Backend(
+          "sim", StrFormat("instance %zu still has %zu turn(s) in flight: drain it before it "
+                           "leaves the layout",
+                           i, old.running.size() + old.waiting.size()));
+    }
+  }
+  double done_at = now;
+  // GPUs of leaving instances join training after switching role.
+  if (!first && layout.train_gpus > layout_.train_gpus) {
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      if (kept[i]) continue;
+      trainer_ready_at_ = std::max(
+          trainer_ready_at_, now + cost_.RoleSwitchTime({model::SwitchDirection::kRolloutToTrain,
+                                                         instances_[i].spec.tp, layout.train}));
+      done_at = std::max(done_at, trainer_ready_at_);
+    }
+  }
+  std::vector<Instance> instances;
+  for (size_t i = 0; i < layout.instances.size(); ++i) {
+    if (i < kept.size() && kept[i]) {
+      instances.push_back(std::move(instances_[i]));
+      continue;
+    }
+    Instance instance;
+    instance.spec = layout.instances[i];
+    instance.capacity = cost_.KvCapacityTokens(instance.spec.tp);
+    if (!first) {
+      // Its GPUs come from training or from another instance: they switch role first.
+      instance.ready_at = now + cost_.RoleSwitchTime({model::SwitchDirection::kTrainToRollout,
+                                                      instance.spec.tp, layout_.train});
+      instance.phase = Phase::kPaused;
+      instance.phase_start = now;
+      done_at = std::max(done_at, instance.ready_at);
+    }
     instances.push_back(std::move(instance));
+  }
+  // Contexts cached on instances that left are gone.
+  for (auto& [id, t] : trajectories_) {
+    if (t.cached_on >= 0 && !kept[static_cast<size_t>(t.cached_on)]) t.cached_on = -1;
   }
   layout_ = layout;
   instances_ = std::move(instances);
-  const double now = queue_.now();
+  for (Instance& instance : instances_) {
+    if (instance.phase == Phase::kPaused && instance.ready_at > now) {
+      Schedule(instance, instance.ready_at);
+    }
+  }
   Pending p;
   p.kind = Kind::kLayout;
-  p.event = backend::Event{now, backend::LayoutApplied{}};
-  queue_.Push(now, kRankLayout, p);
+  p.event = backend::Event{done_at, backend::LayoutApplied{}};
+  queue_.Push(done_at, kRankLayout, p);
   return Status();
 }
 
@@ -83,11 +128,12 @@ Status ClusterSim::StartTurn(const backend::StartTurn& turn) {
   const Trajectory& current = it == trajectories_.end() ? fresh : it->second;
   if (current.running || current.awaiting_tool || turn.turn != current.next_turn ||
       turn.turn >= static_cast<int>(current.script.turns.size())) {
-    return Status::Backend("sim", StrFormat("trajectory %lld: unexpected turn %d",
-                                            static_cast<long long>(turn.trajectory.value),
-                                            turn.turn));
+    return Status::Backend("sim",
+                           StrFormat("trajectory %lld: unexpected turn %d",
+                                     static_cast<long long>(turn.trajectory.value), turn.turn));
   }
-  if (it == trajectories_.end()) it = trajectories_.emplace(turn.trajectory, std::move(fresh)).first;
+  if (it == trajectories_.end())
+    it = trajectories_.emplace(turn.trajectory, std::move(fresh)).first;
   Trajectory& t = it->second;
   t.running = true;
   ++t.next_turn;
@@ -126,9 +172,8 @@ Status ClusterSim::RunTool(const backend::RunTool& tool) {
   const workload::TurnScript& called = t.script.turns[static_cast<size_t>(t.next_turn - 1)];
   Pending p;
   p.kind = Kind::kTool;
-  p.event = backend::Event{
-      now + latency,
-      backend::ToolDone{tool.trajectory, called.tool_status, called.tool_output_tokens, now}};
+  p.event = backend::Event{now + latency, backend::ToolDone{tool.trajectory, called.tool_status,
+                                                            called.tool_output_tokens, now}};
   queue_.Push(now + latency, kRankTool, p);
   return Status();
 }
@@ -147,16 +192,16 @@ Status ClusterSim::Train(const backend::Train& train) {
   if (layout_.colocated) {
     // Every GPU leaves rollout for training and comes back (offload / onload).
     const int tp = layout_.instances.empty() ? 1 : layout_.instances.front().tp;
-    duration +=
-        cost_.RoleSwitchTime({model::SwitchDirection::kRolloutToTrain, tp, layout_.train}) +
-        cost_.RoleSwitchTime({model::SwitchDirection::kTrainToRollout, tp, layout_.train});
+    duration += cost_.RoleSwitchTime({model::SwitchDirection::kRolloutToTrain, tp, layout_.train}) +
+                cost_.RoleSwitchTime({model::SwitchDirection::kTrainToRollout, tp, layout_.train});
     LIBRA_RETURN_IF_ERROR(PauseAll(duration));
   }
-  const double now = queue_.now();
+  // GPUs that just joined training start once their role switch is done.
+  const double start = std::max(queue_.now(), trainer_ready_at_);
   Pending p;
   p.kind = Kind::kTrain;
-  p.event = backend::Event{now + duration, backend::TrainDone{train.step, now}};
-  queue_.Push(now + duration, kRankTrain, p);
+  p.event = backend::Event{start + duration, backend::TrainDone{train.step, start}};
+  queue_.Push(start + duration, kRankTrain, p);
   return Status();
 }
 
@@ -212,7 +257,7 @@ Status ClusterSim::Kick(Instance& instance, double now) {
     // together share the first iteration, as in an engine's scheduler step.
     instance.phase = Phase::kPaused;
     instance.phase_start = now;
-    Schedule(instance, std::max(now, paused_until_));
+    Schedule(instance, std::max({now, paused_until_, instance.ready_at}));
     return Status();
   }
   if (instance.phase == Phase::kSpan) Cut(instance, now);
@@ -226,9 +271,8 @@ void ClusterSim::Cut(Instance& instance, double now) {
                                     instance.span_iterations, now - instance.phase_start);
   if (done + 1 >= instance.span_iterations) return;  // the span ends at the next boundary anyway
   instance.span_iterations = done + 1;
-  Schedule(instance,
-           instance.phase_start + cost_.DecodeSpanTime(tp, instance.span_sequences,
-                                                       instance.span_context, done + 1));
+  Schedule(instance, instance.phase_start + cost_.DecodeSpanTime(tp, instance.span_sequences,
+                                                                 instance.span_context, done + 1));
 }
 
 void ClusterSim::DropCache(TrajectoryId id) {
@@ -289,8 +333,7 @@ Status ClusterSim::Admit(Instance& instance) {
                              "instance of %s holds (%lld); raise max_new_tokens' limit or TP",
                              static_cast<long long>(seq.id.value),
                              static_cast<long long>(seq.context), instance.spec.tp,
-                             cost_.arch().name.c_str(),
-                             static_cast<long long>(instance.capacity)));
+                             cost_.arch().name.c_str(), static_cast<long long>(instance.capacity)));
       }
       break;
     }
@@ -325,10 +368,11 @@ bool ClusterSim::Preempt(Instance& instance) {
 }
 
 Status ClusterSim::StartPhase(Instance& instance, double now) {
-  if (now < paused_until_) {
+  const double resume = std::max(paused_until_, instance.ready_at);
+  if (now < resume) {
     instance.phase = Phase::kPaused;
     instance.phase_start = now;
-    Schedule(instance, paused_until_);
+    Schedule(instance, resume);
     return Status();
   }
   LIBRA_RETURN_IF_ERROR(Admit(instance));

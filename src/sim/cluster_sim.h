@@ -11,6 +11,9 @@
 // * Between events an instance advances in closed form: with a fixed decode set contexts grow
 //   linearly, so a span of iterations up to the next finishing sequence is one cost-model call
 //   (CostModel::DecodeSpanTime), cut short at the next iteration boundary when new work arrives.
+// * The layout can change during a run (the elastic hybrid pool): instances that keep their GPUs
+//   keep their state; leaving instances must be drained; GPUs moving between roles pay the cost
+//   model's role-switch time before they serve (new instances) or train (the trainer waits).
 // * Tools take the latency the workload scripts (timeouts included), with an optional limit on
 //   calls in flight. Train steps are timed by the cost model for the actual batch and the
 //   layout's training parallelism (a colocated layout also switches roles both ways); weight syncs
@@ -58,9 +61,7 @@ class ClusterSim : public backend::Backend {
     return workload_.Script(turn.prompt, turn.sample, turn.policy_version, turn.skill)
         .generated_tokens();
   }
-  std::optional<double> RolloutBusyGpuSeconds() const override {
-    return stats_.rollout_busy_gpu_s;
-  }
+  std::optional<double> RolloutBusyGpuSeconds() const override { return stats_.rollout_busy_gpu_s; }
 
   const SimStats& stats() const { return stats_; }
 
@@ -80,12 +81,13 @@ class ClusterSim : public backend::Backend {
   struct Instance {
     backend::InstanceSpec spec;
     int64_t capacity = 0;
+    /// When its GPUs finish switching to rollout (a later layout); 0 from the start.
+    double ready_at = 0;
     std::vector<Seq> running;
     std::deque<Seq> waiting;
-    int64_t used = 0;  // KV tokens reserved: running contexts and cached prefixes
+    int64_t used = 0;             // KV tokens reserved: running contexts and cached prefixes
     std::list<TrajectoryId> lru;  // cached prefixes, least recently used first
-    std::unordered_map<TrajectoryId, std::pair<int64_t, std::list<TrajectoryId>::iterator>>
-        cached;
+    std::unordered_map<TrajectoryId, std::pair<int64_t, std::list<TrajectoryId>::iterator>> cached;
     Phase phase = Phase::kIdle;
     double phase_start = 0;
     uint64_t generation = 0;  // of the boundary event that ends the current phase
@@ -145,6 +147,8 @@ class ClusterSim : public backend::Backend {
   std::unordered_map<TrajectoryId, Trajectory> trajectories_;
   EventQueue<Pending> queue_;
   double paused_until_ = 0;
+  /// When GPUs that joined training in a re-layout are ready for it.
+  double trainer_ready_at_ = 0;
   uint64_t next_order_ = 0;
   int tools_running_ = 0;
   std::deque<std::pair<TrajectoryId, double>> tool_queue_;  // waiting for a sandbox slot

@@ -1019,12 +1019,12 @@ TEST_F(ClusterSimTest, RejectsBadActionsWithClearMessages) {
          return sim.Submit(Tool(1));
        },
        "RunTool for trajectory 1 that is not waiting for a tool"},
-      {"layout after work started",
+      {"busy instance leaving the layout",
        [](ClusterSim& sim) {
          EXPECT_OK(sim.Submit(Turn(1, 0, 0, 10)));
-         return sim.Submit(backend::ApplyLayout{MakeLayout(1, 1)});
+         return sim.Submit(backend::ApplyLayout{MakeLayout(1, 2)});
        },
-       "changing the layout during a run is not supported"},
+       "instance 0 still has 1 turn(s) in flight: drain it before it leaves the layout"},
       {"instance ids out of order",
        [](ClusterSim& sim) {
          backend::Layout layout = MakeLayout(2, 1);
@@ -1112,6 +1112,84 @@ TEST_F(ClusterSimTest, RolloutBusyGpuSecondsIsIteratingTimeTimesTp) {
   EXPECT_GT(busy, after_first);
   EXPECT_NEAR(busy, 2 * (turn0 + turn1 + other), 1e-9);
   EXPECT_EQ(sim->stats().prefix_hits, 1);
+}
+
+TEST(ClusterSimRelayoutTest, GpusThatChangeRolePayTheSwitchBeforeServing) {
+  // Mid-run, an idle TP-1 instance becomes a TP-2 one: the kept instance keeps serving, the new
+  // one takes turns only after its GPUs switched from training; LayoutApplied comes when every
+  // switch is done.
+  const model::CostModelContext context{*model::FindGpu("A800-80G"), *model::FindModel("Qwen3-8B"),
+                                        8};
+  const model::RooflineCostModel cost(context, model::RooflineParams());
+  ScriptedWorkload workload;
+  workload.Add(1, {Stop(50)});
+  workload.Add(2, {Stop(50)});
+  recipe::SimSpec spec;
+  ClusterSim sim(spec, workload, cost);
+  backend::Layout before = MakeLayout(2, 1, 4);
+  ASSERT_OK(sim.Submit(backend::ApplyLayout{before}));
+  ASSERT_OK(sim.Wait());
+  ASSERT_OK(sim.Submit(Turn(1, 0, 0, 10)));
+  backend::Layout after = before;
+  after.instances[1].tp = 2;
+  ASSERT_OK(sim.Submit(backend::ApplyLayout{after}));
+  ASSERT_OK(sim.Submit(Turn(2, 0, 1, 10)));
+  const double switch_s =
+      cost.RoleSwitchTime({model::SwitchDirection::kTrainToRollout, 2, before.train});
+  double layout_at = -1;
+  double turn2_started = -1;
+  double turn1_done = -1;
+  for (int i = 0; i < 10 && (layout_at < 0 || turn2_started < 0); ++i) {
+    auto events = sim.Wait();
+    ASSERT_OK(events);
+    for (const backend::Event& e : *events) {
+      if (std::holds_alternative<backend::LayoutApplied>(e.what)) layout_at = e.at;
+      if (const auto* done = std::get_if<backend::TurnDone>(&e.what)) {
+        if (done->trajectory == TrajectoryId(2)) turn2_started = done->started_at;
+        if (done->trajectory == TrajectoryId(1)) turn1_done = e.at;
+      }
+    }
+  }
+  EXPECT_NEAR(layout_at, switch_s, 1e-9);
+  EXPECT_GE(turn2_started, switch_s);
+  EXPECT_GT(turn1_done, 0);
+  EXPECT_LT(turn1_done, switch_s);  // the kept instance went on serving meanwhile
+}
+
+TEST(ClusterSimRelayoutTest, TrainerWaitsForGpusJoiningIt) {
+  // An instance leaves rollout and its GPUs join training: the next train step starts only
+  // after their switch to training.
+  const model::CostModelContext context{*model::FindGpu("A800-80G"), *model::FindModel("Qwen3-8B"),
+                                        8};
+  const model::RooflineCostModel cost(context, model::RooflineParams());
+  ScriptedWorkload workload;
+  recipe::SimSpec spec;
+  ClusterSim sim(spec, workload, cost);
+  backend::Layout before = MakeLayout(2, 1, 4);
+  before.train = {4, 1, 1, 1};
+  ASSERT_OK(sim.Submit(backend::ApplyLayout{before}));
+  ASSERT_OK(sim.Wait());
+  backend::Layout after = MakeLayout(1, 1, 5);
+  after.train = {1, 5, 1, 1};  // five GPUs: one pipeline of five stages
+  ASSERT_OK(sim.Submit(backend::ApplyLayout{after}));
+  backend::Train train;
+  train.step = 0;
+  train.sequence_tokens = {1000};
+  ASSERT_OK(sim.Submit(train));
+  const double switch_s =
+      cost.RoleSwitchTime({model::SwitchDirection::kRolloutToTrain, 1, after.train});
+  bool trained = false;
+  for (int i = 0; i < 5 && !trained; ++i) {
+    auto events = sim.Wait();
+    ASSERT_OK(events);
+    for (const backend::Event& e : *events) {
+      if (const auto* done = std::get_if<backend::TrainDone>(&e.what)) {
+        trained = true;
+        EXPECT_NEAR(done->started_at, switch_s, 1e-9);
+      }
+    }
+  }
+  EXPECT_TRUE(trained);
 }
 
 }  // namespace
