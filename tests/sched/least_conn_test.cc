@@ -6,27 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "support/router_support.h"
 #include "support/test_util.h"
 
 namespace libra::sched {
 namespace {
 
-recipe::OptionTable Options(
-    const std::vector<std::pair<std::string, recipe::OptionValue>>& entries) {
-  recipe::OptionTable table;
-  table.path = "system.router_options";
-  table.where = "r.toml:5:1";
-  for (const auto& [key, value] : entries) table.entries.push_back({key, value});
-  return table;
-}
-
-recipe::OptionValue Int(int64_t value) {
-  recipe::OptionValue v;
-  v.kind = recipe::OptionValue::Kind::kInt;
-  v.int_value = value;
-  v.where = "r.toml:6:1";
-  return v;
-}
+using test::Int;
+using test::Options;
 
 std::vector<InstanceState> Idle(int n) {
   std::vector<InstanceState> out(static_cast<size_t>(n));

@@ -6,55 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "support/router_support.h"
 #include "support/test_util.h"
 
 namespace libra::sched {
 namespace {
 
-recipe::OptionTable Options(
-    const std::vector<std::pair<std::string, recipe::OptionValue>>& entries) {
-  recipe::OptionTable table;
-  table.path = "system.router_options";
-  table.where = "r.toml:5:1";
-  for (const auto& [key, value] : entries) table.entries.push_back({key, value});
-  return table;
-}
-
-recipe::OptionValue Int(int64_t value) {
-  recipe::OptionValue v;
-  v.kind = recipe::OptionValue::Kind::kInt;
-  v.int_value = value;
-  v.where = "r.toml:6:1";
-  return v;
-}
-
-recipe::OptionValue Ints(const std::vector<int64_t>& values) {
-  recipe::OptionValue v;
-  v.kind = recipe::OptionValue::Kind::kArray;
-  for (int64_t x : values) v.array.push_back(Int(x));
-  v.where = "r.toml:6:1";
-  return v;
-}
-
-// Instances with the given TP degrees, ids 0..n-1, idle.
-std::vector<InstanceState> Cluster(const std::vector<int>& tps) {
-  std::vector<InstanceState> out;
-  for (size_t i = 0; i < tps.size(); ++i) {
-    InstanceState s;
-    s.id = InstanceId(static_cast<int64_t>(i));
-    s.tp = tps[i];
-    out.push_back(s);
-  }
-  return out;
-}
-
-recipe::OptionValue Double(double value) {
-  recipe::OptionValue v;
-  v.kind = recipe::OptionValue::Kind::kDouble;
-  v.double_value = value;
-  v.where = "r.toml:6:1";
-  return v;
-}
+using test::Cluster;
+using test::Double;
+using test::Int;
+using test::Ints;
+using test::Options;
 
 std::unique_ptr<Router> Make(const recipe::OptionTable& options) {
   auto router = SortedRouter::Create(options, RouterDeps());
