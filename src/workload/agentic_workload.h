@@ -1,4 +1,4 @@
-// AgenticWorkload: the generative model of agentic RL rollouts (issue 4). Per prompt a latent
+// AgenticWorkload: the generative model of agentic RL rollouts. Per prompt a latent
 // difficulty shared by its GRPO group; per trajectory a long-tailed amount of work, spent in turns
 // that each end with a tool call (whose outcome, output size and latency are drawn per tool type)
 // or with the end of the trajectory; limits truncate it; drift with the policy version scales the
