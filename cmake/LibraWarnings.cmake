@@ -3,6 +3,10 @@ function(libra_set_warnings target)
   target_compile_options(${target} PRIVATE
     -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
     -Woverloaded-virtual -Wimplicit-fallthrough)
+  # GCC 12 reports -Wrestrict false positives inside std::string at -O3 (GCC bug 105651).
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    target_compile_options(${target} PRIVATE -Wno-restrict)
+  endif()
   if(LIBRA_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()

@@ -85,12 +85,11 @@ Status Coordinator::OnLayout(double now) {
     state.tp = spec.tp;
     instances_.push_back(state);
   }
-  Launch(now);
+  Launch();
   return RouteWaiting(now);
 }
 
-void Coordinator::Launch(double now) {
-  (void)now;
+void Coordinator::Launch() {
   while (next_launch_step_ < config_.steps &&
          rollout_version_ >= next_launch_step_ - config_.staleness) {
     const int step = next_launch_step_++;
@@ -328,7 +327,7 @@ Status Coordinator::OnSyncDone(double now, const backend::SyncDone& done) {
   AddEvent("sync", done.started_at, now, "trainer", std::nullopt, next_train_step_,
            StrFormat("weights v%d", done.version));
   LIBRA_RETURN_IF_ERROR(FinishStep(now, now - done.started_at));
-  Launch(now);
+  Launch();
   return RouteWaiting(now);
 }
 

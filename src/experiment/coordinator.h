@@ -125,7 +125,7 @@ class Coordinator {
   Status OnTrainDone(double now, const backend::TrainDone& done);
   Status OnSyncDone(double now, const backend::SyncDone& done);
   /// Launches the rollouts of every step the weights allow.
-  void Launch(double now);
+  void Launch();
   /// Routes waiting turns, in order; those the router defers stay waiting.
   Status RouteWaiting(double now);
   Status TryTrain(double now);
