@@ -7,6 +7,7 @@
 #include "cli/exit_codes.h"
 #include "common/strings.h"
 #include "model/cost_model.h"
+#include "planner/planner.h"
 #include "report/table.h"
 
 namespace libra::cli {
@@ -47,19 +48,6 @@ report::Table RolloutTable(const model::CostModel& m, const std::vector<int>& tp
     table.AddRow(std::move(row));
   }
   return table;
-}
-
-/// Layouts for `gpus` training GPUs: TP within a node, PP 1/2/4, the rest data parallel.
-std::vector<model::TrainLayout> TrainLayouts(int gpus, int gpus_per_node) {
-  std::vector<model::TrainLayout> layouts;
-  for (int tp : {1, 2, 4, 8}) {
-    if (tp > gpus_per_node || gpus_per_node % tp != 0) continue;
-    for (int pp : {1, 2, 4}) {
-      if (gpus % (tp * pp) != 0) continue;
-      layouts.push_back({tp, pp, gpus / (tp * pp), 1});
-    }
-  }
-  return layouts;
 }
 
 }  // namespace
@@ -116,7 +104,8 @@ int RunCost(const CostOptions& options, const Io& io) {
       {"memory_gb", "GB/GPU", true},
       {"fits", "fits", false},
   });
-  for (const model::TrainLayout& layout : TrainLayouts(train_gpus, gpus_per_node)) {
+  for (const model::TrainLayout& layout :
+       planner::TrainLayoutCandidates(train_gpus, gpus_per_node)) {
     const model::TrainEstimate e = m.TrainStep(layout, passes, batch);
     train.AddRow({
         report::Cell::Text(layout.ToString()),

@@ -14,7 +14,8 @@ std::vector<int> ReadRolloutTps(recipe::OptionReader& reader) {
     if (reader.Has("rollout_tp")) {
       reader.Error("rollout_tps", "give rollout_tp or rollout_tps, not both");
     }
-    for (int64_t tp : reader.IntList("rollout_tps", {1}, 1, 8)) pattern.push_back(static_cast<int>(tp));
+    for (int64_t tp : reader.IntList("rollout_tps", {1}, 1, 8))
+      pattern.push_back(static_cast<int>(tp));
     if (pattern.empty()) reader.Error("rollout_tps", "must not be empty");
   } else {
     pattern.push_back(static_cast<int>(reader.Int("rollout_tp", 1)));
@@ -40,14 +41,23 @@ Status CheckRolloutTps(const std::vector<int>& pattern, int gpus_per_node) {
   return Status();
 }
 
-Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpus) {
-  std::vector<model::TrainLayout> candidates;
-  for (int tp : {8, 4, 2, 1}) {
-    if (tp > context.gpus_per_node || context.gpus_per_node % tp != 0) continue;
+std::vector<model::TrainLayout> TrainLayoutCandidates(int gpus, int gpus_per_node) {
+  std::vector<model::TrainLayout> layouts;
+  for (int tp : {1, 2, 4, 8}) {
+    if (tp > gpus_per_node || gpus_per_node % tp != 0) continue;
     for (int pp : {1, 2, 4}) {
-      if (gpus % (tp * pp) == 0) candidates.push_back({tp, pp, gpus / (tp * pp), 1});
+      if (gpus % (tp * pp) == 0) layouts.push_back({tp, pp, gpus / (tp * pp), 1});
     }
   }
+  return layouts;
+}
+
+Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpus) {
+  // Largest TP first, so that ties (and the choice without a cost model) favour it.
+  std::vector<model::TrainLayout> candidates = TrainLayoutCandidates(gpus, context.gpus_per_node);
+  std::stable_sort(
+      candidates.begin(), candidates.end(),
+      [](const model::TrainLayout& a, const model::TrainLayout& b) { return a.tp > b.tp; });
   if (candidates.empty()) {
     return Status::Unschedulable(StrFormat("no TP x PP layout divides %d training GPUs", gpus));
   }

@@ -70,6 +70,10 @@ std::vector<int> ReadRolloutTps(recipe::OptionReader& reader);
 /// kUnschedulable unless every TP of `pattern` fits a node.
 Status CheckRolloutTps(const std::vector<int>& pattern, int gpus_per_node);
 
+/// Every training layout of `gpus` GPUs: TP 1/2/4/8 within a node, PP 1/2/4, the rest data
+/// parallel, micro-batch 1; by TP, then PP, ascending.
+std::vector<model::TrainLayout> TrainLayoutCandidates(int gpus, int gpus_per_node);
+
 /// The training layout of `gpus` GPUs (TP 1/2/4/8 within a node, PP 1/2/4, the rest data
 /// parallel, micro-batch 1) with the shortest predicted step for `context`'s batch (typical
 /// sequences and one of the longest) among those that fit in memory; kUnschedulable when none fits.

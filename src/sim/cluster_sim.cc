@@ -167,15 +167,19 @@ Status ClusterSim::RunTool(const backend::RunTool& tool) {
     tool_queue_.emplace_back(tool.trajectory, latency);
     return Status();
   }
+  StartTool(tool.trajectory, latency, queue_.now());
+  return Status();
+}
+
+void ClusterSim::StartTool(TrajectoryId id, double latency, double now) {
   ++tools_running_;
-  const double now = queue_.now();
+  const Trajectory& t = trajectories_.at(id);
   const workload::TurnScript& called = t.script.turns[static_cast<size_t>(t.next_turn - 1)];
   Pending p;
   p.kind = Kind::kTool;
-  p.event = backend::Event{now + latency, backend::ToolDone{tool.trajectory, called.tool_status,
-                                                            called.tool_output_tokens, now}};
+  p.event = backend::Event{
+      now + latency, backend::ToolDone{id, called.tool_status, called.tool_output_tokens, now}};
   queue_.Push(now + latency, kRankTool, p);
-  return Status();
 }
 
 Status ClusterSim::Train(const backend::Train& train) {
@@ -539,20 +543,10 @@ Status ClusterSim::Handle(const EventQueue<Pending>::Entry& entry,
     case Kind::kTool:
       out->push_back(p.event);
       --tools_running_;
-      {
-        if (!tool_queue_.empty()) {
-          const auto [id, latency] = tool_queue_.front();
-          tool_queue_.pop_front();
-          ++tools_running_;
-          const Trajectory& t = trajectories_.at(id);
-          const workload::TurnScript& called = t.script.turns[static_cast<size_t>(t.next_turn - 1)];
-          Pending next;
-          next.kind = Kind::kTool;
-          next.event = backend::Event{
-              entry.at + latency,
-              backend::ToolDone{id, called.tool_status, called.tool_output_tokens, entry.at}};
-          queue_.Push(entry.at + latency, kRankTool, next);
-        }
+      if (!tool_queue_.empty()) {
+        const auto [id, latency] = tool_queue_.front();
+        tool_queue_.pop_front();
+        StartTool(id, latency, entry.at);
       }
       return Status();
     case Kind::kTrain:

@@ -115,6 +115,8 @@ class ClusterSim : public backend::Backend {
 
   Status StartTurn(const backend::StartTurn& turn);
   Status RunTool(const backend::RunTool& tool);
+  /// Runs the tool the trajectory's last turn called, taking `latency` from `now`.
+  void StartTool(TrajectoryId id, double latency, double now);
   Status Train(const backend::Train& train);
   Status Sync(const backend::SyncWeights& sync);
   Status ApplyLayout(const backend::Layout& layout);
