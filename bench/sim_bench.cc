@@ -62,7 +62,9 @@ Result<Row> RunOne(const std::string& path, int steps) {
   config.group_size = r.rl.group_size;
   config.staleness = r.StalenessFor(r.system);
   config.sync_interval = r.rl.sync_interval;
-  config.plan = experiment::MakePlanContext(r, r.system, cost.get(), workload.get());
+  config.plan = experiment::MakePlanContext(
+      r, r.system, cost.get(),
+      experiment::SampleSequenceSizes(*workload, r.rl.group_size, r.steps));
   NullRecorder recorder;
   experiment::Coordinator coordinator(config, *workload, *router, *planner, sim, recorder);
   const auto start = std::chrono::steady_clock::now();

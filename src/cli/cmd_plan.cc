@@ -28,6 +28,8 @@ int RunPlan(const PlanOptions& options, const Io& io) {
   if (!cost.ok()) return Fail(io, cost.status());
   auto workload = workload::MakeWorkload(recipe->workload, recipe->seed);
   if (!workload.ok()) return Fail(io, workload.status());
+  const experiment::SequenceSizes sizes =
+      experiment::SampleSequenceSizes(**workload, recipe->rl.group_size, recipe->steps);
   for (const recipe::SystemSpec* system : experiment::AllSystems(*recipe)) {
     if (!options.systems.empty() && std::find(options.systems.begin(), options.systems.end(),
                                               system->name) == options.systems.end()) {
@@ -35,8 +37,8 @@ int RunPlan(const PlanOptions& options, const Io& io) {
     }
     auto planner = planner::BuiltinPlanners().Create(system->planner, system->planner_options);
     if (!planner.ok()) return Fail(io, planner.status());
-    auto plan = (*planner)->Initial(
-        experiment::MakePlanContext(*recipe, *system, cost->get(), workload->get()));
+    auto plan =
+        (*planner)->Initial(experiment::MakePlanContext(*recipe, *system, cost->get(), sizes));
     if (!plan.ok()) return Fail(io, plan.status());
     table.AddRow({
         report::Cell::Text(system->name),

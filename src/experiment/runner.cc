@@ -67,17 +67,16 @@ std::vector<const recipe::SystemSpec*> AllSystems(const recipe::Recipe& recipe) 
 
 planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
                                      const model::CostModel* cost,
-                                     const workload::Workload* workload) {
+                                     std::optional<SequenceSizes> sizes) {
   planner::PlanContext context;
   context.nodes = recipe.cluster.nodes;
   context.gpus_per_node = recipe.cluster.gpus_per_node;
   context.batch_trajectories = recipe.rl.prompts_per_step * recipe.rl.group_size;
   context.staleness = recipe.StalenessFor(system);
   context.cost = cost;
-  if (workload != nullptr) {
-    const SequenceSizes sizes = SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps);
-    context.typical_sequence_tokens = sizes.typical;
-    context.max_sequence_tokens = sizes.max;
+  if (sizes) {
+    context.typical_sequence_tokens = sizes->typical;
+    context.max_sequence_tokens = sizes->max;
   }
   return context;
 }
@@ -152,6 +151,8 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
   } else {
     AppendStatus(made.status(), recipe.Where("workload"), diagnostics);
   }
+  std::optional<SequenceSizes> sizes;
+  if (workload) sizes = SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps);
   for (const recipe::SystemSpec* system : AllSystems(recipe)) {
     const std::string router_key = system->path + ".router";
     const std::string planner_key = system->path + ".planner";
@@ -189,7 +190,7 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
       continue;
     }
     if (recipe.cluster.nodes < 1 || recipe.cluster.gpus_per_node < 1) continue;
-    auto plan = (*p)->Initial(MakePlanContext(recipe, *system, cost.get(), workload.get()));
+    auto plan = (*p)->Initial(MakePlanContext(recipe, *system, cost.get(), sizes));
     if (!plan.ok()) {
       Add(recipe::Diagnostic{recipe.Where(system->path + ".planner_options"),
                              system->path + ".planner_options: no plan fits the cluster: " +
@@ -250,7 +251,9 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
     config.group_size = recipe.rl.group_size;
     config.staleness = recipe.StalenessFor(system);
     config.sync_interval = recipe.rl.sync_interval;
-    config.plan = MakePlanContext(recipe, system, cost.get(), workload.get());
+    config.plan =
+        MakePlanContext(recipe, system, cost.get(),
+                        SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps));
     config.record_events = recipe.sim.record_events;
     if (recipe.backend == "sim")
       config.throughput_bound = PerfectBalanceBound(recipe, *cost, *workload);

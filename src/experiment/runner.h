@@ -32,12 +32,6 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
 /// The systems of a recipe in report order: [system] first, then [[baselines]].
 std::vector<const recipe::SystemSpec*> AllSystems(const recipe::Recipe& recipe);
 
-/// The planner's context for a recipe and system; `cost` and `workload` (either may be null)
-/// let the planner size training layouts for the workload's typical trajectory.
-planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
-                                     const model::CostModel* cost = nullptr,
-                                     const workload::Workload* workload = nullptr);
-
 /// Sizes of a workload's trajectories (prompt, generated and tool-output tokens together), from a
 /// sample across the run's policy versions: the mean and the largest.
 struct SequenceSizes {
@@ -45,6 +39,12 @@ struct SequenceSizes {
   int64_t max = 1;
 };
 SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_size, int steps);
+
+/// The planner's context for a recipe and system; `cost` (may be null) and `sizes` (sampled once
+/// per workload) let the planner size training layouts for the workload's trajectories.
+planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                                     const model::CostModel* cost = nullptr,
+                                     std::optional<SequenceSizes> sizes = std::nullopt);
 
 /// The perfect-balance bound (performance.md §5): the trajectories per second the cluster could
 /// train if rollout and training overlapped perfectly at the cost model's best efficiency, with
