@@ -89,6 +89,13 @@ Status Coordinator::OnLayout(double now) {
   return RouteWaiting(now);
 }
 
+sched::InstanceState* Coordinator::FindInstance(InstanceId id) {
+  // Layouts number their instances 0..n-1.
+  if (id.value < 0 || id.value >= static_cast<int64_t>(instances_.size())) return nullptr;
+  sched::InstanceState& instance = instances_[static_cast<size_t>(id.value)];
+  return instance.id == id ? &instance : nullptr;
+}
+
 void Coordinator::Launch() {
   while (next_launch_step_ < config_.steps &&
          rollout_version_ >= next_launch_step_ - config_.staleness) {
@@ -145,14 +152,12 @@ Status Coordinator::RouteWaiting(double now) {
       deferred.push_back(id);
       continue;
     }
-    auto it =
-        std::find_if(instances_.begin(), instances_.end(),
-                     [&](const sched::InstanceState& s) { return s.id == *decision.instance; });
-    if (it == instances_.end()) {
+    sched::InstanceState* chosen = FindInstance(*decision.instance);
+    if (chosen == nullptr) {
       return Status::Internal(std::string(router_.Name()) + " routed to unknown instance " +
                               decision.instance->ToString());
     }
-    ++it->active;
+    ++chosen->active;
     if (t.turns == 0) {
       t.version = rollout_version_;
       t.start_s = now;
@@ -183,8 +188,8 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
                            "turn done for unknown trajectory " + done.trajectory.ToString());
   }
   Trajectory& t = it->second;
-  for (sched::InstanceState& s : instances_) {
-    if (s.id == done.instance) s.active = std::max(0, s.active - 1);
+  if (sched::InstanceState* instance = FindInstance(done.instance)) {
+    instance->active = std::max(0, instance->active - 1);
   }
   ++t.turns;
   t.generated_tokens += done.generated_tokens;
@@ -378,10 +383,9 @@ Status Coordinator::FinishStep(double now, double sync_s) {
         "the cost model is wrong",
         step, static_cast<double>(trained_) / now, *config_.throughput_bound));
   }
-  LIBRA_RETURN_IF_ERROR(
-      recorder_.RecordStep(store::StepBatch{record, std::move(batch.done), std::move(batch.turns),
-                                            std::move(events_), std::move(decisions_),
-                                            router_.Metrics().values}));
+  LIBRA_RETURN_IF_ERROR(recorder_.RecordStep(
+      store::StepBatch{record, std::move(batch.done), std::move(batch.turns), std::move(events_),
+                       std::move(decisions_), router_.Metrics().values}));
   events_.clear();
   decisions_.clear();
   batches_.erase(step);

@@ -124,6 +124,8 @@ class Coordinator {
   Status OnToolDone(double now, const backend::ToolDone& done);
   Status OnTrainDone(double now, const backend::TrainDone& done);
   Status OnSyncDone(double now, const backend::SyncDone& done);
+  /// The instance with this id; null when the layout has none.
+  sched::InstanceState* FindInstance(InstanceId id);
   /// Launches the rollouts of every step the weights allow.
   void Launch();
   /// Routes waiting turns, in order; those the router defers stay waiting.
