@@ -69,6 +69,9 @@ Result<std::unique_ptr<Router>> CmlfqRouter::Create(const recipe::OptionTable& t
     o.nearest_fallback = false;
     o.rotate_ties = false;
     o.remaining_includes_tool_tokens = true;
+    o.load_per_gpu = false;
+  } else {
+    o.cost_based_moves = deps.cost != nullptr;
   }
   ReadBuckets(reader, table, &o.buckets);
   o.fallback = reader.Bool("fallback", o.fallback);
@@ -99,6 +102,7 @@ Result<std::unique_ptr<Router>> CmlfqRouter::Create(const recipe::OptionTable& t
   if (o.cost_based_moves && deps.cost == nullptr) {
     reader.Error("cost_based_moves", "needs a cost model, and this run has none");
   }
+  o.load_per_gpu = reader.Bool("load_per_gpu", o.load_per_gpu);
   o.decay = reader.Double("decay", o.decay, 0, 1);
   if (o.decay <= 0) reader.Error("decay", "must be in (0, 1]");
   const std::string warm_start = reader.String("warm_start", "");
@@ -183,13 +187,24 @@ void CmlfqRouter::AddLoad(InstanceId instance, int delta) {
   load_[i] = std::max(0, load_[i] + delta);
 }
 
+int CmlfqRouter::Cap(const InstanceState& instance) const {
+  const int cap = options_.max_episodes_per_instance;
+  return options_.load_per_gpu ? cap * std::max(1, instance.tp) : cap;
+}
+
+bool CmlfqRouter::Less(const InstanceState& a, const InstanceState& b) const {
+  if (!options_.load_per_gpu) return Load(a) < Load(b);
+  // Episodes per GPU, compared exactly: load_a / tp_a < load_b / tp_b.
+  return static_cast<int64_t>(Load(a)) * std::max(1, b.tp) <
+         static_cast<int64_t>(Load(b)) * std::max(1, a.tp);
+}
+
 CmlfqRouter::Pick CmlfqRouter::SelectInTp(int tp, std::span<const InstanceState> instances,
                                           bool capped) const {
-  const int cap = options_.max_episodes_per_instance;
   auto eligible = [&](const InstanceState& s) {
     if (!s.available) return false;
     if (tp != 0 && s.tp != tp) return false;
-    return !capped || cap <= 0 || Load(s) < cap;
+    return !capped || options_.max_episodes_per_instance <= 0 || Load(s) < Cap(s);
   };
   const size_t n = instances.size();
   const size_t pointer =
@@ -207,19 +222,17 @@ CmlfqRouter::Pick CmlfqRouter::SelectInTp(int tp, std::span<const InstanceState>
     }
     return {};
   }
-  int least = std::numeric_limits<int>::max();
-  for (const InstanceState& s : instances) {
-    if (eligible(s)) least = std::min(least, Load(s));
-  }
-  if (least == std::numeric_limits<int>::max()) return {};
+  // Least-loaded; among equals the first from the pointer (rotation) or from the front.
   const size_t start = options_.rotate_ties ? pointer % n : 0;
+  size_t best = kNoPick;
   for (size_t k = 0; k < n; ++k) {
     const size_t i = (start + k) % n;
-    if (eligible(instances[i]) && Load(instances[i]) == least) {
-      return Pick{i, PickKind::kPreferred, tp};
+    if (eligible(instances[i]) && (best == kNoPick || Less(instances[i], instances[best]))) {
+      best = i;
     }
   }
-  return {};
+  if (best == kNoPick) return {};
+  return Pick{best, PickKind::kPreferred, tp};
 }
 
 CmlfqRouter::Pick CmlfqRouter::Select(int bucket, std::span<const InstanceState> instances) const {

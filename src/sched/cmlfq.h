@@ -63,10 +63,13 @@ struct CmlfqOptions {
   /// has no evidence for it. Default: false.
   bool time_quantum = false;
   /// Veto a move unless decode on the target plus re-prefill beats staying. Needs a cost model.
-  /// Default: false.
+  /// Default: on when the run has a cost model.
   bool cost_based_moves = false;
   /// Per-step factor on the tree's evidence weights, in (0, 1]; 1 = no decay. Default: 1.
   double decay = 1;
+  /// Count load per GPU: the episode cap is max_episodes_per_instance x TP, and least-connections
+  /// compares episodes / TP, so a TP4 instance holds four times a TP1 instance's episodes.
+  bool load_per_gpu = true;
 };
 
 /// CmlfqRouter: routes whole episodes to heterogeneous TP buckets from tool-return outcomes.
@@ -95,9 +98,10 @@ struct CmlfqOptions {
 ///     Otherwise the next turn goes to the episode's instance (re-selected in its bucket only if
 ///     that instance became unavailable).
 ///  7. Selection in a bucket: for each preferred TP in order, the available instances of that
-///     TP below the per-instance episode cap; least-connections by episode count (or
-///     round-robin per TP). Then the fallback TPs, then the global fallback (every available
-///     instance, cap ignored, least episodes). Nothing available: no instance ("not now").
+///     TP below the per-instance episode cap (x TP with load_per_gpu); least-connections by
+///     episode count (per GPU with load_per_gpu) or round-robin per TP. Then the fallback TPs, then
+///     the global fallback (every available instance, cap ignored, least episodes). Nothing
+///     available: no instance ("not now").
 ///  8. When a trajectory finishes, its instance's episode count goes down and, if it had tool
 ///     returns, it is inserted in the tree: after the i-th return, the tokens still generated.
 ///  9. Every rebuild_interval steps the tree is rebuilt from the last max_recent_trajectories;
@@ -109,7 +113,7 @@ struct CmlfqOptions {
 ///
 /// Knobs (defaults): see CmlfqOptions. `reference = true` in the options table selects the
 /// authors' behaviour: 48-GPU buckets, cap 3, first-instance ties, declaration-order fallback,
-/// rebuild every 5 steps, remaining lengths including tool tokens, no extras.
+/// rebuild every 5 steps, remaining lengths including tool tokens, load per instance, no extras.
 class CmlfqRouter : public Router {
  public:
   static Result<std::unique_ptr<Router>> Create(const recipe::OptionTable& options,
@@ -156,6 +160,8 @@ class CmlfqRouter : public Router {
   void AddLoad(InstanceId instance, int delta);
   Pick SelectInTp(int tp, std::span<const InstanceState> instances, bool capped) const;
   Pick Select(int bucket, std::span<const InstanceState> instances) const;
+  bool Less(const InstanceState& a, const InstanceState& b) const;
+  int Cap(const InstanceState& instance) const;
   void Commit(const Pick& pick, std::span<const InstanceState> instances);
   double DecodeSeconds(int tp, int sequences, int64_t context, double remaining) const;
   void CountRoute(int bucket, const Pick& pick);

@@ -362,6 +362,29 @@ TEST(CmlfqRouterTest, NearestFallbackFromMiddleBucket) {
   }
 }
 
+TEST(CmlfqRouterTest, LoadPerGpuScalesTheCapAndLeastConnections) {
+  // Default: a TP2 instance takes twice a TP1 instance's episodes (cap 1 x TP); the reference
+  // counts whole episodes per instance.
+  for (bool per_gpu : {true, false}) {
+    SCOPED_TRACE(per_gpu);
+    auto router = Make(Options({{"buckets", Buckets({Bucket("all", 100, {1, 2})})},
+                                {"max_episodes_per_instance", Int(1)},
+                                {"load_per_gpu", Bool(per_gpu)}}));
+    const auto instances = Instances({2, 1});
+    std::vector<int64_t> picked;
+    for (int t = 1; t <= 4; ++t) picked.push_back(Picked(router->Route(First(t, 1), instances)));
+    // TP1 first (preferred order): instance 1, then TP2's cap; then the global fallback, which
+    // per GPU goes to the TP2 instance (2 episodes / 2 GPUs vs 1 / 1 ties, rotation picks 0).
+    if (per_gpu) {
+      EXPECT_EQ(picked, (std::vector<int64_t>{1, 0, 0, 0}));
+      EXPECT_EQ(router->Metrics().values.at("global_fallbacks"), 1);
+    } else {
+      EXPECT_EQ(picked, (std::vector<int64_t>{1, 0, 0, 1}));
+      EXPECT_EQ(router->Metrics().values.at("global_fallbacks"), 2);
+    }
+  }
+}
+
 TEST(CmlfqRouterTest, UnavailableInstanceIsReplacedAndNoneMeansNotNow) {
   // The episode's instance going away re-selects in its bucket; no instance at all -> not now.
   auto router = Make(Options({}));
@@ -468,6 +491,10 @@ TEST(CmlfqRouterTest, CostBasedMovesNeedAModelAndVetoExpensiveMoves) {
   EXPECT_EQ(router->Route(AfterTool(1, 1, 1, "t", 5), instances).bucket, "short");
   EXPECT_EQ(router->Metrics().values.at("cost_vetoes"), 1);
   EXPECT_EQ(router->Metrics().values.at("moves/tree"), 0);
+  // On by default when the run has a cost model, off without one and in the reference mode.
+  EXPECT_TRUE(Make(Options({}), deps)->options().cost_based_moves);
+  EXPECT_FALSE(Make(Options({}))->options().cost_based_moves);
+  EXPECT_FALSE(Make(Options({{"reference", Bool(true)}}), deps)->options().cost_based_moves);
 }
 
 TEST(CmlfqRouterTest, OnStepRebuildsAndDecays) {
