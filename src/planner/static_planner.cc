@@ -35,7 +35,7 @@ Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
   }
   LIBRA_RETURN_IF_ERROR(CheckRolloutTps(rollout_tps_, context.gpus_per_node));
   LIBRA_ASSIGN_OR_RETURN(auto instances,
-                         PackInstances(context.gpus_per_node, train, total - train, rollout_tps_));
+                         PackInstances(context.gpus_per_node, 0, total - train, rollout_tps_));
   LIBRA_ASSIGN_OR_RETURN(model::TrainLayout train_layout, ChooseTrainLayout(context, train));
   Plan plan;
   plan.layout.train_gpus = train;

@@ -1,9 +1,10 @@
-// StaticPlanner ("static"): a fixed split, disaggregated. The first `train_gpus` GPUs train; the
-// rest run rollout instances of TP `rollout_tp` (or a pattern of TPs). Never re-plans.
+// StaticPlanner ("static"): a fixed split, disaggregated. The last `train_gpus` GPUs train; the
+// first ones run rollout instances of TP `rollout_tp` (or a pattern of TPs). Never re-plans.
 //
 // Assumptions: the user knows a good split (the usual practice in verl / slime / AReaL recipes).
-// Algorithm: 1. train on GPUs [0, train_gpus). 2. pack TP-`rollout_tp` instances on the remaining
-// GPUs, node by node, never across a node boundary.
+// Algorithm: 1. pack TP-`rollout_tp` instances on GPUs [0, total - train_gpus), node by node,
+// never across a node boundary. 2. train on the rest. (Rollout first, so that a planner moving
+// GPUs between the two sides changes only the last instances and the others keep their ids.)
 // Knobs: `train_gpus` (default: half the cluster, in whole nodes when there are several),
 // `rollout_tp` (1, 2, 4 or 8, dividing gpus_per_node; default 1) or `rollout_tps`, a pattern of
 // TP sizes each node repeats (e.g. [1, 1, 2, 4] for C-MLFQ's buckets).

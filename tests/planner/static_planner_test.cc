@@ -35,7 +35,8 @@ PlanContext Cluster(int nodes, int gpus_per_node) {
 
 TEST(StaticPlannerTest, DefaultSplitsHalfTheCluster) {
   // Without train_gpus: half the GPUs of one node, or half the nodes (rounded down, whole nodes)
-  // of a multi-node cluster; the rest roll out after the trainer.
+  // of a multi-node cluster; the rest roll out on the first GPUs, the trainer takes the last ones
+  // (so that moving GPUs between the two keeps the rollout instances' ids).
   struct Case {
     std::string name;
     int nodes;
@@ -46,12 +47,12 @@ TEST(StaticPlannerTest, DefaultSplitsHalfTheCluster) {
     int first_rollout_gpu;
   };
   const std::vector<Case> cases = {
-      {"one node of 8", 1, 8, 1, 4, "train 4 (tp4 pp1 dp1 mb1) | rollout tp1x4", 4},
-      {"one node of 2", 1, 2, 1, 1, "train 1 (tp1 pp1 dp1 mb1) | rollout tp1x1", 1},
-      {"one node of 8, tp4", 1, 8, 4, 4, "train 4 (tp4 pp1 dp1 mb1) | rollout tp4x1", 4},
-      {"two nodes, tp8", 2, 8, 8, 8, "train 8 (tp8 pp1 dp1 mb1) | rollout tp8x1", 8},
-      {"three nodes", 3, 8, 2, 8, "train 8 (tp8 pp1 dp1 mb1) | rollout tp2x8", 8},
-      {"four nodes, tp8", 4, 8, 8, 16, "train 16 (tp8 pp1 dp2 mb1) | rollout tp8x2", 16},
+      {"one node of 8", 1, 8, 1, 4, "train 4 (tp4 pp1 dp1 mb1) | rollout tp1x4", 0},
+      {"one node of 2", 1, 2, 1, 1, "train 1 (tp1 pp1 dp1 mb1) | rollout tp1x1", 0},
+      {"one node of 8, tp4", 1, 8, 4, 4, "train 4 (tp4 pp1 dp1 mb1) | rollout tp4x1", 0},
+      {"two nodes, tp8", 2, 8, 8, 8, "train 8 (tp8 pp1 dp1 mb1) | rollout tp8x1", 0},
+      {"three nodes", 3, 8, 2, 8, "train 8 (tp8 pp1 dp1 mb1) | rollout tp2x8", 0},
+      {"four nodes, tp8", 4, 8, 8, 16, "train 16 (tp8 pp1 dp2 mb1) | rollout tp8x2", 0},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -86,8 +87,8 @@ TEST(StaticPlannerTest, ExplicitTrainGpus) {
     first_gpus.push_back(i.first_gpu);
     nodes.push_back(i.node);
   }
-  EXPECT_EQ(first_gpus, (std::vector<int>{6, 8, 10, 12, 14}));
-  EXPECT_EQ(nodes, (std::vector<int>{0, 1, 1, 1, 1}));
+  EXPECT_EQ(first_gpus, (std::vector<int>{0, 2, 4, 6, 8}));
+  EXPECT_EQ(nodes, (std::vector<int>{0, 0, 0, 0, 1}));
   EXPECT_EQ(plan->reason, "fixed split from the recipe");
 }
 
@@ -131,7 +132,7 @@ TEST(StaticPlannerTest, UnschedulableClusters) {
        {{"train_gpus", 4}, {"rollout_tp", 8}},
        2,
        8,
-       "4 rollout GPUs left on node 0 cannot hold a TP-8 instance (an instance never spans "
+       "4 rollout GPUs left on node 1 cannot hold a TP-8 instance (an instance never spans "
        "nodes)"},
       {"default split of one node too small for tp8",
        {{"rollout_tp", 8}},
