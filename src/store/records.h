@@ -64,6 +64,8 @@ struct StepRecord {
   /// GPU-seconds left idle (bubbles, waits, syncs); unset when the backend cannot tell.
   std::optional<double> gpu_util;
   std::optional<double> idle_gpu_s;
+  /// What the planner predicted this step would take (unset when it made no prediction).
+  std::optional<double> predicted_step_s;
 
   bool operator==(const StepRecord&) const = default;
 };
@@ -116,8 +118,16 @@ struct DecisionRecord {
   int train_gpus = 0;
   int rollout_gpus = 0;
   std::string layout;  // e.g. "train 8 | rollout tp1x8"
-  std::optional<double> predicted_step_s;
+  std::optional<double> predicted_step_s;  // the plan chosen (or kept)
   bool applied = false;
+  /// What made the planner look ("initial", "interval", "imbalance", ...).
+  std::string trigger;
+  /// Predicted step time of the plan in force when deciding.
+  std::optional<double> current_step_s;
+  /// Predicted seconds saved over the remaining steps, net of the transition.
+  std::optional<double> gain_s;
+  /// Predicted seconds the transition costs (drain, role switches, reloads).
+  std::optional<double> transition_s;
 
   bool operator==(const DecisionRecord&) const = default;
 };

@@ -161,6 +161,17 @@ CREATE TABLE router_metrics (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 5: the planner's predicted step time next to the measured one, and what triggered a
+// planner decision with its predicted times (current plan, gain over the remaining steps net of
+// the transition, the transition itself).
+constexpr char kSchemaV5[] = R"sql(
+ALTER TABLE steps ADD COLUMN predicted_step_s REAL;
+ALTER TABLE decisions ADD COLUMN "trigger" TEXT NOT NULL DEFAULT '';
+ALTER TABLE decisions ADD COLUMN current_step_s REAL;
+ALTER TABLE decisions ADD COLUMN gain_s REAL;
+ALTER TABLE decisions ADD COLUMN transition_s REAL;
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -175,6 +186,8 @@ const std::vector<Migration>& SchemaMigrations() {
       {2, "turns", kSchemaV2},
       {3, "steps.gpu_util, steps.idle_gpu_s", kSchemaV3},
       {4, "router_metrics", kSchemaV4},
+      {5, "steps.predicted_step_s, decisions.trigger/current_step_s/gain_s/transition_s",
+       kSchemaV5},
   };
   return *migrations;
 }

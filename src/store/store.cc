@@ -20,13 +20,13 @@ constexpr char kRunColumns[] =
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
-    "train_gpus, gpu_util, idle_gpu_s";
+    "train_gpus, gpu_util, idle_gpu_s, predicted_step_s";
 constexpr char kTrajectoryColumns[] =
     "id, prompt, sample, step, version, turns, tool_calls, prompt_tokens, generated_tokens, "
     "start_s, end_s, reward, truncated, instances, migrations";
 constexpr char kDecisionColumns[] =
     "seq, at_s, step, planner, reason, train_gpus, rollout_gpus, layout, predicted_step_s, "
-    "applied";
+    "applied, \"trigger\", current_step_s, gain_s, transition_s";
 constexpr char kEventColumns[] = "seq, kind, start_s, end_s, resource, trajectory, step, detail";
 constexpr char kTurnColumns[] =
     "trajectory, turn, instance, start_s, end_s, generated_tokens, \"end\", tool, tool_status, "
@@ -104,6 +104,7 @@ StepRecord ReadStep(const Statement& statement) {
   step.train_gpus = row.Int();
   step.gpu_util = row.OptionalDouble();
   step.idle_gpu_s = row.OptionalDouble();
+  step.predicted_step_s = row.OptionalDouble();
   return step;
 }
 
@@ -141,6 +142,10 @@ DecisionRecord ReadDecision(const Statement& statement) {
   decision.layout = row.Text();
   decision.predicted_step_s = row.OptionalDouble();
   decision.applied = row.Bool();
+  decision.trigger = row.Text();
+  decision.current_step_s = row.OptionalDouble();
+  decision.gain_s = row.OptionalDouble();
+  decision.transition_s = row.OptionalDouble();
   return decision;
 }
 
@@ -358,7 +363,8 @@ Status Store::Impl::InsertDecisions(int64_t run_id, const std::vector<DecisionRe
   for (const DecisionRecord& d : decisions) {
     LIBRA_RETURN_IF_ERROR(insert_decision->Execute(run_id, d.seq, d.at_s, d.step, d.planner,
                                                    d.reason, d.train_gpus, d.rollout_gpus, d.layout,
-                                                   d.predicted_step_s, d.applied));
+                                                   d.predicted_step_s, d.applied, d.trigger,
+                                                   d.current_step_s, d.gain_s, d.transition_s));
   }
   return Status();
 }
@@ -435,7 +441,8 @@ Status Store::RecordStep(int64_t run_id, const StepBatch& batch) {
   LIBRA_RETURN_IF_ERROR(impl_->insert_step->Execute(
       run_id, s.step, s.start_s, s.end_s, s.rollout_s, s.train_s, s.sync_s, s.wait_s,
       s.trajectories, s.turns, s.tool_calls, s.prompt_tokens, s.generated_tokens, s.reward_mean,
-      s.policy_version, s.max_lag, s.rollout_gpus, s.train_gpus, s.gpu_util, s.idle_gpu_s));
+      s.policy_version, s.max_lag, s.rollout_gpus, s.train_gpus, s.gpu_util, s.idle_gpu_s,
+      s.predicted_step_s));
   for (const TrajectoryRecord& t : batch.trajectories) {
     LIBRA_RETURN_IF_ERROR(impl_->insert_trajectory->Execute(
         run_id, t.id, t.prompt, t.sample, t.step, t.version, t.turns, t.tool_calls, t.prompt_tokens,

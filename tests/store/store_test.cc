@@ -190,14 +190,16 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
       (Names{"run_id",     "step",          "start_s",          "end_s",        "rollout_s",
              "train_s",    "sync_s",        "wait_s",           "trajectories", "turns",
              "tool_calls", "prompt_tokens", "generated_tokens", "reward_mean",  "policy_version",
-             "max_lag",    "rollout_gpus",  "train_gpus",       "gpu_util",     "idle_gpu_s"}));
+             "max_lag",    "rollout_gpus",  "train_gpus",       "gpu_util",     "idle_gpu_s",
+             "predicted_step_s"}));
   EXPECT_EQ(Columns(path, "trajectories"),
             (Names{"run_id", "id", "prompt", "sample", "step", "version", "turns", "tool_calls",
                    "prompt_tokens", "generated_tokens", "start_s", "end_s", "reward", "truncated",
                    "instances", "migrations"}));
   EXPECT_EQ(Columns(path, "decisions"),
             (Names{"run_id", "seq", "at_s", "step", "planner", "reason", "train_gpus",
-                   "rollout_gpus", "layout", "predicted_step_s", "applied"}));
+                   "rollout_gpus", "layout", "predicted_step_s", "applied", "trigger",
+                   "current_step_s", "gain_s", "transition_s"}));
   EXPECT_EQ(Columns(path, "events"), (Names{"run_id", "seq", "kind", "start_s", "end_s", "resource",
                                             "trajectory", "step", "detail"}));
   EXPECT_EQ(Columns(path, "turns"), (Names{"run_id", "trajectory", "turn", "instance", "start_s",
