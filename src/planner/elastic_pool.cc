@@ -1,0 +1,103 @@
+#include "planner/elastic_pool.h"
+
+#include "common/check.h"
+#include "common/strings.h"
+
+namespace libra::planner {
+
+const char* PoolPhaseName(PoolPhase phase) {
+  switch (phase) {
+    case PoolPhase::kIdle:
+      return "idle";
+    case PoolPhase::kDraining:
+      return "draining";
+    case PoolPhase::kSwitching:
+      return "switching";
+  }
+  return "?";
+}
+
+std::vector<bool> KeptInstances(const backend::Layout& from, const backend::Layout& to) {
+  std::vector<bool> kept(from.instances.size(), false);
+  for (size_t i = 0; i < from.instances.size() && i < to.instances.size(); ++i) {
+    kept[i] = from.instances[i] == to.instances[i];
+  }
+  return kept;
+}
+
+ElasticPool::ElasticPool(backend::Layout current)
+    : current_(std::move(current)), accepting_(current_.instances.size(), true) {}
+
+Status ElasticPool::Begin(backend::Layout target) {
+  if (phase_ != PoolPhase::kIdle) {
+    return Status::InvalidArgument(StrFormat("a transition to %s is already %s",
+                                             target_->ToString().c_str(), PoolPhaseName(phase_)));
+  }
+  if (target == current_) {
+    return Status::InvalidArgument("the target is the current layout: " + target.ToString());
+  }
+  if (target.instances.empty() || target.train_gpus <= 0) {
+    return Status::InvalidArgument("a layout needs rollout instances and training GPUs: " +
+                                   target.ToString());
+  }
+  if (target.colocated != current_.colocated) {
+    return Status::InvalidArgument("the pool cannot switch between colocated and split layouts");
+  }
+  const int used =
+      current_.colocated ? current_.train_gpus : current_.train_gpus + current_.rollout_gpus();
+  const int wanted =
+      target.colocated ? target.train_gpus : target.train_gpus + target.rollout_gpus();
+  if (wanted > used) {
+    return Status::InvalidArgument(StrFormat("%s uses %d GPUs, more than the %d of %s",
+                                             target.ToString().c_str(), wanted, used,
+                                             current_.ToString().c_str()));
+  }
+  const int replica = current_.train.tp * current_.train.pp;
+  if (target.train.tp == current_.train.tp && target.train.pp == current_.train.pp &&
+      (target.train_gpus - current_.train_gpus) % replica != 0) {
+    return Status::InvalidArgument(StrFormat(
+        "training changes by %d GPUs, not a whole number of %d-GPU replicas (%s)",
+        target.train_gpus - current_.train_gpus, replica, current_.train.ToString().c_str()));
+  }
+  const std::vector<bool> kept = KeptInstances(current_, target);
+  leaving_.clear();
+  for (size_t i = 0; i < kept.size(); ++i) {
+    accepting_[i] = kept[i];
+    if (!kept[i]) leaving_.push_back(i);
+  }
+  target_ = std::move(target);
+  phase_ = PoolPhase::kDraining;
+  return Status();
+}
+
+bool ElasticPool::Accepting(size_t index) const {
+  return index < accepting_.size() && accepting_[index];
+}
+
+std::optional<backend::Layout> ElasticPool::Ready(std::span<const int> active, bool step_boundary) {
+  if (phase_ != PoolPhase::kDraining || !step_boundary) return std::nullopt;
+  for (size_t i : leaving_) {
+    if (i < active.size() && active[i] > 0) return std::nullopt;
+  }
+  phase_ = PoolPhase::kSwitching;
+  return target_;
+}
+
+void ElasticPool::Applied() {
+  LIBRA_CHECK(phase_ == PoolPhase::kSwitching) << "Applied() while " << PoolPhaseName(phase_);
+  current_ = std::move(*target_);
+  target_.reset();
+  leaving_.clear();
+  accepting_.assign(current_.instances.size(), true);
+  phase_ = PoolPhase::kIdle;
+}
+
+void ElasticPool::Cancel() {
+  LIBRA_CHECK(phase_ != PoolPhase::kSwitching) << "Cancel() while switching";
+  target_.reset();
+  leaving_.clear();
+  accepting_.assign(current_.instances.size(), true);
+  phase_ = PoolPhase::kIdle;
+}
+
+}  // namespace libra::planner
