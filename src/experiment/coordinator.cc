@@ -32,12 +32,15 @@ Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
   decision.seq = decision_seq_++;
   decision.planner = std::string(planner_.Name());
   decision.reason = "initial plan: " + plan.reason;
+  decision.trigger = "initial";
   decision.train_gpus = layout_.train_gpus;
   decision.rollout_gpus = layout_.rollout_gpus();
   decision.layout = layout_.ToString();
   decision.predicted_step_s = plan.predicted_step_s;
   decision.applied = true;
   decisions_.push_back(decision);
+  predicted_step_s_ = plan.predicted_step_s;
+  pool_.emplace(layout_);
   LIBRA_RETURN_IF_ERROR(backend_.Submit(backend::ApplyLayout{layout_}));
 
   while (steps_done_ < config_.steps) {
@@ -59,7 +62,7 @@ Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
 
 Status Coordinator::Handle(const backend::Event& event) {
   const double now = event.at;
-  return std::visit(
+  LIBRA_RETURN_IF_ERROR(std::visit(
       [&](const auto& what) -> Status {
         using T = std::decay_t<decltype(what)>;
         if constexpr (std::is_same_v<T, backend::LayoutApplied>) {
@@ -74,17 +77,28 @@ Status Coordinator::Handle(const backend::Event& event) {
           return OnSyncDone(now, what);
         }
       },
-      event.what);
+      event.what));
+  return AdvanceTransition(now);
 }
 
 Status Coordinator::OnLayout(double now) {
-  instances_.clear();
-  for (const backend::InstanceSpec& spec : layout_.instances) {
-    sched::InstanceState state;
-    state.id = spec.id;
-    state.tp = spec.tp;
-    instances_.push_back(state);
+  // After a transition, the kept instances keep their unfinished turns.
+  std::vector<bool> kept;
+  if (pool_ && pool_->phase() == planner::PoolPhase::kSwitching) {
+    kept = planner::KeptInstances(pool_->current(), layout_);
+    pool_->Applied();
+    AddEvent("relayout", relayout_start_, now, "cluster", std::nullopt, next_train_step_,
+             layout_.ToString());
   }
+  std::vector<sched::InstanceState> instances;
+  for (size_t i = 0; i < layout_.instances.size(); ++i) {
+    sched::InstanceState state;
+    state.id = layout_.instances[i].id;
+    state.tp = layout_.instances[i].tp;
+    if (i < kept.size() && kept[i]) state.active = instances_[i].active;
+    instances.push_back(state);
+  }
+  instances_ = std::move(instances);
   Launch();
   return RouteWaiting(now);
 }
@@ -261,6 +275,9 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   batch.done.push_back(record);
   batch.turns.insert(batch.turns.end(), t.turn_records.begin(), t.turn_records.end());
   batch.sequence_tokens.push_back(t.context_tokens);
+  batch.sizes.push_back(
+      planner::TrajectorySize{t.prompt_tokens, t.generated_tokens,
+                              t.context_tokens - t.prompt_tokens - t.generated_tokens});
   batch.rollout_end = std::max(batch.rollout_end, now);
   --batch.remaining;
   ++summary_.trajectories;
@@ -361,6 +378,7 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   record.policy_version = step;
   record.rollout_gpus = layout_.rollout_gpus();
   record.train_gpus = layout_.train_gpus;
+  record.predicted_step_s = predicted_step_s_;
   // Utilisation: GPU-time generating or training over the cluster's GPU-time in the step.
   const std::optional<double> busy = backend_.RolloutBusyGpuSeconds();
   const double window = now - step_start_;
@@ -388,6 +406,7 @@ Status Coordinator::FinishStep(double now, double sync_s) {
                        std::move(decisions_), router_.Metrics().values}));
   events_.clear();
   decisions_.clear();
+  std::vector<planner::TrajectorySize> sizes = std::move(batch.sizes);
   batches_.erase(step);
 
   step_open_ = false;
@@ -401,7 +420,69 @@ Status Coordinator::FinishStep(double now, double sync_s) {
     progress_(Progress{steps_done_, config_.steps, now, summary_.trajectories,
                        summary_.generated_tokens});
   }
+  if (steps_done_ < config_.steps) {
+    LIBRA_RETURN_IF_ERROR(Replan(now, record, std::move(sizes)));
+    LIBRA_RETURN_IF_ERROR(AdvanceTransition(now));
+  }
   return TryTrain(now);
+}
+
+Status Coordinator::Replan(double now, const store::StepRecord& step,
+                           std::vector<planner::TrajectorySize> sizes) {
+  planner::StepObservation observation;
+  observation.step = step.step;
+  observation.now_s = now;
+  observation.step_s = step.end_s - step.start_s;
+  observation.rollout_s = step.rollout_s;
+  observation.train_s = step.train_s;
+  observation.sync_s = step.sync_s;
+  observation.trajectories = std::move(sizes);
+  observation.waiting_turns = static_cast<int>(waiting_.size());
+  observation.in_flight = static_cast<int>(live_.size());
+  observation.layout = layout_;
+  observation.transition_in_flight = pool_->phase() != planner::PoolPhase::kIdle;
+  std::optional<planner::PlanDecision> decision = planner_.OnStep(observation);
+  if (!decision) return Status();
+  if (decision->next_step_s) predicted_step_s_ = decision->next_step_s;
+  store::DecisionRecord record;
+  record.seq = decision_seq_++;
+  record.at_s = now;
+  record.step = next_train_step_;
+  record.planner = std::string(planner_.Name());
+  record.trigger = decision->trigger;
+  record.reason = decision->reason;
+  record.current_step_s = decision->current_step_s;
+  record.gain_s = decision->gain_s;
+  record.transition_s = decision->transition_s;
+  const backend::Layout& target = decision->layout ? *decision->layout : layout_;
+  record.train_gpus = target.train_gpus;
+  record.rollout_gpus = target.rollout_gpus();
+  record.layout = target.ToString();
+  record.predicted_step_s =
+      decision->layout ? decision->candidate_step_s : decision->current_step_s;
+  if (decision->layout) {
+    const Status begun = pool_->Begin(*decision->layout);
+    if (begun.ok()) {
+      record.applied = true;
+      for (size_t i : pool_->leaving()) instances_[i].available = false;
+    } else {
+      record.reason += " (not applied: " + begun.message() + ")";
+    }
+  }
+  decisions_.push_back(std::move(record));
+  return Status();
+}
+
+Status Coordinator::AdvanceTransition(double now) {
+  if (!pool_ || pool_->phase() != planner::PoolPhase::kDraining) return Status();
+  std::vector<int> active;
+  active.reserve(instances_.size());
+  for (const sched::InstanceState& instance : instances_) active.push_back(instance.active);
+  std::optional<backend::Layout> layout = pool_->Ready(active, !trainer_busy_ && !step_open_);
+  if (!layout) return Status();
+  layout_ = std::move(*layout);
+  relayout_start_ = now;
+  return backend_.Submit(backend::ApplyLayout{layout_});
 }
 
 void Coordinator::AddEvent(const char* kind, double start, double end, const std::string& resource,

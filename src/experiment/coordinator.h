@@ -12,7 +12,10 @@
 // * after train step k the trainer holds version k+1; it is synced to the rollout instances every
 //   sync_interval steps (and not after the last step);
 // * the modelled skill of version k+1 (workload::SkillModel) grows with the samples step k
-//   consumed, discounted by their policy lag; simulated backends draw rewards from it.
+//   consumed, discounted by their policy lag; simulated backends draw rewards from it;
+// * after every step the planner may ask for another layout: the instances that leave rollout
+//   stop taking turns (their trajectories' next turns go elsewhere), and once they are idle the
+//   new layout is applied between training steps (planner::ElasticPool); no trajectory is lost.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "planner/elastic_pool.h"
 #include "planner/planner.h"
 #include "sched/router.h"
 #include "store/records.h"
@@ -114,6 +118,7 @@ class Coordinator {
     std::vector<store::TrajectoryRecord> done;
     std::vector<store::TurnRecord> turns;
     std::vector<int64_t> sequence_tokens;
+    std::vector<planner::TrajectorySize> sizes;
     double rollout_start = std::numeric_limits<double>::infinity();
     double rollout_end = 0;
   };
@@ -131,6 +136,11 @@ class Coordinator {
   /// Routes waiting turns, in order; those the router defers stay waiting.
   Status RouteWaiting(double now);
   Status TryTrain(double now);
+  /// Asks the planner after a step and starts the transition it wants.
+  Status Replan(double now, const store::StepRecord& step,
+                std::vector<planner::TrajectorySize> sizes);
+  /// Applies a draining transition once its instances are idle at a step boundary.
+  Status AdvanceTransition(double now);
   Status FinishStep(double now, double sync_s);
   void AddEvent(const char* kind, double start, double end, const std::string& resource,
                 std::optional<int64_t> trajectory, int step, const std::string& detail);
@@ -143,6 +153,9 @@ class Coordinator {
   Recorder& recorder_;
 
   backend::Layout layout_;
+  std::optional<planner::ElasticPool> pool_;
+  std::optional<double> predicted_step_s_;  // the planner's prediction for the running step
+  double relayout_start_ = 0;               // when the transition being applied was submitted
   std::vector<sched::InstanceState> instances_;
   std::map<TrajectoryId, Trajectory> live_;
   std::deque<TrajectoryId> waiting_;

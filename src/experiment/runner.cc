@@ -74,9 +74,14 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   context.batch_trajectories = recipe.rl.prompts_per_step * recipe.rl.group_size;
   context.staleness = recipe.StalenessFor(system);
   context.cost = cost;
+  context.steps = recipe.steps;
+  context.sync_path =
+      recipe.sim.sync_path == "disk" ? model::SyncPath::kDisk : model::SyncPath::kNccl;
+  context.max_num_seqs = recipe.sim.max_num_seqs;
   if (sizes) {
     context.typical_sequence_tokens = sizes->typical;
     context.max_sequence_tokens = sizes->max;
+    context.history = sizes->profile;
   }
   return context;
 }
@@ -97,6 +102,16 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
     sizes.max = std::max(sizes.max, tokens);
   }
   sizes.typical = std::max<int64_t>(1, static_cast<int64_t>(total / kSamples));
+  // The startup profile: prompts far beyond any run's, at the initial policy.
+  constexpr int kProfile = 256;
+  constexpr int64_t kFirstProfilePrompt = int64_t{1} << 40;
+  for (int i = 0; i < kProfile; ++i) {
+    const int64_t prompt = kFirstProfilePrompt + i / group;
+    const workload::TrajectoryScript script =
+        workload.Script(prompt, i % group, 0, workload.skill_params().initial);
+    sizes.profile.push_back({workload.Prompt(prompt).prompt_tokens, script.generated_tokens(),
+                             script.tool_output_tokens()});
+  }
   return sizes;
 }
 

@@ -14,6 +14,16 @@
 
 namespace libra::planner {
 
+/// One finished trajectory's sizes: what the planner's length history holds.
+struct TrajectorySize {
+  int64_t prompt_tokens = 0;     // the initial prompt (prefilled)
+  int64_t generated_tokens = 0;  // generated over all turns (decoded)
+  int64_t tool_tokens = 0;       // tool outputs added to the context (prefilled, not decoded)
+  /// The final context.
+  int64_t total() const { return prompt_tokens + generated_tokens + tool_tokens; }
+  bool operator==(const TrajectorySize&) const = default;
+};
+
 /// What a planner plans for.
 struct PlanContext {
   int nodes = 1;
@@ -30,8 +40,54 @@ struct PlanContext {
   int64_t typical_sequence_tokens = 8192;
   /// The longest trajectory to expect (tokens): training memory must hold it.
   int64_t max_sequence_tokens = 8192;
+  /// Training steps of the run (a transition must pay for itself over the remaining ones).
+  int steps = 1;
+  /// A sample of the workload's trajectories before the run (the startup length profile);
+  /// planners that search start from it. May be empty.
+  std::vector<TrajectorySize> history;
+  /// How weights reach the rollout instances.
+  model::SyncPath sync_path = model::SyncPath::kNccl;
+  /// Continuous-batching limit of a rollout instance.
+  int max_num_seqs = 256;
 
   int total_gpus() const { return nodes * gpus_per_node; }
+};
+
+/// What the coordinator reports to the planner after every step.
+struct StepObservation {
+  int step = 0;  // the step just finished
+  double now_s = 0;
+  double step_s = 0;
+  double rollout_s = 0;
+  double train_s = 0;
+  double sync_s = 0;
+  /// The trajectories the step trained on.
+  std::vector<TrajectorySize> trajectories;
+  /// Pressure on rollout: turns waiting for an instance, trajectories in flight, and
+  /// trajectories rejected as too stale so far.
+  int waiting_turns = 0;
+  int in_flight = 0;
+  int64_t rejected = 0;
+  /// The layout in force; whether a transition to another one is still under way.
+  backend::Layout layout;
+  bool transition_in_flight = false;
+};
+
+/// A planner's decision after a step: recorded whether it changes the layout or not.
+struct PlanDecision {
+  /// The layout to move to; nullopt keeps the current one.
+  std::optional<backend::Layout> layout;
+  /// What made the planner look ("interval", "imbalance", ...), and the outcome in words.
+  std::string trigger;
+  std::string reason;
+  /// Predicted step time of the current layout, of the candidate, the transition's cost and the
+  /// net gain over the remaining steps (candidate vs current, minus the transition).
+  std::optional<double> current_step_s;
+  std::optional<double> candidate_step_s;
+  std::optional<double> transition_s;
+  std::optional<double> gain_s;
+  /// Predicted time of the next step under the layout that will be in force.
+  std::optional<double> next_step_s;
 };
 
 /// A planner's answer.
@@ -52,6 +108,11 @@ class Planner {
   /// Whether the plans need every sample to be on-policy (staleness 0): true for time-sharing
   /// planners, whose rollout and training cannot overlap.
   virtual bool RequiresSynchronous() const { return false; }
+  /// After every step: a decision when the planner looked (whether or not it moves), nullopt
+  /// when it did not. The default never re-plans.
+  virtual std::optional<PlanDecision> OnStep(const StepObservation& /*observation*/) {
+    return std::nullopt;
+  }
 };
 
 using PlannerRegistry = Registry<Planner, const recipe::OptionTable&>;

@@ -78,7 +78,10 @@ Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
       done_at = std::max(done_at, trainer_ready_at_);
     }
   }
+  // Reserved: growing the vector would copy instances (their move may throw), and a copied
+  // cache index points into the old instance's LRU list.
   std::vector<Instance> instances;
+  instances.reserve(layout.instances.size());
   for (size_t i = 0; i < layout.instances.size(); ++i) {
     if (i < kept.size() && kept[i]) {
       instances.push_back(std::move(instances_[i]));

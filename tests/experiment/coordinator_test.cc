@@ -6,8 +6,10 @@
 #include <set>
 
 #include "common/strings.h"
+#include "model/cost_model.h"
 #include "planner/static_planner.h"
 #include "sched/least_conn.h"
+#include "sim/cluster_sim.h"
 #include "support/fake_backend.h"
 #include "support/test_util.h"
 
@@ -294,6 +296,99 @@ TEST(CoordinatorTest, PlanThatDoesNotFitFails) {
   auto summary = h.Run();
   ASSERT_FALSE(summary.ok());
   EXPECT_EQ(summary.status().code(), StatusCode::kUnschedulable);
+}
+
+}  // namespace
+}  // namespace libra::experiment
+
+namespace libra::experiment {
+namespace {
+
+// One node of 8 GPUs: rollout as TP1 instances on the first `rollout` GPUs, training (TP2) on the
+// rest.
+backend::Layout Split(int rollout) {
+  backend::Layout layout;
+  layout.instances = planner::PackInstances(8, 0, rollout, {1}).value();
+  layout.train_gpus = 8 - rollout;
+  layout.train = model::TrainLayout{2, 1, (8 - rollout) / 2, 1};
+  return layout;
+}
+
+/// Starts with 6 rollout GPUs; after step 0 asks for 2 (training grows by two replicas), after
+/// step 2 for 6 again.
+class ScriptedPlanner : public planner::Planner {
+ public:
+  std::string_view Name() const override { return "scripted"; }
+  Result<planner::Plan> Initial(const planner::PlanContext&) override {
+    return planner::Plan{Split(6), "scripted", 10.0};
+  }
+  std::optional<planner::PlanDecision> OnStep(const planner::StepObservation& o) override {
+    observations.push_back(o);
+    planner::PlanDecision d;
+    d.trigger = "script";
+    d.reason = "scripted";
+    d.next_step_s = 20.0 + o.step;
+    if (o.step == 0) d.layout = Split(2);
+    if (o.step == 2) d.layout = Split(6);
+    return d;
+  }
+  std::vector<planner::StepObservation> observations;
+};
+
+TEST(CoordinatorTest, LayoutChangesMidRunLoseNoTrajectory) {
+  // On the simulator, training grows by two TP2 replicas after step 0 and shrinks back after
+  // step 2, synchronous and asynchronous: the leaving instances drain first (the simulator
+  // refuses a layout that drops an instance with work on it), every trajectory trains exactly
+  // once, the steps record the split in force and the planner's predictions.
+  auto gpu = model::FindGpu("A800-80G");
+  auto arch = model::FindModel("Qwen3-0.6B");
+  ASSERT_OK(gpu);
+  ASSERT_OK(arch);
+  auto cost = model::BuiltinCostModels().Create("roofline", model::CostModelContext{*gpu, *arch, 8},
+                                                recipe::OptionTable());
+  ASSERT_OK(cost);
+  for (int staleness : {0, 1}) {
+    SCOPED_TRACE(staleness);
+    CoordinatorConfig config = Config(5, staleness);
+    config.prompts_per_step = 8;
+    config.plan.batch_trajectories = 16;
+    FixedWorkload workload;
+    sim::ClusterSim sim(recipe::SimSpec(), workload, **cost);
+    ScriptedPlanner planner;
+    sched::LeastConnRouter router;
+    MemoryRecorder recorder;
+    Coordinator coordinator(config, workload, router, planner, sim, recorder);
+    auto summary = coordinator.Run({}, {});
+    ASSERT_OK(summary);
+    EXPECT_EQ(summary->trajectories, 5 * 16);
+    std::set<int64_t> ids;
+    for (const store::TrajectoryRecord& t : recorder.trajectories) ids.insert(t.id);
+    EXPECT_EQ(ids.size(), 80u);
+    ASSERT_EQ(recorder.steps.size(), 5u);
+    // Decisions: the initial plan, then one per step but the last; two of them move.
+    ASSERT_EQ(recorder.decisions.size(), 5u);
+    EXPECT_EQ(recorder.decisions[0].trigger, "initial");
+    EXPECT_TRUE(recorder.decisions[1].applied);
+    EXPECT_EQ(recorder.decisions[1].train_gpus, 6);
+    EXPECT_FALSE(recorder.decisions[2].applied);
+    EXPECT_TRUE(recorder.decisions[3].applied);
+    EXPECT_EQ(recorder.decisions[3].train_gpus, 2);
+    // The split in force at each step's end: 2 training GPUs, then 6 from a step after the
+    // first decision, back to 2 by the end.
+    EXPECT_EQ(recorder.steps[0].train_gpus, 2);
+    EXPECT_EQ(recorder.steps[2].train_gpus, 6);
+    EXPECT_EQ(recorder.steps[4].train_gpus, 2);
+    EXPECT_EQ(recorder.steps[0].predicted_step_s, 10.0);
+    EXPECT_EQ(recorder.steps[1].predicted_step_s, 20.0);
+    EXPECT_EQ(recorder.steps[4].predicted_step_s, 23.0);
+    int relayouts = 0;
+    for (const store::EventRecord& e : recorder.events) relayouts += e.kind == "relayout";
+    EXPECT_EQ(relayouts, 2);
+    // The planner saw each step's trajectories and sizes.
+    ASSERT_EQ(planner.observations.size(), 4u);
+    EXPECT_EQ(planner.observations[0].trajectories.size(), 16u);
+    EXPECT_EQ(planner.observations[0].trajectories[0], (planner::TrajectorySize{50, 200, 10}));
+  }
 }
 
 }  // namespace
