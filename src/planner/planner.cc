@@ -1,6 +1,7 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -29,6 +30,42 @@ std::vector<int> ReadRolloutTps(recipe::OptionReader& reader) {
   }
   if (pattern.empty()) pattern.push_back(1);
   return pattern;
+}
+
+Result<std::vector<backend::InstanceSpec>> PackSizes(int gpus_per_node, std::vector<int> tps) {
+  std::sort(tps.begin(), tps.end(), std::greater<>());
+  int total = 0;
+  for (int tp : tps) total += tp;
+  const int nodes = (total + gpus_per_node - 1) / gpus_per_node;
+  // Free GPUs per node: full nodes, the last one holds the remainder.
+  std::vector<int> used(static_cast<size_t>(nodes), 0);
+  std::vector<int> capacity(static_cast<size_t>(nodes), gpus_per_node);
+  if (nodes > 0 && total % gpus_per_node != 0) capacity.back() = total % gpus_per_node;
+  std::vector<backend::InstanceSpec> instances;
+  for (int tp : tps) {
+    size_t node = 0;
+    while (node < used.size() && capacity[node] - used[node] < tp) ++node;
+    if (node == used.size()) {
+      std::vector<std::string> names;
+      for (int t : tps) names.push_back(std::to_string(t));
+      return Status::Unschedulable(StrFormat(
+          "rollout instances of TP %s do not fit %d GPUs in nodes of %d without crossing a node",
+          StrJoin(names, ",").c_str(), total, gpus_per_node));
+    }
+    backend::InstanceSpec spec;
+    spec.tp = tp;
+    spec.node = static_cast<int>(node);
+    spec.first_gpu = static_cast<int>(node) * gpus_per_node + used[node];
+    used[node] += tp;
+    instances.push_back(spec);
+  }
+  std::stable_sort(instances.begin(), instances.end(),
+                   [](const backend::InstanceSpec& a, const backend::InstanceSpec& b) {
+                     return a.first_gpu < b.first_gpu;
+                   });
+  for (size_t i = 0; i < instances.size(); ++i)
+    instances[i].id = InstanceId(static_cast<int64_t>(i));
+  return instances;
 }
 
 Status CheckRolloutTps(const std::vector<int>& pattern, int gpus_per_node) {

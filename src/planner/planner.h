@@ -90,6 +90,15 @@ struct PlanDecision {
   std::optional<double> next_step_s;
 };
 
+/// A plan the planner considered, with its predicted times (seconds).
+struct PlanCandidate {
+  std::string layout;
+  double rollout_s = 0;
+  double train_s = 0;
+  double sync_s = 0;
+  double step_s = 0;
+};
+
 /// A planner's answer.
 struct Plan {
   backend::Layout layout;
@@ -97,6 +106,10 @@ struct Plan {
   std::string reason;
   /// The planner's predicted time per step, when it has a model.
   std::optional<double> predicted_step_s;
+  /// The best candidates it compared (best first), and a summary of its search, for
+  /// `libra plan` and `libra plan --explain`; empty for planners that do not search.
+  std::vector<PlanCandidate> candidates;
+  std::vector<std::string> explain;
 };
 
 class Planner {
@@ -127,6 +140,10 @@ const PlannerRegistry& BuiltinPlanners();
 /// `rollout_tps` (a pattern repeated on every node, e.g. [1, 1, 2, 4]); each 1, 2, 4 or 8.
 /// Problems are reported on `reader`.
 std::vector<int> ReadRolloutTps(recipe::OptionReader& reader);
+
+/// Packs instances of the given TP sizes (largest first) onto GPUs [0, sum) node by node, first
+/// fit, never across a node boundary; ids in GPU order. kUnschedulable when they do not fit.
+Result<std::vector<backend::InstanceSpec>> PackSizes(int gpus_per_node, std::vector<int> tps);
 
 /// kUnschedulable unless every TP of `pattern` fits a node.
 Status CheckRolloutTps(const std::vector<int>& pattern, int gpus_per_node);

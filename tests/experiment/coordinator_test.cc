@@ -320,7 +320,11 @@ class ScriptedPlanner : public planner::Planner {
  public:
   std::string_view Name() const override { return "scripted"; }
   Result<planner::Plan> Initial(const planner::PlanContext&) override {
-    return planner::Plan{Split(6), "scripted", 10.0};
+    planner::Plan plan;
+    plan.layout = Split(6);
+    plan.reason = "scripted";
+    plan.predicted_step_s = 10.0;
+    return plan;
   }
   std::optional<planner::PlanDecision> OnStep(const planner::StepObservation& o) override {
     observations.push_back(o);

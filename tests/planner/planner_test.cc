@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "support/test_util.h"
@@ -78,6 +79,31 @@ TEST(PackInstancesTest, RejectsInstancesThatWouldSpanNodes) {
     ASSERT_FALSE(packed.ok());
     EXPECT_EQ(packed.status(), Status::Unschedulable(c.message));
   }
+}
+
+TEST(PackSizesTest, LargestFirstIntoNodesInGpuOrder) {
+  // 12 GPUs in nodes of 8: node 0 full, node 1 holds 4. TP 4, 2, 2, 2, 1, 1 -> node 0: 4, 2, 2;
+  // node 1: 2, 1, 1.
+  auto packed = PackSizes(8, {1, 2, 4, 2, 1, 2});
+  ASSERT_OK(packed);
+  std::vector<std::tuple<int64_t, int, int, int>> got;
+  for (const backend::InstanceSpec& s : *packed)
+    got.emplace_back(s.id.value, s.tp, s.node, s.first_gpu);
+  EXPECT_EQ(
+      got,
+      (std::vector<std::tuple<int64_t, int, int, int>>{
+          {0, 4, 0, 0}, {1, 2, 0, 4}, {2, 2, 0, 6}, {3, 2, 1, 8}, {4, 1, 1, 10}, {5, 1, 1, 11}}));
+  // 12 GPUs as TP 8 + 2 + 2 fits (8 | 2 2); 4 + 4 + 4 + 2 + 2 = 16 fits two nodes.
+  EXPECT_OK(PackSizes(8, {2, 8, 2}));
+  EXPECT_OK(PackSizes(8, {4, 4, 4, 2, 2}));
+  // 6 GPUs in nodes of 4 as TP 2 + 2 + 2 fits (2 2 | 2); nodes of 8 with 3 + ... sizes that
+  // cannot share: 8 + 8 in nodes of 4 never fits.
+  EXPECT_OK(PackSizes(4, {2, 2, 2}));
+  const auto bad = PackSizes(4, {8, 8});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "rollout instances of TP 8,8 do not fit 16 GPUs in nodes of 4 without crossing a node");
+  EXPECT_TRUE(PackSizes(8, {})->empty());
 }
 
 TEST(PlanContextTest, TotalGpus) {
