@@ -436,6 +436,7 @@ Status Coordinator::Replan(double now, const store::StepRecord& step,
   observation.rollout_s = step.rollout_s;
   observation.train_s = step.train_s;
   observation.sync_s = step.sync_s;
+  observation.wait_s = step.wait_s;
   observation.trajectories = std::move(sizes);
   observation.waiting_turns = static_cast<int>(waiting_.size());
   observation.in_flight = static_cast<int>(live_.size());

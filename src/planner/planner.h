@@ -61,6 +61,8 @@ struct StepObservation {
   double rollout_s = 0;
   double train_s = 0;
   double sync_s = 0;
+  /// The trainer idled waiting for the batch (a rollout-bound step waits).
+  double wait_s = 0;
   /// The trajectories the step trained on.
   std::vector<TrajectorySize> trajectories;
   /// Pressure on rollout: turns waiting for an instance, trajectories in flight, and
