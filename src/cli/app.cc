@@ -109,12 +109,15 @@ int Main(int argc, char** argv) {
       app.add_subcommand("plan", "The planner alone: each system's GPU split and layout");
   plan_cmd->footer(
       "Shows the training / rollout split and rollout layout that each system's planner\n"
-      "chooses for the recipe's cluster, and why. Runs nothing.\n\n" +
+      "chooses for the recipe's cluster, and why; for planners that search (grp, no-ehp,\n"
+      "libra-ref), their best candidates with predicted times. Runs nothing.\n\n" +
       std::string(kFooter));
   AddRecipeOptions(plan_cmd, &plan->common);
   plan_cmd->add_option("--systems", plan->systems, "Only these systems (comma separated)")
       ->delimiter(',')
       ->type_name("A,B,...");
+  plan_cmd->add_flag("--explain", plan->explain,
+                     "Also print the search: training budgets, what was pruned and why");
   plan_cmd->callback([&] { exit_code = RunPlan(*plan, io); });
 
   auto validate = std::make_shared<RecipeOptions>();

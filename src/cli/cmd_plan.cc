@@ -30,6 +30,7 @@ int RunPlan(const PlanOptions& options, const Io& io) {
   if (!workload.ok()) return Fail(io, workload.status());
   const experiment::SequenceSizes sizes =
       experiment::SampleSequenceSizes(**workload, recipe->rl.group_size, recipe->steps);
+  std::string details;
   for (const recipe::SystemSpec* system : experiment::AllSystems(*recipe)) {
     if (!options.systems.empty() && std::find(options.systems.begin(), options.systems.end(),
                                               system->name) == options.systems.end()) {
@@ -49,6 +50,30 @@ int RunPlan(const PlanOptions& options, const Io& io) {
         report::Cell::Number(plan->predicted_step_s, 1),
         report::Cell::Text(plan->reason),
     });
+    if (!plan->candidates.empty()) {
+      report::Table candidates({
+          {"rank", "rank", true},
+          {"layout", "layout", false},
+          {"rollout_s", "rollout s", true},
+          {"train_s", "train s", true},
+          {"sync_s", "sync s", true},
+          {"step_s", "step s", true},
+      });
+      for (size_t i = 0; i < plan->candidates.size(); ++i) {
+        const planner::PlanCandidate& c = plan->candidates[i];
+        candidates.AddRow({report::Cell::Integer(static_cast<int64_t>(i + 1)),
+                           report::Cell::Text(c.layout), report::Cell::Number(c.rollout_s, 1),
+                           report::Cell::Number(c.train_s, 1), report::Cell::Number(c.sync_s, 1),
+                           report::Cell::Number(c.step_s, 1)});
+      }
+      details += StrFormat("\n%s (%s): best candidates, predicted per step\n", system->name.c_str(),
+                           system->planner.c_str()) +
+                 candidates.Render(report::Format::kText);
+    }
+    if (options.explain && !plan->explain.empty()) {
+      details += StrFormat("\n%s (%s): search\n", system->name.c_str(), system->planner.c_str());
+      for (const std::string& line : plan->explain) details += "  " + line + "\n";
+    }
   }
   if (table.rows() == 0) {
     return Fail(io,
@@ -56,7 +81,7 @@ int RunPlan(const PlanOptions& options, const Io& io) {
   }
   io.out << StrFormat("%s: %d nodes x %d %s\n\n", recipe->name.c_str(), recipe->cluster.nodes,
                       recipe->cluster.gpus_per_node, recipe->cluster.gpu.c_str())
-         << table.Render(report::Format::kText);
+         << table.Render(report::Format::kText) << details;
   return kExitOk;
 }
 

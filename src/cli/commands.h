@@ -41,6 +41,8 @@ struct ReportOptions {
 struct PlanOptions {
   RecipeOptions common;
   std::vector<std::string> systems;
+  /// Also print each searching planner's search summary (budgets, prunes, best per budget).
+  bool explain = false;
 };
 
 struct CostOptions {
