@@ -1,0 +1,148 @@
+#include "planner/libra_ref_planner.h"
+
+#include <algorithm>
+
+#include "common/strings.h"
+
+namespace libra::planner {
+namespace {
+
+std::vector<int> Ints(const std::vector<int64_t>& values) {
+  return std::vector<int>(values.begin(), values.end());
+}
+
+Result<backend::Layout> LayoutOf(const model::ReferenceTrainConfig& train,
+                                 const std::vector<int>& rollout, int gpus_per_node) {
+  backend::Layout layout;
+  LIBRA_ASSIGN_OR_RETURN(layout.instances, PackSizes(gpus_per_node, rollout));
+  layout.train = model::TrainLayout{train.tp, train.pp, train.dp * train.cp, train.b_micro};
+  layout.train_gpus = layout.train.gpus();
+  return layout;
+}
+
+}  // namespace
+
+std::vector<model::RequestInfo> ReferenceRequests(std::span<const TrajectorySize> trajectories) {
+  std::vector<model::RequestInfo> requests;
+  requests.reserve(trajectories.size());
+  for (const TrajectorySize& t : trajectories) {
+    requests.push_back({t.prompt_tokens, t.generated_tokens});
+  }
+  return requests;
+}
+
+Result<std::unique_ptr<Planner>> LibraRefPlanner::Create(const recipe::OptionTable& options) {
+  recipe::OptionReader r(options);
+  ReferencePlannerConfig c;
+  c.plan_interval = static_cast<int>(r.Int("plan_interval", c.plan_interval, 1, 1 << 20));
+  c.warmup_steps = static_cast<int>(r.Int("warmup_steps", c.warmup_steps, 0, 1 << 20));
+  c.min_history_size = static_cast<int>(r.Int("min_history_size", c.min_history_size, 1, 1 << 20));
+  c.min_gain_ratio = r.Double("min_gain_ratio", c.min_gain_ratio, 0);
+  c.reconfiguration_cost_s = r.Double("reconfiguration_cost_s", c.reconfiguration_cost_s, 0);
+  c.allowed_rollout_tp = Ints(r.IntList("allowed_rollout_tp", {1, 2, 4, 8}, 1, 8));
+  c.rollout_node_tp_pattern = Ints(r.IntList("rollout_node_tp_pattern", {}, 1, 8));
+  c.online_replanning = r.Bool("online_replanning", c.online_replanning);
+  LIBRA_RETURN_IF_ERROR(r.Finish());
+  return std::unique_ptr<Planner>(std::make_unique<LibraRefPlanner>(std::move(c)));
+}
+
+ReferenceRunConfig LibraRefPlanner::RunConfig(const backend::Layout& layout) const {
+  ReferenceRunConfig run;
+  run.train_gpus = layout.train_gpus;
+  run.rollout_gpus = layout.rollout_gpus();
+  run.train_tp = layout.train.tp;
+  run.train_pp = layout.train.pp;
+  run.train_dp = layout.train.dp;
+  run.micro_batch_size = layout.train.micro_batch;
+  run.batch_size = std::max(1, context_.batch_trajectories);
+  run.n_samples = 1;
+  run.max_concurrent_rollouts = run.batch_size;
+  for (const backend::InstanceSpec& i : layout.instances) run.rollout_tp_list.push_back(i.tp);
+  return run;
+}
+
+Result<Plan> LibraRefPlanner::Initial(const PlanContext& context) {
+  context_ = context;
+  if (context.cost == nullptr) {
+    return Status::Unschedulable("libra-ref plans with a cost model, and there is none");
+  }
+  const model::CostModelContext mc{context.cost->gpu(), context.cost->arch(),
+                                   context.gpus_per_node};
+  model_ = std::make_unique<model::ReferenceCostModel>(mc, model::ReferenceParamsFrom(mc));
+  config_.n_total_gpus = context.total_gpus();
+  LIBRA_ASSIGN_OR_RETURN(planner_, ReferencePlanner::Create(*model_, config_));
+  const std::vector<model::RequestInfo> history = ReferenceRequests(context.history);
+  planner_->ReplaceHistory(history);
+  // Their preflight with strategy "grp": the optimizer's best pair is authoritative.
+  ReferenceRunConfig run;
+  run.batch_size = std::max(1, context.batch_trajectories);
+  run.n_samples = 1;
+  const ReferenceOptimization best =
+      OptimizeReference(*model_, planner_->history(), ReferenceSearchFor(planner_->config(), run));
+  if (!best.found()) {
+    return Status::Unschedulable(StrFormat(
+        "libra-ref's optimizer found no feasible plan for %d GPUs (%d explored, %d out of "
+        "memory)",
+        context.total_gpus(), best.explored, best.pruned_oom));
+  }
+  Plan plan;
+  LIBRA_ASSIGN_OR_RETURN(plan.layout,
+                         LayoutOf(*best.train, best.rollout_tp_list, context.gpus_per_node));
+  plan.predicted_step_s = best.t_global;
+  plan.reason = StrFormat(
+      "the authors' optimizer: max(T_train %.3f s, T_rollout %.3f s) over %zu requests; %d "
+      "explored, %d out of memory, %d stopped early",
+      best.t_train, best.t_rollout, planner_->history().size(), best.explored, best.pruned_oom,
+      best.pruned_early_stop);
+  return plan;
+}
+
+std::optional<PlanDecision> LibraRefPlanner::OnStep(const StepObservation& o) {
+  if (!planner_) return std::nullopt;
+  ReferenceDispatcherMetrics dispatcher;
+  dispatcher.pending_inputs = o.waiting_turns;
+  dispatcher.staleness_running = o.in_flight;
+  dispatcher.staleness_rejected = o.rejected;
+  ReferenceStepStats stats;
+  stats.max_concurrent_rollouts = std::max(1, context_.batch_trajectories);
+  stats.rollout_time_s = o.rollout_s;
+  stats.train_time_s = o.train_s;
+  stats.step_time_s = o.step_s;
+  const ReferenceRuntimeMetrics& metrics = planner_->ObserveRuntime(o.step, dispatcher, stats);
+  if (o.transition_in_flight) return std::nullopt;
+  const std::vector<model::RequestInfo> batch = ReferenceRequests(o.trajectories);
+  Result<ReferenceDecision> decided =
+      planner_->PlanIfNeeded(o.step, RunConfig(o.layout), batch, &metrics);
+  PlanDecision decision;
+  if (!decided.ok()) {
+    decision.trigger = "error";
+    decision.reason = "the authors' planner failed: " + decided.status().message();
+    return decision;
+  }
+  const ReferenceDecision& d = *decided;
+  if (d.reason == ReferenceReason::kWarmup || d.reason == ReferenceReason::kCooldown ||
+      d.reason == ReferenceReason::kIntervalSkip) {
+    return std::nullopt;
+  }
+  decision.trigger = ReferenceTriggerName(d.trigger);
+  decision.reason = ReferenceReasonName(d.reason);
+  if (d.current_plan) decision.current_step_s = d.current_plan->t_global;
+  if (d.candidate_plan) {
+    decision.candidate_step_s = d.candidate_plan->t_global;
+    decision.gain_s = d.net_gain_s;
+    decision.transition_s = config_.reconfiguration_cost_s;
+    decision.reason += StrFormat(" (gain ratio %.3f, net gain %.3f s)", d.gain_ratio, d.net_gain_s);
+  }
+  if (d.should_reconfigure && d.candidate_plan) {
+    auto layout = LayoutOf(d.candidate_plan->train, d.candidate_plan->rollout_tp_list,
+                           context_.gpus_per_node);
+    if (layout.ok() && !(*layout == o.layout)) {
+      decision.layout = std::move(*layout);
+    } else if (!layout.ok()) {
+      decision.reason += "; not applied: " + layout.status().message();
+    }
+  }
+  return decision;
+}
+
+}  // namespace libra::planner
