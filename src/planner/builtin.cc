@@ -1,5 +1,7 @@
 // The built-in planners, registered explicitly (no self-registering statics).
 #include "planner/colocated_planner.h"
+#include "planner/grp_planner.h"
+#include "planner/libra_ref_planner.h"
 #include "planner/planner.h"
 #include "planner/static_planner.h"
 
@@ -12,6 +14,17 @@ Status RegisterBuiltinPlanners(PlannerRegistry& registry) {
   LIBRA_RETURN_IF_ERROR(registry.Register(std::string(kColocatedName),
                                           "all GPUs roll out, then all train (synchronous)",
                                           &ColocatedPlanner::Create));
+  LIBRA_RETURN_IF_ERROR(registry.Register(
+      std::string(kGrpName),
+      "Libra's planner: Algorithm 1 search, online re-planning through the elastic pool",
+      &GrpPlanner::Create));
+  LIBRA_RETURN_IF_ERROR(registry.Register(std::string(kNoEhpName),
+                                          "Libra's planner once at the start, no moves (ablation)",
+                                          &GrpPlanner::CreateNoEhp));
+  LIBRA_RETURN_IF_ERROR(registry.Register(
+      std::string(kLibraRefPlannerName),
+      "the Libra authors' planner: exhaustive optimizer on their cost model, one-step gain gate",
+      &LibraRefPlanner::Create));
   return Status();
 }
 

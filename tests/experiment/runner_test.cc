@@ -72,9 +72,9 @@ TEST(RunnerTest, ValidateWithRegistriesReportsPolicyProblems) {
       {"system.router=fastest",
        "--set system.router=fastest: system.router: unknown router 'fastest' (known: cmlfq, "
        "la-mlfq, least-conn, length-aware, oracle-length, round-robin, sorted)"},
-      {"baselines[0].planner=grp",
-       "--set baselines[0].planner=grp: baselines[0].planner: unknown planner 'grp' (known: "
-       "colocated, static)"},
+      {"baselines[0].planner=gpr",
+       "--set baselines[0].planner=gpr: baselines[0].planner: unknown planner 'gpr' (known: "
+       "colocated, grp, libra-ref, no-ehp, static); did you mean 'grp'?"},
       {"system.planner_options.train_gpu=3",
        "--set system.planner_options.train_gpu=3: system.planner_options.train_gpu: unknown "
        "option; did you mean 'train_gpus'? (known: rollout_tp, rollout_tps, train_gpus)"},

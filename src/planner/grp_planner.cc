@@ -1,0 +1,394 @@
+#include "planner/grp_planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "common/strings.h"
+#include "planner/elastic_pool.h"
+
+namespace libra::planner {
+namespace {
+
+std::vector<int> Ints(const std::vector<int64_t>& values) {
+  return std::vector<int>(values.begin(), values.end());
+}
+
+std::vector<int64_t> Int64s(const std::vector<int>& values) {
+  return std::vector<int64_t>(values.begin(), values.end());
+}
+
+std::vector<int> RolloutTps(const backend::Layout& layout) {
+  std::vector<int> tps;
+  for (const backend::InstanceSpec& i : layout.instances) tps.push_back(i.tp);
+  return tps;
+}
+
+double MeanTotal(std::span<const RequestSample> samples) {
+  if (samples.empty()) return 0;
+  double total = 0;
+  for (const RequestSample& s : samples) total += static_cast<double>(s.total());
+  return total / static_cast<double>(samples.size());
+}
+
+PlanCandidate Describe(const CandidatePlan& c, int gpus_per_node) {
+  PlanCandidate out;
+  auto layout = LayoutFor(c, gpus_per_node);
+  out.layout = layout.ok() ? layout->ToString() : "?";
+  out.rollout_s = c.rollout_s;
+  out.train_s = c.train_s;
+  out.sync_s = c.sync_s;
+  out.step_s = c.step_s;
+  return out;
+}
+
+Result<std::unique_ptr<Planner>> CreateWith(const recipe::OptionTable& table, bool online,
+                                            std::string_view name) {
+  recipe::OptionReader r(table);
+  GrpOptions o;
+  o.online = online;
+  o.mode = r.String("search", "tree-dp", {"tree-dp", "exhaustive"}) == "exhaustive"
+               ? SearchMode::kExhaustive
+               : SearchMode::kTreeDp;
+  if (online) {
+    o.interval = static_cast<int>(r.Int("interval", o.interval, 0, 1 << 20));
+    o.warmup = static_cast<int>(r.Int("warmup", o.warmup, 0, 1 << 20));
+    o.cooldown = static_cast<int>(r.Int("cooldown", o.cooldown, 0, 1 << 20));
+    o.imbalance = r.Double("imbalance", o.imbalance, 1);
+    o.queue_pressure = r.Double("queue_pressure", o.queue_pressure, 0);
+    o.rejected_delta = static_cast<int>(r.Int("rejected_delta", o.rejected_delta, 1, 1 << 30));
+    o.drift = r.Double("drift", o.drift, 0);
+    o.min_gain = r.Double("min_gain", o.min_gain, 0, 1);
+    o.max_replica_moves =
+        static_cast<int>(r.Int("max_replica_moves", o.max_replica_moves, 0, 1 << 10));
+    o.reshard = r.Bool("reshard", o.reshard);
+    o.calibrate = r.Bool("calibrate", o.calibrate);
+    o.history = static_cast<int>(r.Int("history", o.history, 1, 1 << 20));
+  }
+  o.rollout_tps = Ints(r.IntList("rollout_tps", Int64s(o.rollout_tps), 1, 8));
+  for (int tp : o.rollout_tps) {
+    if (tp != 1 && tp != 2 && tp != 4 && tp != 8) {
+      r.Error("rollout_tps", StrFormat("must be 1, 2, 4 or 8 (got %d)", tp));
+      break;
+    }
+  }
+  if (o.rollout_tps.empty()) r.Error("rollout_tps", "must not be empty");
+  o.rollout_pattern = Ints(r.IntList("rollout_pattern", {}, 1, 8));
+  o.min_train_gpus = static_cast<int>(r.Int("min_train_gpus", o.min_train_gpus, 1, 1 << 20));
+  o.max_train_gpus = static_cast<int>(r.Int("max_train_gpus", o.max_train_gpus, 0, 1 << 20));
+  o.min_rollout_gpus = static_cast<int>(r.Int("min_rollout_gpus", o.min_rollout_gpus, 1, 1 << 20));
+  o.granularity = static_cast<int>(r.Int("granularity", o.granularity, 1, 1 << 20));
+  if (r.Has("train_gpus")) o.train_gpus = static_cast<int>(r.Int("train_gpus", 1, 1, 1 << 20));
+  LIBRA_RETURN_IF_ERROR(r.Finish());
+  return std::unique_ptr<Planner>(std::make_unique<GrpPlanner>(std::move(o), name));
+}
+
+}  // namespace
+
+Result<backend::Layout> LayoutFor(const CandidatePlan& plan, int gpus_per_node) {
+  backend::Layout layout;
+  LIBRA_ASSIGN_OR_RETURN(layout.instances, PackSizes(gpus_per_node, plan.rollout_tps));
+  layout.train_gpus = plan.train.gpus();
+  layout.train = plan.train;
+  return layout;
+}
+
+Result<std::unique_ptr<Planner>> GrpPlanner::Create(const recipe::OptionTable& options) {
+  return CreateWith(options, true, kGrpName);
+}
+
+Result<std::unique_ptr<Planner>> GrpPlanner::CreateNoEhp(const recipe::OptionTable& options) {
+  return CreateWith(options, false, kNoEhpName);
+}
+
+GrpPlanner::GrpPlanner(GrpOptions options, std::string_view name)
+    : options_(std::move(options)), name_(name) {}
+
+SearchSpace GrpPlanner::Space(bool online, const model::TrainLayout* current) const {
+  SearchSpace space;
+  space.nodes = context_.nodes;
+  space.gpus_per_node = context_.gpus_per_node;
+  space.rollout_tps = options_.rollout_tps;
+  space.node_pattern = options_.rollout_pattern;
+  space.min_train_gpus = options_.min_train_gpus;
+  space.max_train_gpus = options_.max_train_gpus;
+  space.min_rollout_gpus = options_.min_rollout_gpus;
+  space.granularity = options_.granularity;
+  space.fixed_train_gpus = options_.train_gpus;
+  space.max_num_seqs = context_.max_num_seqs;
+  if (online && current != nullptr && !options_.reshard) {
+    // Moves in whole replicas of the training layout in force.
+    space.train_tps = {current->tp};
+    space.train_pps = {current->pp};
+    space.micro_batches = {current->micro_batch};
+    space.granularity = std::lcm(space.granularity, current->tp * current->pp);
+  }
+  return space;
+}
+
+PipelineShape GrpPlanner::Shape() const {
+  PipelineShape shape;
+  shape.batch_trajectories = std::max(1, context_.batch_trajectories);
+  shape.staleness = context_.staleness;
+  shape.sync_path = context_.sync_path;
+  if (options_.calibrate) {
+    shape.rollout_scale = rollout_cal_.factor();
+    shape.train_scale = train_cal_.factor();
+  }
+  return shape;
+}
+
+std::vector<RequestSample> GrpPlanner::History() const {
+  return std::vector<RequestSample>(history_.begin(), history_.end());
+}
+
+std::optional<CandidatePlan> GrpPlanner::Predict(const backend::Layout& layout,
+                                                 std::span<const RequestSample> history) const {
+  auto plan = EvaluatePlan(*context_.cost, Space(false, nullptr), Shape(), history, layout.train,
+                           RolloutTps(layout));
+  if (!plan.ok()) return std::nullopt;
+  return *plan;
+}
+
+double GrpPlanner::TransitionSeconds(const backend::Layout& from, const backend::Layout& to,
+                                     std::span<const RequestSample> history) const {
+  const model::CostModel& cost = *context_.cost;
+  const std::vector<bool> kept = KeptInstances(from, to);
+  double switch_s = 0;
+  int leaving = 0;
+  for (size_t i = 0; i < from.instances.size(); ++i) {
+    if (kept[i]) continue;
+    ++leaving;
+    switch_s = std::max(switch_s, cost.RoleSwitchTime({model::SwitchDirection::kRolloutToTrain,
+                                                       from.instances[i].tp, to.train}));
+  }
+  for (size_t i = 0; i < to.instances.size(); ++i) {
+    if (i < kept.size() && kept[i]) continue;
+    switch_s = std::max(switch_s, cost.RoleSwitchTime({model::SwitchDirection::kTrainToRollout,
+                                                       to.instances[i].tp, from.train}));
+  }
+  // The trajectories the leaving instances held are re-prefilled elsewhere, half-way through on
+  // average, spread over the instances that stay.
+  double reprefill_s = 0;
+  if (leaving > 0 && !from.instances.empty()) {
+    const double per_instance = static_cast<double>(context_.batch_trajectories) *
+                                (context_.staleness > 0 ? 2.0 : 1.0) /
+                                static_cast<double>(from.instances.size());
+    const auto context = static_cast<int64_t>(MeanTotal(history) / 2);
+    const int staying = std::max<int>(1, static_cast<int>(to.instances.size()) - leaving);
+    reprefill_s =
+        per_instance * leaving * cost.PrefillTime(1, std::max<int64_t>(1, context), 0) / staying;
+  }
+  return switch_s + reprefill_s;
+}
+
+std::vector<backend::Layout> GrpPlanner::ElasticMoves(const backend::Layout& current) const {
+  std::vector<backend::Layout> moves;
+  const int replica = current.train.tp * current.train.pp;
+  const int gpn = context_.gpus_per_node;
+  for (int k = 1; k <= options_.max_replica_moves; ++k) {
+    const int gpus = k * replica;
+    // Rollout -> training: the last instances leave; GPUs they free beyond the replicas come
+    // back as TP1 instances.
+    {
+      backend::Layout next = current;
+      int freed = 0;
+      while (freed < gpus && !next.instances.empty()) {
+        freed += next.instances.back().tp;
+        next.instances.pop_back();
+      }
+      const int rollout = current.rollout_gpus() - gpus;
+      if (freed >= gpus && rollout >= options_.min_rollout_gpus && rollout > 0) {
+        int gpu = next.rollout_gpus();
+        for (int extra = freed - gpus; extra > 0; --extra, ++gpu) {
+          backend::InstanceSpec spec;
+          spec.id = InstanceId(static_cast<int64_t>(next.instances.size()));
+          spec.tp = 1;
+          spec.node = gpu / gpn;
+          spec.first_gpu = gpu;
+          next.instances.push_back(spec);
+        }
+        next.train_gpus += gpus;
+        next.train.dp += k;
+        if (!next.instances.empty()) moves.push_back(std::move(next));
+      }
+    }
+    // Training -> rollout: new instances after the current ones, the largest TP that packs.
+    if (current.train.dp - k >= 1 && current.train_gpus - gpus >= options_.min_train_gpus) {
+      std::vector<int> tps = options_.rollout_tps;
+      std::sort(tps.begin(), tps.end(), std::greater<>());
+      for (int tp : tps) {
+        auto added = PackInstances(gpn, current.rollout_gpus(), gpus, {tp});
+        if (!added.ok()) continue;
+        backend::Layout next = current;
+        for (backend::InstanceSpec spec : *added) {
+          spec.id = InstanceId(static_cast<int64_t>(next.instances.size()));
+          next.instances.push_back(spec);
+        }
+        next.train_gpus -= gpus;
+        next.train.dp -= k;
+        moves.push_back(std::move(next));
+        break;
+      }
+    }
+  }
+  return moves;
+}
+
+Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
+  context_ = context;
+  if (context.cost == nullptr) {
+    return Status::Unschedulable(std::string(name_) +
+                                 " plans with a cost model, and there is none");
+  }
+  history_.clear();
+  for (const TrajectorySize& t : context.history) {
+    history_.push_back(t);
+    if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
+  }
+  if (history_.empty()) {
+    return Status::Unschedulable(std::string(name_) +
+                                 " needs a length history (the startup profile) to plan");
+  }
+  const std::vector<RequestSample> history = History();
+  LIBRA_ASSIGN_OR_RETURN(SearchResult result, Search(*context.cost, Space(false, nullptr), Shape(),
+                                                     history, options_.mode));
+  if (!result.best) {
+    return Status::Unschedulable(StrFormat("%s found no feasible plan for %d GPUs (%s)",
+                                           std::string(name_).c_str(), context.total_gpus(),
+                                           StrJoin(result.trace.lines, "; ").c_str()));
+  }
+  Plan plan;
+  LIBRA_ASSIGN_OR_RETURN(plan.layout, LayoutFor(*result.best, context.gpus_per_node));
+  plan.predicted_step_s = result.best->step_s;
+  plan.reason = StrFormat(
+      "%s search over %d training budgets: rollout %.1f s, train %.1f s, sync %.1f s per step",
+      options_.mode == SearchMode::kTreeDp ? "Algorithm 1" : "exhaustive", result.trace.budgets,
+      result.best->rollout_s, result.best->train_s, result.best->sync_s);
+  for (size_t i = 0; i < result.top.size() && i < 5; ++i) {
+    plan.candidates.push_back(Describe(result.top[i], context.gpus_per_node));
+  }
+  plan.explain = result.trace.lines;
+  return plan;
+}
+
+std::optional<std::string> GrpPlanner::Trigger(const StepObservation& o) {
+  if (o.transition_in_flight) return std::nullopt;
+  if (o.step < options_.warmup) return std::nullopt;
+  if (o.step - last_change_step_ < options_.cooldown) return std::nullopt;
+  if (options_.interval > 0 && (o.step + 1) % options_.interval == 0) return "interval";
+  // Asynchronous: the trainer waited for rollout for more than (imbalance - 1) x its own work.
+  if (context_.staleness > 0 && o.wait_s > (options_.imbalance - 1) * (o.train_s + o.sync_s)) {
+    return "imbalance";
+  }
+  if (o.in_flight > 0 &&
+      static_cast<double>(o.waiting_turns) / o.in_flight >= options_.queue_pressure) {
+    return "queue_pressure";
+  }
+  if (o.rejected - last_rejected_ >= options_.rejected_delta) {
+    last_rejected_ = o.rejected;
+    return "rejected";
+  }
+  return std::nullopt;
+}
+
+std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
+  if (!options_.online || context_.cost == nullptr) return std::nullopt;
+  // Calibration against the layout in force, on this step's own trajectories; not during the
+  // warm-up (the first step also fills the pipeline) nor while a transition is under way.
+  if (options_.calibrate && !o.trajectories.empty() && o.step >= options_.warmup &&
+      !o.transition_in_flight) {
+    PipelineShape raw = Shape();
+    raw.rollout_scale = 1;
+    raw.train_scale = 1;
+    const std::vector<RequestSample> step(o.trajectories.begin(), o.trajectories.end());
+    auto predicted = EvaluatePlan(*context_.cost, Space(false, nullptr), raw, step, o.layout.train,
+                                  RolloutTps(o.layout));
+    if (predicted.ok()) {
+      train_cal_.Observe(predicted->train_s, o.train_s);
+      // Rollout alone is measured only when nothing overlaps it (synchronous), or when the
+      // trainer waited for it (the step was rollout-bound).
+      if (context_.staleness == 0) {
+        rollout_cal_.Observe(predicted->rollout_s, o.rollout_s);
+      } else if (o.wait_s > 0.01 * o.step_s) {
+        rollout_cal_.Observe(predicted->rollout_s, o.step_s);
+      }
+    }
+  }
+  // Drift: this step's lengths against the history before it.
+  const double before = MeanTotal(History());
+  for (const TrajectorySize& t : o.trajectories) {
+    history_.push_back(t);
+    if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
+  }
+  std::optional<std::string> trigger = Trigger(o);
+  if (!trigger && !o.transition_in_flight && o.step >= options_.warmup &&
+      o.step - last_change_step_ >= options_.cooldown && before > 0) {
+    const std::vector<RequestSample> step(o.trajectories.begin(), o.trajectories.end());
+    if (std::abs(MeanTotal(step) / before - 1) > options_.drift) trigger = "drift";
+  }
+  if (!trigger) return std::nullopt;
+
+  PlanDecision decision;
+  decision.trigger = *trigger;
+  const std::vector<RequestSample> history = History();
+  const std::optional<CandidatePlan> current = Predict(o.layout, history);
+  if (!current) {
+    decision.reason = "the layout in force is infeasible for the cost model; kept";
+    return decision;
+  }
+  decision.current_step_s = current->step_s;
+  decision.next_step_s = current->step_s;
+  const int remaining = std::max(0, context_.steps - (o.step + 1));
+
+  std::vector<backend::Layout> candidates = ElasticMoves(o.layout);
+  auto searched =
+      Search(*context_.cost, Space(true, &o.layout.train), Shape(), history, options_.mode);
+  if (searched.ok() && searched->best) {
+    auto layout = LayoutFor(*searched->best, context_.gpus_per_node);
+    if (layout.ok() && !(*layout == o.layout)) candidates.push_back(std::move(*layout));
+  }
+  std::optional<backend::Layout> best;
+  double best_gain = 0;
+  double best_step = current->step_s;
+  double best_transition = 0;
+  for (const backend::Layout& layout : candidates) {
+    const std::optional<CandidatePlan> predicted = Predict(layout, history);
+    if (!predicted) continue;
+    const double transition = TransitionSeconds(o.layout, layout, history);
+    const double per_step = current->step_s - predicted->step_s;
+    const double gain = per_step * remaining - transition;
+    if (!best || gain > best_gain) {
+      best = layout;
+      best_gain = gain;
+      best_step = predicted->step_s;
+      best_transition = transition;
+    }
+  }
+  if (!best) {
+    decision.reason = "no feasible candidate; kept";
+    return decision;
+  }
+  decision.candidate_step_s = best_step;
+  decision.transition_s = best_transition;
+  decision.gain_s = best_gain;
+  const double relative = (current->step_s - best_step) / current->step_s;
+  if (best_gain <= 0 || relative < options_.min_gain) {
+    decision.reason = StrFormat(
+        "kept: the best candidate (%s) saves %.1f%% per step, %.1f s over %d steps net of a "
+        "%.1f s transition",
+        best->ToString().c_str(), 100 * relative, best_gain, remaining, best_transition);
+    return decision;
+  }
+  decision.layout = best;
+  decision.next_step_s = best_step;
+  decision.reason = StrFormat(
+      "moved: %.1f%% faster per step (%.1f s -> %.1f s predicted), %.1f s saved over %d steps "
+      "net of a %.1f s transition",
+      100 * relative, current->step_s, best_step, best_gain, remaining, best_transition);
+  last_change_step_ = o.step;
+  return decision;
+}
+
+}  // namespace libra::planner

@@ -1,0 +1,115 @@
+// GrpPlanner ("grp"): Libra's global resource planner. Decides how many GPUs train and how many
+// roll out, with which training parallelism and which mix of rollout TP sizes, and changes that
+// while the run goes on, through the elastic hybrid pool. "no-ehp" is the same planner without
+// online re-planning (plan once at the start): the ablation.
+//
+// Assumptions: the cost model ranks layouts correctly up to a factor per side (rollout,
+// training) that calibration learns from measured steps; the recent trajectories predict the
+// next steps' lengths; a worker moves between rollout and training at a step boundary, in whole
+// training replicas, and costs a role switch (cost model) plus the re-prefill of the
+// trajectories its instance held.
+//
+// Algorithm:
+//  1. Initial plan: Search (Algorithm 1: training tree x rollout DP, search.h) over the startup
+//     length profile; the best predicted steady-state step time wins.
+//  2. After each step (online only): the step's trajectories join the length history (FIFO);
+//     calibration compares the measured rollout and training times with the model's prediction
+//     for the layout in force (EWMA with change-point reset, calibrator.h).
+//  3. Triggers, in order: a transition under way, warmup or cooldown -> no look; every
+//     `interval` steps ("interval"); asynchronous pipelines whose rollout and training+sync
+//     differ by more than `imbalance` x ("imbalance"); waiting turns per trajectory in flight
+//     >= `queue_pressure` ("queue_pressure"); `rejected_delta` more stale rejections
+//     ("rejected"); the step's mean trajectory length off the history mean by more than `drift`
+//     ("drift"). No trigger: no decision.
+//  4. Candidates: the search's best (training TP and PP fixed to the current ones unless
+//     `reshard`, so training changes by whole replicas), and the elastic moves: the current
+//     layout with k = 1..`max_replica_moves` replicas moved from rollout to training (the last
+//     instances leave) or back (new instances at the end).
+//  5. Transition rule: a candidate is applied only when its net gain, (current - candidate
+//     predicted step time) x remaining steps - transition cost, is positive and the per-step gain
+//     is at least `min_gain` of the current step time. The best net gain wins.
+// Knobs: see GrpOptions; every decision is recorded with its trigger and predicted times.
+#pragma once
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/calibrator.h"
+#include "planner/planner.h"
+#include "planner/search.h"
+
+namespace libra::planner {
+
+inline constexpr std::string_view kGrpName = "grp";
+inline constexpr std::string_view kNoEhpName = "no-ehp";
+
+struct GrpOptions {
+  SearchMode mode = SearchMode::kTreeDp;
+  /// Re-plan while the run goes on (false: "no-ehp", plan once).
+  bool online = true;
+  int interval = 5;
+  int warmup = 1;
+  int cooldown = 2;
+  double imbalance = 1.25;
+  double queue_pressure = 0.75;
+  int rejected_delta = 8;
+  double drift = 0.25;
+  double min_gain = 0.02;
+  int max_replica_moves = 4;
+  bool reshard = false;
+  bool calibrate = true;
+  int history = 4096;
+  /// The search space's constraints (search.h): allowed rollout TPs, an optional per-node
+  /// pattern, bounds and granularity of the training side.
+  std::vector<int> rollout_tps = {1, 2, 4, 8};
+  std::vector<int> rollout_pattern;
+  int min_train_gpus = 1;
+  int max_train_gpus = 0;
+  int min_rollout_gpus = 1;
+  int granularity = 1;
+  std::optional<int> train_gpus;
+};
+
+class GrpPlanner : public Planner {
+ public:
+  static Result<std::unique_ptr<Planner>> Create(const recipe::OptionTable& options);
+  static Result<std::unique_ptr<Planner>> CreateNoEhp(const recipe::OptionTable& options);
+  GrpPlanner(GrpOptions options, std::string_view name);
+
+  std::string_view Name() const override { return name_; }
+  Result<Plan> Initial(const PlanContext& context) override;
+  std::optional<PlanDecision> OnStep(const StepObservation& observation) override;
+
+  const GrpOptions& options() const { return options_; }
+  double rollout_factor() const { return rollout_cal_.factor(); }
+  double train_factor() const { return train_cal_.factor(); }
+
+ private:
+  SearchSpace Space(bool online, const model::TrainLayout* current) const;
+  PipelineShape Shape() const;
+  std::vector<RequestSample> History() const;
+  /// Calibrated prediction of a layout on the history; nullopt when infeasible.
+  std::optional<CandidatePlan> Predict(const backend::Layout& layout,
+                                       std::span<const RequestSample> history) const;
+  double TransitionSeconds(const backend::Layout& from, const backend::Layout& to,
+                           std::span<const RequestSample> history) const;
+  std::optional<std::string> Trigger(const StepObservation& observation);
+  std::vector<backend::Layout> ElasticMoves(const backend::Layout& current) const;
+
+  GrpOptions options_;
+  std::string_view name_;
+  PlanContext context_;
+  std::deque<RequestSample> history_;
+  Calibrator rollout_cal_;
+  Calibrator train_cal_;
+  int last_change_step_ = -1000000;
+  int64_t last_rejected_ = 0;
+};
+
+/// The layout a searched plan describes: rollout instances packed on the first GPUs (largest
+/// TP first), training on the rest.
+Result<backend::Layout> LayoutFor(const CandidatePlan& plan, int gpus_per_node);
+
+}  // namespace libra::planner

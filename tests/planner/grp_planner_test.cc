@@ -1,0 +1,205 @@
+#include "planner/grp_planner.h"
+
+#include <gtest/gtest.h>
+
+#include "model/catalog.h"
+#include "model/cost_model.h"
+#include "support/test_util.h"
+
+namespace libra::planner {
+namespace {
+
+recipe::OptionValue IntValue(int64_t x) {
+  recipe::OptionValue v;
+  v.kind = recipe::OptionValue::Kind::kInt;
+  v.int_value = x;
+  v.where = "r.toml:10:1";
+  return v;
+}
+
+recipe::OptionTable Options(std::vector<std::pair<std::string, recipe::OptionValue>> entries) {
+  recipe::OptionTable table;
+  table.path = "system.planner_options";
+  table.where = "r.toml:9:1";
+  for (auto& [key, value] : entries) table.entries.push_back({key, value});
+  return table;
+}
+
+// Qwen3-14B on 6 x 8 A800 (the paper's cluster), 256 trajectories per step, r2e-gym-like
+// lengths: prompts of 1,500 tokens, 800..15,500 generated, 300 of tool output.
+struct Fixture {
+  explicit Fixture(int staleness = 2, int steps = 20) {
+    const model::CostModelContext mc{model::FindGpu("A800-80G").value(),
+                                     model::FindModel("Qwen3-14B").value(), 8};
+    cost = model::BuiltinCostModels().Create("roofline", mc, recipe::OptionTable()).value();
+    context.nodes = 6;
+    context.gpus_per_node = 8;
+    context.batch_trajectories = 256;
+    context.staleness = staleness;
+    context.steps = steps;
+    context.cost = cost.get();
+    context.max_sequence_tokens = 20000;
+    context.typical_sequence_tokens = 6000;
+    for (int i = 0; i < 128; ++i) context.history.push_back(Sample(i, 1.0));
+  }
+  static TrajectorySize Sample(int i, double scale) {
+    return {1500, static_cast<int64_t>(scale * (800 + 300 * (i % 50))), 300};
+  }
+  std::unique_ptr<model::CostModel> cost;
+  PlanContext context;
+};
+
+std::unique_ptr<GrpPlanner> Make(const recipe::OptionTable& options = {}) {
+  auto planner = GrpPlanner::Create(options);
+  EXPECT_OK(planner);
+  return std::unique_ptr<GrpPlanner>(static_cast<GrpPlanner*>(planner.value().release()));
+}
+
+StepObservation Observe(const Plan& plan, int step, std::vector<TrajectorySize> trajectories,
+                        double rollout_s, double train_s) {
+  StepObservation o;
+  o.step = step;
+  o.layout = plan.layout;
+  o.rollout_s = rollout_s;
+  o.train_s = train_s;
+  o.step_s = std::max(rollout_s, train_s);
+  o.trajectories = std::move(trajectories);
+  o.in_flight = 256;
+  return o;
+}
+
+TEST(GrpPlannerTest, InitialPlanIsTheSearchsBestOnTheStartupProfile) {
+  Fixture f;
+  auto planner = Make();
+  EXPECT_EQ(planner->Name(), "grp");
+  auto plan = planner->Initial(f.context);
+  ASSERT_OK(plan);
+  EXPECT_EQ(plan->layout.train_gpus + plan->layout.rollout_gpus(), 48);
+  EXPECT_EQ(plan->layout.train.gpus(), plan->layout.train_gpus);
+  const std::vector<int64_t> longest = {20000};
+  EXPECT_FALSE(f.cost->TrainStep(plan->layout.train, model::TrainPasses(), longest).oom());
+  ASSERT_TRUE(plan->predicted_step_s.has_value());
+  ASSERT_FALSE(plan->candidates.empty());
+  EXPECT_DOUBLE_EQ(plan->candidates.front().step_s, *plan->predicted_step_s);
+  for (size_t i = 1; i < plan->candidates.size(); ++i) {
+    EXPECT_LE(plan->candidates[i - 1].step_s, plan->candidates[i].step_s);
+  }
+  EXPECT_FALSE(plan->explain.empty());
+  // The plan is what Search finds on the same input.
+  SearchSpace space;
+  space.nodes = 6;
+  PipelineShape shape;
+  shape.batch_trajectories = 256;
+  shape.staleness = 2;
+  auto searched = Search(*f.cost, space, shape, f.context.history);
+  ASSERT_OK(searched);
+  ASSERT_TRUE(searched->best.has_value());
+  EXPECT_DOUBLE_EQ(searched->best->step_s, *plan->predicted_step_s);
+  // Rollout first, training last: instance ids in GPU order from GPU 0.
+  EXPECT_EQ(plan->layout.instances.front().first_gpu, 0);
+}
+
+TEST(GrpPlannerTest, NoEhpPlansOnceAndNeverLooksAgain) {
+  Fixture f;
+  auto planner = GrpPlanner::CreateNoEhp(recipe::OptionTable());
+  ASSERT_OK(planner);
+  EXPECT_EQ((*planner)->Name(), "no-ehp");
+  auto plan = (*planner)->Initial(f.context);
+  ASSERT_OK(plan);
+  for (int step = 0; step < 10; ++step) {
+    EXPECT_FALSE((*planner)->OnStep(Observe(*plan, step, f.context.history, 100, 10)).has_value());
+  }
+  // Online knobs are not options of no-ehp.
+  EXPECT_FALSE(GrpPlanner::CreateNoEhp(Options({{"interval", IntValue(3)}})).ok());
+}
+
+TEST(GrpPlannerTest, LooksOnlyWhenTriggered) {
+  // interval 4, warmup 1, cooldown 2: step 0 is warm-up, steps 1 and 2 have no trigger (steady
+  // lengths, no waiting), step 3 is the interval.
+  Fixture f;
+  auto planner = Make(Options({{"interval", IntValue(4)}}));
+  auto plan = planner->Initial(f.context);
+  ASSERT_OK(plan);
+  const double predicted = *plan->predicted_step_s;
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE(step);
+    EXPECT_FALSE(planner->OnStep(Observe(*plan, step, f.context.history, predicted, 1)));
+  }
+  const auto decision = planner->OnStep(Observe(*plan, 3, f.context.history, predicted, 1));
+  ASSERT_TRUE(decision.has_value());
+  EXPECT_EQ(decision->trigger, "interval");
+  ASSERT_TRUE(decision->current_step_s.has_value());
+  ASSERT_TRUE(decision->next_step_s.has_value());
+}
+
+TEST(GrpPlannerTest, DriftTriggersAndTheTransitionMustPayOverTheRemainingSteps) {
+  // Lengths double at step 2 ("drift"). With 200 steps left a better layout repays its
+  // transition; with no step left nothing can, and the decision says kept.
+  for (int steps : {3, 200}) {
+    SCOPED_TRACE(steps);
+    Fixture f(2, steps);
+    auto planner = Make(Options({{"interval", IntValue(0)}}));
+    auto plan = planner->Initial(f.context);
+    ASSERT_OK(plan);
+    std::vector<TrajectorySize> longer;
+    for (int i = 0; i < 256; ++i) longer.push_back(Fixture::Sample(i, 2.0));
+    EXPECT_FALSE(planner->OnStep(Observe(*plan, 1, f.context.history, 50, 5)));
+    const auto d = planner->OnStep(Observe(*plan, 2, longer, 50, 5));
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->trigger, "drift");
+    ASSERT_TRUE(d->gain_s.has_value());
+    ASSERT_TRUE(d->transition_s.has_value());
+    EXPECT_GT(*d->transition_s, 0);
+    if (steps == 3) {
+      EXPECT_FALSE(d->layout.has_value());
+      EXPECT_LE(*d->gain_s, 0);
+      EXPECT_NE(d->reason.find("kept"), std::string::npos);
+    } else if (d->layout) {
+      EXPECT_GT(*d->gain_s, 0);
+      EXPECT_LT(*d->candidate_step_s, *d->current_step_s);
+      // Whole replicas of the training layout in force.
+      EXPECT_EQ(d->layout->train.tp, plan->layout.train.tp);
+      EXPECT_EQ(d->layout->train.pp, plan->layout.train.pp);
+      EXPECT_EQ((d->layout->train_gpus - plan->layout.train_gpus) %
+                    (plan->layout.train.tp * plan->layout.train.pp),
+                0);
+      EXPECT_EQ(d->layout->train_gpus + d->layout->rollout_gpus(), 48);
+    }
+  }
+}
+
+TEST(GrpPlannerTest, CalibrationLearnsMeasuredOverPredicted) {
+  // Synchronous: the measured rollout is 1.5 x the model's and training 0.8 x; the factors
+  // converge there, and later predictions include them.
+  Fixture f(0);
+  auto planner = Make(Options({{"interval", IntValue(0)}}));
+  auto plan = planner->Initial(f.context);
+  ASSERT_OK(plan);
+  SearchSpace space;
+  space.nodes = 6;
+  PipelineShape shape;
+  shape.batch_trajectories = 256;
+  std::vector<int> tps;
+  for (const backend::InstanceSpec& i : plan->layout.instances) tps.push_back(i.tp);
+  std::vector<TrajectorySize> batch;
+  for (int i = 0; i < 256; ++i) batch.push_back(Fixture::Sample(i, 1.0));
+  auto raw = EvaluatePlan(*f.cost, space, shape, batch, plan->layout.train, tps);
+  ASSERT_OK(raw);
+  for (int step = 0; step < 12; ++step) {
+    planner->OnStep(Observe(*plan, step, batch, 1.5 * raw->rollout_s, 0.8 * raw->train_s));
+  }
+  EXPECT_NEAR(planner->rollout_factor(), 1.5, 1e-6);
+  EXPECT_NEAR(planner->train_factor(), 0.8, 1e-6);
+}
+
+TEST(GrpPlannerTest, ChecksItsOptionsAndNeedsACostModel) {
+  EXPECT_FALSE(GrpPlanner::Create(Options({{"interval", IntValue(-1)}})).ok());
+  EXPECT_FALSE(GrpPlanner::Create(Options({{"rollout_tps", IntValue(3)}})).ok());
+  EXPECT_FALSE(GrpPlanner::Create(Options({{"bogus", IntValue(3)}})).ok());
+  auto planner = Make();
+  PlanContext context;
+  EXPECT_EQ(planner->Initial(context).status().code(), StatusCode::kUnschedulable);
+}
+
+}  // namespace
+}  // namespace libra::planner
