@@ -278,9 +278,16 @@ std::optional<std::string> GrpPlanner::Trigger(const StepObservation& o) {
   if (o.step < options_.warmup) return std::nullopt;
   if (o.step - last_change_step_ < options_.cooldown) return std::nullopt;
   if (options_.interval > 0 && (o.step + 1) % options_.interval == 0) return "interval";
-  // Asynchronous: the trainer waited for rollout for more than (imbalance - 1) x its own work.
-  if (context_.staleness > 0 && o.wait_s > (options_.imbalance - 1) * (o.train_s + o.sync_s)) {
-    return "imbalance";
+  // Asynchronous: over the last three steps the trainer waited for rollout for more than
+  // (imbalance - 1) x its own work (one slow step is noise, not an imbalance).
+  if (context_.staleness > 0 && recent_.size() >= 3) {
+    double wait = 0;
+    double work = 0;
+    for (const RecentStep& r : recent_) {
+      wait += r.wait_s;
+      work += r.train_s + r.sync_s;
+    }
+    if (wait > (options_.imbalance - 1) * work) return "imbalance";
   }
   if (o.in_flight > 0 &&
       static_cast<double>(o.waiting_turns) / o.in_flight >= options_.queue_pressure) {
@@ -295,6 +302,8 @@ std::optional<std::string> GrpPlanner::Trigger(const StepObservation& o) {
 
 std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   if (!options_.online || context_.cost == nullptr) return std::nullopt;
+  recent_.push_back({o.step_s, o.wait_s, o.train_s, o.sync_s});
+  while (recent_.size() > 3) recent_.pop_front();
   // Calibration against the layout in force, on this step's own trajectories; not during the
   // warm-up (the first step also fills the pipeline) nor while a transition is under way.
   if (options_.calibrate && !o.trajectories.empty() && o.step >= options_.warmup &&
@@ -308,11 +317,18 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
     if (predicted.ok()) {
       train_cal_.Observe(predicted->train_s, o.train_s);
       // Rollout alone is measured only when nothing overlaps it (synchronous), or when the
-      // trainer waited for it (the step was rollout-bound).
+      // trainer waited for it over the last steps (rollout-bound); asynchronous step times
+      // alternate as batches run ahead by up to `staleness` steps, so their mean is compared.
       if (context_.staleness == 0) {
         rollout_cal_.Observe(predicted->rollout_s, o.rollout_s);
-      } else if (o.wait_s > 0.01 * o.step_s) {
-        rollout_cal_.Observe(predicted->rollout_s, o.step_s);
+      } else if (recent_.size() >= 3) {
+        double mean_step = 0;
+        double mean_wait = 0;
+        for (const RecentStep& r : recent_) {
+          mean_step += r.step_s / static_cast<double>(recent_.size());
+          mean_wait += r.wait_s / static_cast<double>(recent_.size());
+        }
+        if (mean_wait > 0.01 * mean_step) rollout_cal_.Observe(predicted->rollout_s, mean_step);
       }
     }
   }

@@ -16,8 +16,9 @@
 //     calibration compares the measured rollout and training times with the model's prediction
 //     for the layout in force (EWMA with change-point reset, calibrator.h).
 //  3. Triggers, in order: a transition under way, warmup or cooldown -> no look; every
-//     `interval` steps ("interval"); asynchronous pipelines whose rollout and training+sync
-//     differ by more than `imbalance` x ("imbalance"); waiting turns per trajectory in flight
+//     `interval` steps ("interval"); asynchronous pipelines whose trainer waited for rollout more
+//     than (`imbalance` - 1) x its train + sync time over the last three steps ("imbalance");
+//     waiting turns per trajectory in flight
 //     >= `queue_pressure` ("queue_pressure"); `rejected_delta` more stale rejections
 //     ("rejected"); the step's mean trajectory length off the history mean by more than `drift`
 //     ("drift"). No trigger: no decision.
@@ -105,6 +106,13 @@ class GrpPlanner : public Planner {
   Calibrator rollout_cal_;
   Calibrator train_cal_;
   int last_change_step_ = -1000000;
+  struct RecentStep {
+    double step_s = 0;
+    double wait_s = 0;
+    double train_s = 0;
+    double sync_s = 0;
+  };
+  std::deque<RecentStep> recent_;  // the last three steps
   int64_t last_rejected_ = 0;
 };
 

@@ -26,10 +26,11 @@ constexpr int64_t kMaxMultisetStates = int64_t{1} << 20;
 /// `max_requests` evenly spaced ranks, the shortest and the longest included.
 std::vector<RequestSample> SampleHistory(std::span<const RequestSample> history, int max_requests) {
   std::vector<RequestSample> sorted(history.begin(), history.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const RequestSample& a, const RequestSample& b) {
-    return std::make_tuple(a.total(), a.prompt_tokens, a.generated_tokens, a.tool_tokens) <
-           std::make_tuple(b.total(), b.prompt_tokens, b.generated_tokens, b.tool_tokens);
-  });
+  std::stable_sort(
+      sorted.begin(), sorted.end(), [](const RequestSample& a, const RequestSample& b) {
+        return std::make_tuple(a.total(), a.prompt_tokens, a.generated_tokens, a.tool_tokens) <
+               std::make_tuple(b.total(), b.prompt_tokens, b.generated_tokens, b.tool_tokens);
+      });
   const int64_t n = static_cast<int64_t>(sorted.size());
   const int64_t m = std::min<int64_t>(n, std::max(1, max_requests));
   if (m == n) return sorted;
@@ -53,6 +54,15 @@ std::vector<int> SortedUnique(std::vector<int> values) {
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
   return values;
+}
+
+/// The rollout TP sizes of free layouts: those of rollout_tps dividing a node, ascending.
+std::vector<int> AllowedRolloutTps(const SearchSpace& space) {
+  std::vector<int> tps;
+  for (int tp : SortedUnique(space.rollout_tps)) {
+    if (tp >= 1 && tp <= space.gpus_per_node && space.gpus_per_node % tp == 0) tps.push_back(tp);
+  }
+  return tps;
 }
 
 std::string IntList(const std::vector<int>& values) {
@@ -105,18 +115,19 @@ class SegmentTable {
  public:
   SegmentTable(const model::CostModel& cost, std::vector<int> tps,
                const std::vector<RequestSample>& sample, double weight, int max_num_seqs,
-               int64_t* evaluations)
+               int staleness, int64_t* evaluations)
       : tps_(std::move(tps)), n_(static_cast<int>(sample.size())) {
     const size_t side = static_cast<size_t>(n_ + 1);
     values_.assign(tps_.size() * side * side, 0.0);
     for (size_t k = 0; k < tps_.size(); ++k) {
       for (int j = 0; j < n_; ++j) {
         for (int i = j + 1; i <= n_; ++i) {
-          values_[Index(static_cast<int>(k), j, i)] = InstanceMakespan(
-              cost, tps_[k],
-              std::span<const RequestSample>(sample).subspan(static_cast<size_t>(j),
-                                                             static_cast<size_t>(i - j)),
-              weight, max_num_seqs);
+          const auto run = std::span<const RequestSample>(sample).subspan(
+              static_cast<size_t>(j), static_cast<size_t>(i - j));
+          values_[Index(static_cast<int>(k), j, i)] =
+              staleness > 0
+                  ? InstanceSteadyTime(cost, tps_[k], run, weight, max_num_seqs, staleness)
+                  : InstanceMakespan(cost, tps_[k], run, weight, max_num_seqs);
           ++*evaluations;
         }
       }
@@ -148,7 +159,7 @@ class SegmentTable {
 /// a contiguous, possibly empty run, in the best order of the instances. A DP over (instances
 /// used of each size, requests covered); at most n instances of a size can be busy, so counts
 /// are capped at n. Beyond kMaxMultisetStates the instances are taken in ascending TP order.
-double MultisetMakespan(const SegmentTable& seg, const std::vector<int>& tps) {
+double MultisetMakespan(const SegmentTable& seg, const std::vector<int>& tps, int64_t* cells) {
   const int n = seg.n();
   std::map<int, int> counts;
   for (int tp : tps) ++counts[tp];
@@ -162,6 +173,7 @@ double MultisetMakespan(const SegmentTable& seg, const std::vector<int>& tps) {
   int64_t states = 1;
   for (int cap : caps) states *= cap + 1;
   if (states * (n + 1) > kMaxMultisetStates) {
+    *cells += std::accumulate(caps.begin(), caps.end(), int64_t{0}) * (n + 1);
     // Instances in ascending TP order: f[i] = best for the first i requests.
     std::vector<double> f(side, kInf);
     f[0] = 0;
@@ -181,6 +193,7 @@ double MultisetMakespan(const SegmentTable& seg, const std::vector<int>& tps) {
     }
     return f[static_cast<size_t>(n)];
   }
+  *cells += states * (n + 1);
   std::vector<int64_t> stride(kinds.size(), 1);
   for (size_t t = 1; t < kinds.size(); ++t) stride[t] = stride[t - 1] * (caps[t - 1] + 1);
   std::vector<double> value(static_cast<size_t>(states) * side, kInf);
@@ -223,8 +236,8 @@ class RolloutDp {
  public:
   RolloutDp(const SegmentTable& seg, int max_gpus, int64_t* cells)
       : seg_(seg), kinds_(static_cast<int>(seg.tps().size())), gpus_(max_gpus), n_(seg.n()) {
-    const size_t size = static_cast<size_t>(kinds_) * static_cast<size_t>(gpus_ + 1) *
-                        static_cast<size_t>(n_ + 1);
+    const size_t size =
+        static_cast<size_t>(kinds_) * static_cast<size_t>(gpus_ + 1) * static_cast<size_t>(n_ + 1);
     e_.assign(size, kInf);
     l_.assign(size, kInf);
     e_kind_.assign(size, -1);
@@ -329,9 +342,7 @@ class RolloutDp {
 class RolloutEnumeration {
  public:
   explicit RolloutEnumeration(const SegmentTable& seg)
-      : seg_(seg),
-        best_(seg.tps().size(), kInf),
-        best_layout_(seg.tps().size()) {}
+      : seg_(seg), best_(seg.tps().size(), kInf), best_layout_(seg.tps().size()) {}
 
   void Free(int gpus) { Sequences(gpus, 0, 0.0); }
 
@@ -413,8 +424,9 @@ double FreeEnumerations(const std::vector<int>& tps, int gpus, int n) {
   for (int g = 1; g <= gpus; ++g) {
     for (int k = 1; k <= g; ++k) {
       for (int tp : tps) {
-        if (tp <= g) ways[static_cast<size_t>(g)][static_cast<size_t>(k)] +=
-            ways[static_cast<size_t>(g - tp)][static_cast<size_t>(k - 1)];
+        if (tp <= g)
+          ways[static_cast<size_t>(g)][static_cast<size_t>(k)] +=
+              ways[static_cast<size_t>(g - tp)][static_cast<size_t>(k - 1)];
       }
     }
   }
@@ -446,7 +458,6 @@ struct Problem {
   const model::CostModel* cost = nullptr;
   const SearchSpace* space = nullptr;
   const PipelineShape* shape = nullptr;
-  int total_gpus = 0;
   std::vector<RequestSample> sample;
   double weight = 1;
   std::vector<int64_t> batch;
@@ -525,7 +536,8 @@ void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
 
 std::string PrunedString(const std::map<std::string, int>& pruned) {
   std::vector<std::string> items;
-  for (const auto& [reason, count] : pruned) items.push_back(StrFormat("%s %d", reason.c_str(), count));
+  for (const auto& [reason, count] : pruned)
+    items.push_back(StrFormat("%s %d", reason.c_str(), count));
   return items.empty() ? "nothing feasible" : StrJoin(items, ", ");
 }
 
@@ -537,6 +549,156 @@ Status CheckPositive(const std::vector<int>& values, const char* name) {
   return Status();
 }
 
+/// Sizes and bounds that make no space at all.
+Status ValidateSpace(const SearchSpace& space, const PipelineShape& shape) {
+  if (space.nodes < 1 || space.gpus_per_node < 1) {
+    return Status::InvalidArgument(
+        StrFormat("a cluster of %d nodes x %d GPUs", space.nodes, space.gpus_per_node));
+  }
+  LIBRA_RETURN_IF_ERROR(CheckPositive(space.train_tps, "train_tps"));
+  LIBRA_RETURN_IF_ERROR(CheckPositive(space.train_pps, "train_pps"));
+  LIBRA_RETURN_IF_ERROR(CheckPositive(space.micro_batches, "micro_batches"));
+  if (space.granularity < 1 || space.max_requests < 1 || space.max_requests > kMaxSampleRequests ||
+      space.max_num_seqs < 1 || shape.batch_trajectories < 1) {
+    return Status::InvalidArgument(
+        StrFormat("granularity (%d), max_num_seqs (%d) and batch_trajectories (%d) must be >= 1, "
+                  "max_requests (%d) in [1, %d]",
+                  space.granularity, space.max_num_seqs, shape.batch_trajectories,
+                  space.max_requests, kMaxSampleRequests));
+  }
+  const int gpn = space.gpus_per_node;
+  if (space.node_pattern.empty()) {
+    if (AllowedRolloutTps(space).empty()) {
+      return Status::InvalidArgument(StrFormat("no rollout TP of {%s} divides %d GPUs per node",
+                                               IntList(space.rollout_tps).c_str(), gpn));
+    }
+  } else {
+    for (int tp : space.node_pattern) {
+      if (tp < 1 || tp > gpn) {
+        return Status::InvalidArgument(
+            StrFormat("node_pattern {%s}: TP %d does not fit a node of %d GPUs",
+                      IntList(space.node_pattern).c_str(), tp, gpn));
+      }
+    }
+  }
+  return Status();
+}
+
+/// The training budgets, ascending.
+Result<std::vector<int>> TrainingBudgets(const SearchSpace& space) {
+  const int total = space.nodes * space.gpus_per_node;
+  const int min_rollout = std::max(1, space.min_rollout_gpus);
+  if (space.fixed_train_gpus) {
+    const int fixed = *space.fixed_train_gpus;
+    if (fixed < 1 || fixed > total - min_rollout) {
+      return Status::InvalidArgument(
+          StrFormat("fixed_train_gpus = %d does not leave %d of the %d GPUs to rollout", fixed,
+                    min_rollout, total));
+    }
+    return std::vector<int>{fixed};
+  }
+  int max_train = total - min_rollout;
+  if (space.max_train_gpus > 0) max_train = std::min(max_train, space.max_train_gpus);
+  std::vector<int> budgets;
+  for (int n = std::max(1, space.min_train_gpus); n <= max_train; ++n) {
+    if (n % space.granularity == 0) budgets.push_back(n);
+  }
+  if (budgets.empty()) {
+    return Status::InvalidArgument(StrFormat(
+        "no training budget: multiples of %d in [%d, %d] of %d GPUs leaving %d to rollout",
+        space.granularity, space.min_train_gpus, max_train, total, min_rollout));
+  }
+  return budgets;
+}
+
+/// A feasible training leaf against every rollout option of its budget (the budget's best so far
+/// in `best`). The tree mode first cuts leaves whose training alone cannot beat `best` ("bound").
+void Leaf(Problem& p, int budget, int tp, int pp, int micro, const RolloutSide& side, bool bound,
+          std::map<std::string, int>& pruned, std::optional<CandidatePlan>& best) {
+  const PipelineShape& shape = *p.shape;
+  const model::TrainLayout layout{tp, pp, budget / (tp * pp), micro};
+  const model::TrainEstimate e = p.cost->TrainStep(layout, shape.passes, p.batch);
+  if (e.oom()) {
+    Count(pruned, "oom");
+    return;
+  }
+  const double train_s = e.step_s * shape.train_scale;
+  if (bound && best) {
+    double fastest_rollout = kInf;
+    for (const RolloutOption& o : side.options) {
+      fastest_rollout = std::min(fastest_rollout, o.makespan * shape.rollout_scale);
+    }
+    // Exact: the step is at least this with any rollout option and any sync (>= 0).
+    if (StepTime(shape, fastest_rollout, train_s, 0) >= best->step_s) {
+      Count(pruned, "bound");
+      return;
+    }
+  }
+  for (const RolloutOption& o : side.options) Offer(p, layout, train_s, o, best);
+}
+
+/// Algorithm 1's training tree of one budget: TP nodes, PP nodes, micro-batch leaves, each
+/// pruned as soon as a filter fails.
+std::optional<CandidatePlan> TrainingTree(Problem& p, int budget, const RolloutSide& side,
+                                          std::map<std::string, int>& pruned, int& nodes) {
+  const SearchSpace& space = *p.space;
+  const int batch = p.shape->batch_trajectories;
+  std::optional<CandidatePlan> best;
+  for (int tp : p.train_tps) {
+    ++nodes;
+    if (budget % tp != 0 || tp > space.gpus_per_node || space.gpus_per_node % tp != 0) {
+      Count(pruned, "tp_divides");
+      continue;
+    }
+    if (p.TpCommRatio(tp) > space.max_tp_comm_ratio) {
+      Count(pruned, "tp_comm_ratio");
+      continue;
+    }
+    for (int pp : p.train_pps) {
+      ++nodes;
+      if (budget % (tp * pp) != 0 || p.cost->arch().layers % pp != 0) {
+        Count(pruned, "pp_divides");
+        continue;
+      }
+      const int dp = budget / (tp * pp);
+      for (int micro : p.micro_batches) {
+        ++nodes;
+        if (batch % (dp * micro) != 0) {
+          Count(pruned, "batch_divides");
+          continue;
+        }
+        const int n_micro = batch / (dp * micro);
+        if (static_cast<double>(pp - 1) / (pp + n_micro - 1) > space.max_bubble) {
+          Count(pruned, "bubble");
+          continue;
+        }
+        Leaf(p, budget, tp, pp, micro, side, /*bound=*/true, pruned, best);
+      }
+    }
+  }
+  return best;
+}
+
+/// The exhaustive mode's training side: every (TP, PP, micro-batch) leaf, filtered one by one.
+std::optional<CandidatePlan> EveryLeaf(Problem& p, int budget, const RolloutSide& side,
+                                       std::map<std::string, int>& pruned, int& nodes) {
+  std::optional<CandidatePlan> best;
+  for (int tp : p.train_tps) {
+    for (int pp : p.train_pps) {
+      for (int micro : p.micro_batches) {
+        ++nodes;
+        const std::string reason = LeafFilter(p, budget, tp, pp, micro);
+        if (!reason.empty()) {
+          Count(pruned, reason);
+          continue;
+        }
+        Leaf(p, budget, tp, pp, micro, side, /*bound=*/false, pruned, best);
+      }
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 int CandidatePlan::rollout_gpus() const {
@@ -544,10 +706,11 @@ int CandidatePlan::rollout_gpus() const {
 }
 
 std::string CandidatePlan::ToString() const {
-  return StrFormat("train %s (%d GPUs) | rollout %s (%d GPUs) | rollout %.3f s, train %.3f s, "
-                   "sync %.3f s, step %.3f s",
-                   train.ToString().c_str(), train_gpus(), TpsString(rollout_tps).c_str(),
-                   rollout_gpus(), rollout_s, train_s, sync_s, step_s);
+  return StrFormat(
+      "train %s (%d GPUs) | rollout %s (%d GPUs) | rollout %.3f s, train %.3f s, "
+      "sync %.3f s, step %.3f s",
+      train.ToString().c_str(), train_gpus(), TpsString(rollout_tps).c_str(), rollout_gpus(),
+      rollout_s, train_s, sync_s, step_s);
 }
 
 double StepTime(const PipelineShape& shape, double rollout_s, double train_s, double sync_s) {
@@ -555,8 +718,49 @@ double StepTime(const PipelineShape& shape, double rollout_s, double train_s, do
   return std::max(rollout_s, train_s + sync_s);
 }
 
-double InstanceMakespan(const model::CostModel& cost, int tp, std::span<const RequestSample> requests,
-                        double weight, int max_num_seqs) {
+double InstanceSteadyTime(const model::CostModel& cost, int tp,
+                          std::span<const RequestSample> requests, double weight, int max_num_seqs,
+                          int staleness) {
+  LIBRA_CHECK(tp >= 1 && max_num_seqs >= 1) << "tp " << tp << " max_num_seqs " << max_num_seqs;
+  if (requests.empty() || !(weight > 0)) return 0;
+  const double capacity = static_cast<double>(cost.KvCapacityTokens(tp));
+  double prefill_s = 0;
+  double decode_tokens = 0;   // per unit weight
+  double context_tokens = 0;  // sum over requests of the mean context while decoding
+  double final_tokens = 0;    // sum of final contexts (KV each sequence needs at its end)
+  int64_t longest = 0;
+  for (const RequestSample& r : requests) {
+    if (static_cast<double>(r.total()) > capacity) return kInf;
+    if (r.prompt_tokens > 0) prefill_s += cost.PrefillTime(tp, r.prompt_tokens, 0);
+    if (r.tool_tokens > 0) {
+      prefill_s += cost.PrefillTime(tp, r.tool_tokens, r.prompt_tokens + r.generated_tokens / 2);
+    }
+    decode_tokens += static_cast<double>(r.generated_tokens);
+    context_tokens += static_cast<double>(r.prompt_tokens + r.tool_tokens) +
+                      static_cast<double>(r.generated_tokens) / 2;
+    final_tokens += static_cast<double>(r.total());
+    longest = std::max(longest, r.generated_tokens);
+  }
+  prefill_s *= weight;
+  if (decode_tokens <= 0) return prefill_s;
+  const double n = static_cast<double>(requests.size());
+  const double sequences = n * weight;
+  // The saturated batch: as many sequences as max_num_seqs, the KV cache (at the mean final
+  // context, half of it in use on average) and the work allow.
+  const double batch = std::max(1.0, std::min({static_cast<double>(max_num_seqs), sequences,
+                                               2 * capacity * n / final_tokens}));
+  model::IterationLoad load;
+  load.decode_sequences = std::max<int64_t>(1, std::llround(batch));
+  load.decode_context_tokens = std::llround(batch * context_tokens / n);
+  const double iteration_s = cost.IterationTime(tp, load);
+  const double throughput_s = decode_tokens * weight / batch * iteration_s;
+  // A trajectory may span staleness + 1 step periods, so the longest bounds a period from below.
+  const double tail_s = static_cast<double>(longest) * iteration_s / (staleness + 1);
+  return prefill_s + std::max(throughput_s, tail_s);
+}
+
+double InstanceMakespan(const model::CostModel& cost, int tp,
+                        std::span<const RequestSample> requests, double weight, int max_num_seqs) {
   LIBRA_CHECK(tp >= 1 && max_num_seqs >= 1) << "tp " << tp << " max_num_seqs " << max_num_seqs;
   if (requests.empty() || !(weight > 0)) return 0;
   const double capacity = static_cast<double>(cost.KvCapacityTokens(tp));
@@ -603,7 +807,8 @@ double InstanceMakespan(const model::CostModel& cost, int tp, std::span<const Re
     while (next < order.size()) {
       const RequestSample& r = requests[order[next]];
       const double total = static_cast<double>(r.total());
-      const double room = std::min(max_num_seqs - batch, total > 0 ? (capacity - kv) / total : kInf);
+      const double room =
+          std::min(max_num_seqs - batch, total > 0 ? (capacity - kv) / total : kInf);
       const double take = std::min(left, room);
       if (take <= eps) break;
       const double start = static_cast<double>(r.prompt_tokens + r.tool_tokens);
@@ -645,71 +850,18 @@ double InstanceMakespan(const model::CostModel& cost, int tp, std::span<const Re
 Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& space,
                             const PipelineShape& shape, std::span<const RequestSample> history,
                             SearchMode mode) {
-  // ---- Validate and derive ----
   if (history.empty()) return Status::InvalidArgument("the length history is empty");
-  if (space.nodes < 1 || space.gpus_per_node < 1) {
-    return Status::InvalidArgument(StrFormat("a cluster of %d nodes x %d GPUs", space.nodes,
-                                             space.gpus_per_node));
-  }
-  LIBRA_RETURN_IF_ERROR(CheckPositive(space.train_tps, "train_tps"));
-  LIBRA_RETURN_IF_ERROR(CheckPositive(space.train_pps, "train_pps"));
-  LIBRA_RETURN_IF_ERROR(CheckPositive(space.micro_batches, "micro_batches"));
-  if (space.granularity < 1 || space.max_requests < 1 || space.max_requests > kMaxSampleRequests ||
-      space.max_num_seqs < 1 || shape.batch_trajectories < 1) {
-    return Status::InvalidArgument(StrFormat(
-        "granularity (%d), max_num_seqs (%d) and batch_trajectories (%d) must be >= 1, "
-        "max_requests (%d) in [1, %d]",
-        space.granularity, space.max_num_seqs, shape.batch_trajectories, space.max_requests,
-        kMaxSampleRequests));
-  }
+  LIBRA_RETURN_IF_ERROR(ValidateSpace(space, shape));
   const int gpn = space.gpus_per_node;
   const int total = space.nodes * gpn;
-  std::vector<int> rollout_tps;  // allowed sizes (free layouts), ascending
-  if (space.node_pattern.empty()) {
-    for (int tp : SortedUnique(space.rollout_tps)) {
-      if (tp >= 1 && tp <= gpn && gpn % tp == 0) rollout_tps.push_back(tp);
-    }
-    if (rollout_tps.empty()) {
-      return Status::InvalidArgument(StrFormat("no rollout TP of {%s} divides %d GPUs per node",
-                                               IntList(space.rollout_tps).c_str(), gpn));
-    }
-  } else {
-    for (int tp : space.node_pattern) {
-      if (tp < 1 || tp > gpn) {
-        return Status::InvalidArgument(StrFormat(
-            "node_pattern {%s}: TP %d does not fit a node of %d GPUs",
-            IntList(space.node_pattern).c_str(), tp, gpn));
-      }
-    }
-  }
-  const int min_rollout = std::max(1, space.min_rollout_gpus);
-  std::vector<int> budgets;
-  if (space.fixed_train_gpus) {
-    const int fixed = *space.fixed_train_gpus;
-    if (fixed < 1 || fixed > total - min_rollout) {
-      return Status::InvalidArgument(StrFormat(
-          "fixed_train_gpus = %d does not leave %d of the %d GPUs to rollout", fixed, min_rollout,
-          total));
-    }
-    budgets.push_back(fixed);
-  } else {
-    int max_train = total - min_rollout;
-    if (space.max_train_gpus > 0) max_train = std::min(max_train, space.max_train_gpus);
-    for (int n = std::max(1, space.min_train_gpus); n <= max_train; ++n) {
-      if (n % space.granularity == 0) budgets.push_back(n);
-    }
-    if (budgets.empty()) {
-      return Status::InvalidArgument(StrFormat(
-          "no training budget: multiples of %d in [%d, %d] of %d GPUs leaving %d to rollout",
-          space.granularity, space.min_train_gpus, max_train, total, min_rollout));
-    }
-  }
+  LIBRA_ASSIGN_OR_RETURN(const std::vector<int> budgets, TrainingBudgets(space));
+  // Allowed sizes of free layouts, ascending (unused with a node pattern).
+  const std::vector<int> rollout_tps = AllowedRolloutTps(space);
 
   Problem p;
   p.cost = &cost;
   p.space = &space;
   p.shape = &shape;
-  p.total_gpus = total;
   p.sample = SampleHistory(history, space.max_requests);
   const int n = static_cast<int>(p.sample.size());
   p.weight = static_cast<double>(shape.batch_trajectories) / n;
@@ -729,7 +881,7 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
       if (packed.ok()) {
         for (const backend::InstanceSpec& i : *packed) tps.push_back(i.tp);
       }
-      for (int tp : tps) segment_tps.push_back(tp);
+      segment_tps.insert(segment_tps.end(), tps.begin(), tps.end());
       pattern_layouts[budget] = std::move(tps);
     }
     segment_tps = SortedUnique(segment_tps);
@@ -744,9 +896,8 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
     }
     double enumerations = 0;
     for (int budget : budgets) {
-      enumerations += space.node_pattern.empty()
-                          ? FreeEnumerations(rollout_tps, total - budget, n)
-                          : OrderEnumerations(pattern_layouts[budget], n);
+      enumerations += space.node_pattern.empty() ? FreeEnumerations(rollout_tps, total - budget, n)
+                                                 : OrderEnumerations(pattern_layouts[budget], n);
     }
     if (enumerations > kExhaustiveMaxEnumerations) {
       return Status::InvalidArgument(StrFormat(
@@ -759,10 +910,10 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
   SearchResult result;
   SearchTrace& trace = result.trace;
   trace.budgets = static_cast<int>(budgets.size());
-  const SegmentTable seg(cost, segment_tps, p.sample, p.weight, space.max_num_seqs,
+  const SegmentTable seg(cost, segment_tps, p.sample, p.weight, space.max_num_seqs, shape.staleness,
                          &trace.segment_evaluations);
 
-  // ---- The rollout side of every budget ----
+  // ---- The rollout side of a budget: its fastest layout per largest TP ----
   std::optional<RolloutDp> dp;
   std::vector<bool> composable;  // whether sizes of rollout_tps sum to g
   if (space.node_pattern.empty()) {
@@ -771,46 +922,53 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
     composable[0] = true;
     for (int g = 1; g <= max_rollout; ++g) {
       for (int tp : rollout_tps) {
-        if (tp <= g && composable[static_cast<size_t>(g - tp)]) composable[static_cast<size_t>(g)] = true;
+        if (tp <= g && composable[static_cast<size_t>(g - tp)]) {
+          composable[static_cast<size_t>(g)] = true;
+        }
       }
     }
+    // Once, up to the largest rollout budget; every budget reads its row.
     if (mode == SearchMode::kTreeDp) dp.emplace(seg, max_rollout, &trace.dp_cells);
   }
   std::map<std::vector<int>, double> multiset_memo;
-  auto rollout_side = [&](int budget) {
+  auto pattern_side = [&](int budget) {
     RolloutSide side;
-    const int rollout = total - budget;
-    const std::vector<int> bins = RolloutBins(total, gpn, budget);
-    if (!space.node_pattern.empty()) {
-      const std::vector<int>& tps = pattern_layouts[budget];
-      if (tps.empty()) {
-        Count(side.pruned, "no_rollout_layout");
-        return side;
-      }
-      double makespan = kInf;
-      if (mode == SearchMode::kTreeDp) {
-        // Layouts with the same counts (capped at n per size) have the same makespan.
-        std::map<int, int> counts;
-        for (int tp : tps) counts[tp] = std::min(counts[tp] + 1, n);
-        std::vector<int> key;
-        for (const auto& [tp, count] : counts) key.insert(key.end(), static_cast<size_t>(count), tp);
-        auto it = multiset_memo.find(key);
-        if (it == multiset_memo.end()) it = multiset_memo.emplace(key, MultisetMakespan(seg, key)).first;
-        makespan = it->second;
-      } else {
-        RolloutEnumeration e(seg);
-        e.Orders(tps);
-        for (size_t m = 0; m < seg.tps().size(); ++m) makespan = std::min(makespan, e.best(static_cast<int>(m)));
-      }
-      if (makespan == kInf) {
-        Count(side.pruned, "rollout_oom");
-        return side;
-      }
-      std::vector<int> sorted = tps;
-      std::sort(sorted.begin(), sorted.end(), std::greater<>());
-      side.options.push_back({sorted.front(), makespan, sorted});
+    const std::vector<int>& tps = pattern_layouts[budget];
+    if (tps.empty()) {
+      Count(side.pruned, "no_rollout_layout");
       return side;
     }
+    double makespan = kInf;
+    if (mode == SearchMode::kTreeDp) {
+      // Layouts with the same counts (capped at n per size) have the same makespan.
+      std::map<int, int> counts;
+      for (int tp : tps) counts[tp] = std::min(counts[tp] + 1, n);
+      std::vector<int> key;
+      for (const auto& [tp, count] : counts) key.insert(key.end(), static_cast<size_t>(count), tp);
+      auto it = multiset_memo.find(key);
+      if (it == multiset_memo.end()) {
+        it = multiset_memo.emplace(key, MultisetMakespan(seg, key, &trace.dp_cells)).first;
+      }
+      makespan = it->second;
+    } else {
+      RolloutEnumeration e(seg);
+      e.Orders(tps);
+      for (size_t m = 0; m < seg.tps().size(); ++m) {
+        makespan = std::min(makespan, e.best(static_cast<int>(m)));
+      }
+    }
+    if (makespan == kInf) {
+      Count(side.pruned, "rollout_oom");
+      return side;
+    }
+    std::vector<int> sorted = tps;
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    side.options.push_back({sorted.front(), makespan, sorted});
+    return side;
+  };
+  auto free_side = [&](int budget) {
+    RolloutSide side;
+    const int rollout = total - budget;
     if (!composable[static_cast<size_t>(rollout)]) {
       Count(side.pruned, "no_rollout_layout");
       return side;
@@ -820,6 +978,7 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
       e.emplace(seg);
       e->Free(rollout);
     }
+    const std::vector<int> bins = RolloutBins(total, gpn, budget);
     for (int m = 0; m < static_cast<int>(rollout_tps.size()); ++m) {
       const double makespan = dp ? dp->Value(m, rollout) : e->best(m);
       if (makespan == kInf) continue;
@@ -834,106 +993,43 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
 
   // ---- Every budget: the training side against its rollout options ----
   for (int budget : budgets) {
-    RolloutSide side = rollout_side(budget);
+    const RolloutSide side = space.node_pattern.empty() ? free_side(budget) : pattern_side(budget);
     std::map<std::string, int> pruned = side.pruned;
     std::optional<CandidatePlan> best;
     if (!side.options.empty()) {
-      double fastest_rollout = kInf;
-      for (const RolloutOption& o : side.options) fastest_rollout = std::min(fastest_rollout, o.makespan);
-      fastest_rollout *= shape.rollout_scale;
-      auto leaf = [&](int tp, int pp, int micro) {
-        const model::TrainLayout layout{tp, pp, budget / (tp * pp), micro};
-        const model::TrainEstimate e = cost.TrainStep(layout, shape.passes, p.batch);
-        if (e.oom()) {
-          Count(pruned, "oom");
-          return;
-        }
-        const double train_s = e.step_s * shape.train_scale;
-        // Exact: the step is at least this with any rollout option and any sync (>= 0).
-        if (mode == SearchMode::kTreeDp && best &&
-            StepTime(shape, fastest_rollout, train_s, 0) >= best->step_s) {
-          Count(pruned, "bound");
-          return;
-        }
-        for (const RolloutOption& o : side.options) Offer(p, layout, train_s, o, best);
-      };
-      if (mode == SearchMode::kTreeDp) {
-        for (int tp : p.train_tps) {
-          ++trace.train_nodes;
-          if (budget % tp != 0 || tp > gpn || gpn % tp != 0) {
-            Count(pruned, "tp_divides");
-            continue;
-          }
-          if (p.TpCommRatio(tp) > space.max_tp_comm_ratio) {
-            Count(pruned, "tp_comm_ratio");
-            continue;
-          }
-          for (int pp : p.train_pps) {
-            ++trace.train_nodes;
-            if (budget % (tp * pp) != 0 || cost.arch().layers % pp != 0) {
-              Count(pruned, "pp_divides");
-              continue;
-            }
-            const int dp_size = budget / (tp * pp);
-            for (int micro : p.micro_batches) {
-              ++trace.train_nodes;
-              if (shape.batch_trajectories % (dp_size * micro) != 0) {
-                Count(pruned, "batch_divides");
-                continue;
-              }
-              const int n_micro = shape.batch_trajectories / (dp_size * micro);
-              if (static_cast<double>(pp - 1) / (pp + n_micro - 1) > space.max_bubble) {
-                Count(pruned, "bubble");
-                continue;
-              }
-              leaf(tp, pp, micro);
-            }
-          }
-        }
-      } else {
-        for (int tp : p.train_tps) {
-          for (int pp : p.train_pps) {
-            for (int micro : p.micro_batches) {
-              ++trace.train_nodes;
-              const std::string reason = LeafFilter(p, budget, tp, pp, micro);
-              if (!reason.empty()) {
-                Count(pruned, reason);
-                continue;
-              }
-              leaf(tp, pp, micro);
-            }
-          }
-        }
-      }
+      best = mode == SearchMode::kTreeDp ? TrainingTree(p, budget, side, pruned, trace.train_nodes)
+                                         : EveryLeaf(p, budget, side, pruned, trace.train_nodes);
     }
     for (const auto& [reason, count] : pruned) trace.pruned[reason] += count;
     if (best) {
-      trace.lines.push_back(StrFormat("train %d + rollout %d: %s", budget, total - budget,
-                                      best->ToString().c_str()));
+      trace.lines.push_back(
+          StrFormat("train %d + rollout %d: %s", budget, total - budget, best->ToString().c_str()));
       result.top.push_back(std::move(*best));
     } else {
-      trace.lines.push_back(StrFormat("train %d + rollout %d: no plan (%s)", budget,
-                                      total - budget, PrunedString(pruned).c_str()));
+      trace.lines.push_back(StrFormat("train %d + rollout %d: no plan (%s)", budget, total - budget,
+                                      PrunedString(pruned).c_str()));
     }
   }
-  std::stable_sort(result.top.begin(), result.top.end(),
-                   [](const CandidatePlan& a, const CandidatePlan& b) {
-                     return std::make_pair(a.step_s, a.train_gpus()) <
-                            std::make_pair(b.step_s, b.train_gpus());
-                   });
+  std::stable_sort(
+      result.top.begin(), result.top.end(), [](const CandidatePlan& a, const CandidatePlan& b) {
+        return std::make_pair(a.step_s, a.train_gpus()) < std::make_pair(b.step_s, b.train_gpus());
+      });
   if (!result.top.empty()) result.best = result.top.front();
+  const std::string outcome =
+      result.best ? "best: " + result.best->ToString() : std::string("no feasible plan");
   trace.lines.push_back(StrFormat(
       "%s: %d budgets, %d training-tree nodes, %lld DP cells, %lld segments; %d of %zu requests "
       "sampled, %.3g trajectories each; %s",
       mode == SearchMode::kTreeDp ? "Algorithm 1 (tree x DP)" : "exhaustive", trace.budgets,
       trace.train_nodes, static_cast<long long>(trace.dp_cells),
       static_cast<long long>(trace.segment_evaluations), n, history.size(), p.weight,
-      result.best ? ("best: " + result.best->ToString()).c_str() : "no feasible plan"));
+      outcome.c_str()));
   return result;
 }
 
 Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpace& space,
-                                   const PipelineShape& shape, std::span<const RequestSample> history,
+                                   const PipelineShape& shape,
+                                   std::span<const RequestSample> history,
                                    const model::TrainLayout& train, std::vector<int> rollout_tps) {
   if (history.empty()) return Status::InvalidArgument("the length history is empty");
   if (rollout_tps.empty()) return Status::InvalidArgument("the plan has no rollout instance");
@@ -945,8 +1041,8 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
   const int gpn = space.gpus_per_node;
   const int total = space.nodes * gpn;
   if (train.tp < 1 || train.pp < 1 || train.dp < 1 || train.micro_batch < 1 || train.tp > gpn) {
-    return Status::InvalidArgument(
-        StrFormat("training layout %s does not fit nodes of %d GPUs", train.ToString().c_str(), gpn));
+    return Status::InvalidArgument(StrFormat("training layout %s does not fit nodes of %d GPUs",
+                                             train.ToString().c_str(), gpn));
   }
   for (int tp : rollout_tps) {
     if (tp < 1 || tp > gpn) {
@@ -961,27 +1057,28 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
                                              train.gpus(), rollout, total));
   }
   if (!FirstFitDecreasing(rollout_tps, RolloutBins(total, gpn, train.gpus()))) {
-    return Status::InvalidArgument(StrFormat(
-        "rollout instances %s do not fit GPUs [%d, %d) without crossing a node",
-        TpsString(rollout_tps).c_str(), train.gpus(), total));
+    return Status::InvalidArgument(
+        StrFormat("rollout instances %s do not fit GPUs [%d, %d) without crossing a node",
+                  TpsString(rollout_tps).c_str(), train.gpus(), total));
   }
   const std::vector<RequestSample> sample = SampleHistory(history, space.max_requests);
   const double weight = static_cast<double>(shape.batch_trajectories) / sample.size();
   const model::TrainEstimate e =
       cost.TrainStep(train, shape.passes, TrainBatch(sample, shape.batch_trajectories));
   if (e.oom()) {
-    return Status::InvalidArgument(StrFormat(
-        "training layout %s runs out of memory (%.1f GB per GPU of %.1f)",
-        train.ToString().c_str(), e.memory_bytes / 1e9, e.memory_limit_bytes / 1e9));
+    return Status::InvalidArgument(
+        StrFormat("training layout %s runs out of memory (%.1f GB per GPU of %.1f)",
+                  train.ToString().c_str(), e.memory_bytes / 1e9, e.memory_limit_bytes / 1e9));
   }
   int64_t evaluations = 0;
   const SegmentTable seg(cost, SortedUnique(rollout_tps), sample, weight, space.max_num_seqs,
-                         &evaluations);
-  const double makespan = MultisetMakespan(seg, rollout_tps);
+                         shape.staleness, &evaluations);
+  int64_t cells = 0;
+  const double makespan = MultisetMakespan(seg, rollout_tps, &cells);
   if (makespan == kInf) {
-    return Status::InvalidArgument(StrFormat(
-        "a request of %lld tokens fits the KV cache of no instance of %s",
-        static_cast<long long>(sample.back().total()), TpsString(rollout_tps).c_str()));
+    return Status::InvalidArgument(
+        StrFormat("a request of %lld tokens fits the KV cache of no instance of %s",
+                  static_cast<long long>(sample.back().total()), TpsString(rollout_tps).c_str()));
   }
   CandidatePlan plan;
   plan.train = train;

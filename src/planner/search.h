@@ -17,14 +17,16 @@
 //    of the TP size alone) at most max_tp_comm_ratio; PP in train_pps with tp*pp dividing n_train
 //    and pp dividing the model's layers; dp = n_train / (tp*pp); a micro-batch with
 //    batch_trajectories % (dp*micro) == 0; the 1F1B bubble (pp-1)/(pp+n_micro-1), n_micro =
-//    batch/(dp*micro), at most max_bubble; no OOM. T_train = TrainStep(layout, passes, batch).step_s
-//    x train_scale, the batch being batch_trajectories sequences whose lengths cycle through the
-//    sample's totals.
+//    batch/(dp*micro), at most max_bubble; no OOM. T_train = TrainStep(layout, passes,
+//    batch).step_s x train_scale, the batch being batch_trajectories sequences whose lengths cycle
+//    through the sample's totals.
 //  * Rollout layouts of the R = N - n_train remaining GPUs: every sequence of instances of allowed
 //    TP sizes (in rollout_tps, dividing gpus_per_node) whose sizes sum to R, each taking a
 //    contiguous, possibly empty (an idle instance), run of the requests sorted by total length;
 //    the makespan is the slowest instance's InstanceMakespan. With node_pattern set, the only
-//    layout is the pattern repeated node by node (PackInstances), its instances in any order.
+//    layout is the pattern repeated node by node (PackInstances), its instances in the best order
+//    (the tree mode finds it by a DP over instance counts, exact up to 2^20 states; beyond, it
+//    takes the instances in ascending TP order, an upper bound).
 //  * Objective: StepTime(rollout_s, train_s, sync_s), sync_s = WeightSyncTime of the training
 //    layout towards the largest rollout TP. Because the sync depends on the largest rollout TP,
 //    the rollout side is solved once per largest TP m: the fastest layout whose largest instance
@@ -36,8 +38,17 @@
 // Ties, in both modes: a budget's plan is the first of the fastest (training layouts by TP, then
 // PP, then micro-batch, ascending; then the largest rollout TP, ascending); between budgets the
 // one with fewer training GPUs wins. Within the DP, equal makespans keep the first candidate in
-// the order: larger last instance first, then its shorter segment. The modes agree on step_s
-// always, and on the plan itself unless two rollout layouts have exactly equal makespans.
+// the order: larger last instance first, then its shorter segment; the exhaustive mode keeps the
+// first fastest it enumerates. The modes therefore agree on every budget's step_s whenever the
+// packing check cannot bite (divisibility chains); with sizes like {2, 3} a tie between a layout
+// that packs and one that does not may be broken differently. They agree on the plan itself
+// unless two rollout layouts have exactly equal makespans. The tree mode's only extra prune,
+// "bound", is exact.
+//
+// Cost (tree mode): the segment table (one InstanceMakespan per TP size and contiguous run of the
+// sample, O(K n^2) calls for K sizes and n requests) and the DP (O(K^2 R n^2) for R rollout GPUs)
+// are computed once for all budgets; 48 GPUs take milliseconds, 1,024 GPUs well under a second
+// (bench/plan_bench.cc).
 #pragma once
 
 #include <cstdint>
@@ -125,14 +136,16 @@ struct CandidatePlan {
 
   int train_gpus() const { return train.gpus(); }
   int rollout_gpus() const;
-  /// "train tp8 pp1 dp1 mb1 (8 GPUs) | rollout [4 4 2 1 1] (12 GPUs) | step 12.3 s".
+  /// "train tp8 pp1 dp1 mb1 (8 GPUs) | rollout 4x2 2x1 1x2 (12 GPUs) | rollout 9.000 s, train
+  /// 3.000 s, sync 0.500 s, step 12.500 s".
   std::string ToString() const;
   bool operator==(const CandidatePlan&) const = default;
 };
 
 /// The objective: predicted steady-state seconds per step. Synchronous (staleness 0): rollout +
-/// train + sync. Asynchronous: max(rollout, train + sync), the next step's rollout overlapping
-/// training and sync.
+/// train + sync, rollout being the batch's makespan (InstanceMakespan). Asynchronous: max(rollout,
+/// train + sync), the next step's rollout overlapping training and sync, rollout being the
+/// steady-state time of the batch's work (InstanceSteadyTime).
 double StepTime(const PipelineShape& shape, double rollout_s, double train_s, double sync_s);
 
 /// Seconds for one TP-`tp` rollout instance to finish `requests`, each standing for `weight`
@@ -147,8 +160,20 @@ double StepTime(const PipelineShape& shape, double rollout_s, double train_s, do
 /// DecodeSpanTime, so the cost is O(n log n) in the number of requests, not a step per token.
 /// +infinity when one trajectory alone does not fit the KV cache; 0 for no requests.
 /// REQUIRES: tp >= 1, max_num_seqs >= 1.
-double InstanceMakespan(const model::CostModel& cost, int tp, std::span<const RequestSample> requests,
-                        double weight, int max_num_seqs);
+double InstanceMakespan(const model::CostModel& cost, int tp,
+                        std::span<const RequestSample> requests, double weight, int max_num_seqs);
+
+/// Seconds per step that one TP-`tp` instance needs for its share of an asynchronous pipeline
+/// (staleness >= 1), where the next batches' trajectories keep the instance full while this
+/// batch's tail finishes, so throughput, not makespan, sets the pace: prefill as in
+/// InstanceMakespan, plus max(the generated tokens at the saturated batch's rate (at most
+/// max_num_seqs sequences, as many as the KV cache holds at half their final context on average,
+/// at most the work's), the longest trajectory at that rate / (staleness + 1): a trajectory may
+/// span staleness + 1 step periods). +infinity when a trajectory does not fit the KV cache; 0 for
+/// no requests. The search uses it for every rollout segment when shape.staleness >= 1.
+double InstanceSteadyTime(const model::CostModel& cost, int tp,
+                          std::span<const RequestSample> requests, double weight, int max_num_seqs,
+                          int staleness);
 
 /// How the search went, for `libra plan --explain` and for tests.
 struct SearchTrace {
@@ -163,7 +188,8 @@ struct SearchTrace {
   /// rollout layout has a request that fits no instance), "rollout_unpackable" (a (budget,
   /// largest TP) whose fastest layout does not pack into the nodes).
   std::map<std::string, int> pruned;
-  /// Rollout DP cells computed, and InstanceMakespan calls.
+  /// Rollout DP cells computed (node_pattern: states of the instance-count DP), and
+  /// InstanceMakespan calls.
   int64_t dp_cells = 0;
   int64_t segment_evaluations = 0;
   /// A summary line per budget (its best plan or why it has none), then one overall line.
@@ -216,7 +242,8 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
 /// (GPUs, an instance across nodes), when training runs out of memory, or when a request fits no
 /// instance's KV cache.
 Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpace& space,
-                                   const PipelineShape& shape, std::span<const RequestSample> history,
+                                   const PipelineShape& shape,
+                                   std::span<const RequestSample> history,
                                    const model::TrainLayout& train, std::vector<int> rollout_tps);
 
 }  // namespace libra::planner

@@ -1,0 +1,612 @@
+#include "planner/search.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/rng.h"
+#include "common/strings.h"
+#include "model/catalog.h"
+#include "model/cost_model.h"
+#include "support/test_util.h"
+
+namespace libra::planner {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// A cost model whose numbers can be checked by hand: a decode iteration takes sequences / tp
+/// seconds (so an instance's makespan is its generated tokens / tp), prefill is free, a TP1
+/// instance holds kv_tp1 tokens and a larger one kv_per_tp * tp, a training step takes 6 / GPUs
+/// seconds (TP communication comm_per_tp * (tp - 1) of it) and needs 8 / (tp * pp) bytes per GPU;
+/// syncs are free.
+class FakeCost : public model::CostModel {
+ public:
+  FakeCost() {
+    gpu_.name = "fake";
+    arch_.name = "fake";
+    arch_.layers = 6;
+  }
+  std::string_view Name() const override { return "fake"; }
+  const model::GpuSpec& gpu() const override { return gpu_; }
+  const model::ModelArch& arch() const override { return arch_; }
+  int64_t KvCapacityTokens(int tp) const override { return tp == 1 ? kv_tp1 : kv_per_tp * tp; }
+  double IterationTime(int tp, const model::IterationLoad& load) const override {
+    return static_cast<double>(load.decode_sequences) / tp;
+  }
+  double PrefillTime(int, int64_t, int64_t) const override { return 0; }
+  double DecodeSpanTime(int tp, int64_t sequences, int64_t, int64_t iterations) const override {
+    return static_cast<double>(iterations * sequences) / tp;
+  }
+  double DecodeGpuSecondsLowerBound(int64_t, int64_t) const override { return 0; }
+  double PrefillGpuSecondsLowerBound() const override { return 0; }
+  double TrainGpuSecondsLowerBound(int64_t, const model::TrainPasses&) const override { return 0; }
+  model::TrainEstimate TrainStep(const model::TrainLayout& layout, const model::TrainPasses&,
+                                 std::span<const int64_t>) const override {
+    model::TrainEstimate e;
+    e.compute_s = 6.0 / layout.gpus();
+    e.tp_comm_s = comm_per_tp * (layout.tp - 1) * e.compute_s;
+    e.step_s = e.compute_s;
+    e.memory_bytes = 8.0 / (layout.tp * layout.pp);
+    e.memory_limit_bytes = memory_limit;
+    return e;
+  }
+  double WeightSyncTime(const model::SyncRequest&) const override { return 0; }
+  double RoleSwitchTime(const model::SwitchRequest&) const override { return 0; }
+
+  int64_t kv_tp1 = 1000000;
+  int64_t kv_per_tp = 1000000;
+  double comm_per_tp = 0;
+  double memory_limit = 100;
+
+ private:
+  model::GpuSpec gpu_;
+  model::ModelArch arch_;
+};
+
+std::unique_ptr<model::CostModel> Catalog(const std::string& name, const std::string& gpu,
+                                          const std::string& model, int gpus_per_node) {
+  const model::CostModelContext context{model::FindGpu(gpu).value(),
+                                        model::FindModel(model).value(), gpus_per_node};
+  return model::BuiltinCostModels().Create(name, context, recipe::OptionTable()).value();
+}
+
+/// Requests that only decode: `generated` tokens each, no prompt, no tool output.
+std::vector<RequestSample> Decodes(const std::vector<int64_t>& generated) {
+  std::vector<RequestSample> out;
+  for (int64_t g : generated) out.push_back({0, g, 0});
+  return out;
+}
+
+/// r2e-gym-like trajectories: prompts around 1,500 tokens, log-normal generated tokens with a
+/// median of 4,000 (at most 20,000), tool output around 500.
+std::vector<RequestSample> R2eGymHistory(int count, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<RequestSample> out;
+  for (int i = 0; i < count; ++i) {
+    const int64_t prompt = rng.UniformInt(1200, 1800);
+    const int64_t generated =
+        std::min<int64_t>(20000, std::llround(rng.LogNormal(std::log(4000.0), 0.8)));
+    out.push_back({prompt, generated, rng.UniformInt(300, 700)});
+  }
+  return out;
+}
+
+/// The hand-checkable space: one node of 4 GPUs, rollout TP 1 or 2, training TP 1 or 2, no PP.
+SearchSpace HandSpace() {
+  SearchSpace space;
+  space.nodes = 1;
+  space.gpus_per_node = 4;
+  space.rollout_tps = {1, 2};
+  space.train_tps = {1, 2};
+  space.train_pps = {1};
+  space.micro_batches = {1};
+  return space;
+}
+
+PipelineShape Synchronous(int batch) {
+  PipelineShape shape;
+  shape.batch_trajectories = batch;
+  return shape;
+}
+
+bool Near(double a, double b) {
+  if (a == b) return true;
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+TEST(SearchTest, StepTimeAddsWhenSynchronousAndOverlapsWhenAsynchronous) {
+  // Synchronous: rollout, then training, then the sync. Asynchronous: the next rollout overlaps
+  // training and sync, so the slower side sets the pace.
+  PipelineShape shape;
+  shape.staleness = 0;
+  EXPECT_DOUBLE_EQ(StepTime(shape, 10, 4, 1), 15);
+  shape.staleness = 1;
+  EXPECT_DOUBLE_EQ(StepTime(shape, 10, 4, 1), 10);
+  EXPECT_DOUBLE_EQ(StepTime(shape, 3, 4, 1), 5);
+  shape.staleness = 2;
+  EXPECT_DOUBLE_EQ(StepTime(shape, 3, 4, 1), 5);
+}
+
+TEST(SearchTest, InstanceMakespanOfAFixedBatchIsItsDecodeSpans) {
+  // Two sequences decode together until the shorter finishes, then the longer alone; prefill
+  // (prompt, then tool output after half the generated tokens) comes first, per trajectory.
+  auto cost = Catalog("roofline", "A800-80G", "Qwen3-14B", 8);
+  const std::vector<RequestSample> requests = {{1000, 300, 200}, {2000, 900, 100}};
+  const double prefill = cost->PrefillTime(2, 1000, 0) + cost->PrefillTime(2, 200, 1000 + 150) +
+                         cost->PrefillTime(2, 2000, 0) + cost->PrefillTime(2, 100, 2000 + 450);
+  const double together = cost->DecodeSpanTime(2, 2, 1200 + 2100, 300);
+  const double alone = cost->DecodeSpanTime(2, 1, 2100 + 300, 600);
+  EXPECT_NEAR(InstanceMakespan(*cost, 2, requests, 1, 256), prefill + together + alone, 1e-9);
+  // Weight 3: three of each, six sequences, then three.
+  const double weighted = 3 * prefill + cost->DecodeSpanTime(2, 6, 3 * (1200 + 2100), 300) +
+                          cost->DecodeSpanTime(2, 3, 3 * (2100 + 300), 600);
+  EXPECT_NEAR(InstanceMakespan(*cost, 2, requests, 3, 256), weighted, 1e-9);
+}
+
+TEST(SearchTest, InstanceMakespanQueuesBeyondTheBatchLimitLongestFirst) {
+  // With one sequence at a time the longest decodes first, then the shorter, one after the other.
+  auto cost = Catalog("roofline", "A800-80G", "Qwen3-14B", 8);
+  const std::vector<RequestSample> requests = {{0, 300, 0}, {0, 900, 0}};
+  const double expected = cost->DecodeSpanTime(1, 1, 0, 900) + cost->DecodeSpanTime(1, 1, 0, 300);
+  EXPECT_NEAR(InstanceMakespan(*cost, 1, requests, 1, 1), expected, 1e-9);
+  EXPECT_LT(InstanceMakespan(*cost, 1, requests, 1, 2), expected);
+}
+
+TEST(SearchTest, InstanceMakespanGrowsWithRequestsAndWeight) {
+  // More trajectories, or each standing for more, never finish sooner; both cost models.
+  for (const std::string name : {"roofline", "libra-ref"}) {
+    SCOPED_TRACE(name);
+    auto cost = Catalog(name, "A800-80G", "Qwen3-14B", 8);
+    const std::vector<RequestSample> all = R2eGymHistory(12, 7);
+    double previous = 0;
+    for (size_t k = 1; k <= all.size(); ++k) {
+      const double t =
+          InstanceMakespan(*cost, 2, std::span<const RequestSample>(all).first(k), 2, 256);
+      EXPECT_GT(t, previous) << k << " requests";
+      previous = t;
+    }
+    previous = 0;
+    for (double weight : {0.5, 1.0, 2.0, 4.0, 16.0, 64.0}) {
+      const double t = InstanceMakespan(*cost, 2, all, weight, 256);
+      EXPECT_GT(t, previous) << "weight " << weight;
+      previous = t;
+    }
+    EXPECT_EQ(InstanceMakespan(*cost, 2, {}, 4, 256), 0);
+  }
+}
+
+TEST(SearchTest, LoneRequestFinishesFasterOnTp4ThanOnTp1) {
+  // One long trajectory is latency bound: four GPUs read the weights four times faster.
+  for (const std::string name : {"roofline", "libra-ref"}) {
+    SCOPED_TRACE(name);
+    auto cost = Catalog(name, "A800-80G", "Qwen3-14B", 8);
+    const std::vector<RequestSample> one = {{1500, 12000, 500}};
+    const double tp1 = InstanceMakespan(*cost, 1, one, 1, 256);
+    const double tp4 = InstanceMakespan(*cost, 4, one, 1, 256);
+    EXPECT_LT(tp4, tp1 / 2);
+    EXPECT_GT(tp4, 0);
+  }
+}
+
+TEST(SearchTest, InstanceMakespanIsInfiniteWhenARequestDoesNotFitTheKvCache) {
+  // A context longer than the KV capacity of the instance can never run there.
+  auto cost = Catalog("roofline", "A800-80G", "Qwen3-14B", 8);
+  const int64_t capacity = cost->KvCapacityTokens(1);
+  ASSERT_GT(capacity, 0);
+  const std::vector<RequestSample> fits = {{1000, capacity - 1000, 0}};
+  const std::vector<RequestSample> too_long = {{1000, 100, 0}, {1000, capacity, 0}};
+  EXPECT_LT(InstanceMakespan(*cost, 1, fits, 1, 256), kInf);
+  EXPECT_EQ(InstanceMakespan(*cost, 1, too_long, 1, 256), kInf);
+  EXPECT_LT(InstanceMakespan(*cost, 2, too_long, 1, 256), kInf);
+}
+
+TEST(SearchTest, TinyCaseMatchesTheHandComputedPlan) {
+  // Requests decode 1, 2, 3 and 10 tokens; an instance takes its tokens / tp seconds; a TP1
+  // holds 9 tokens, so the 10-token request needs a TP2. Training takes 6/GPUs s, syncs are free,
+  // synchronous:
+  //   1 training GPU, 3 rollout: [2 1], the TP1 on 1, 2, 3 (6 s), the TP2 on 10 (5 s): 6 + 6;
+  //   2 training GPUs, 2 rollout: [2] on all 16 tokens: 8 + 3 = 11 s (tp1 dp2 and tp2 dp1 tie;
+  //     the first stays and the second is cut by the bound);
+  //   3 training GPUs: one TP1 cannot hold the long request.
+  FakeCost cost;
+  cost.kv_tp1 = 9;
+  const std::vector<RequestSample> history = Decodes({10, 2, 1, 3});
+  for (SearchMode mode : {SearchMode::kTreeDp, SearchMode::kExhaustive}) {
+    SCOPED_TRACE(mode == SearchMode::kTreeDp ? "tree-dp" : "exhaustive");
+    auto result = Search(cost, HandSpace(), Synchronous(4), history, mode);
+    ASSERT_OK(result);
+    ASSERT_TRUE(result->best);
+    EXPECT_EQ(result->best->train, (model::TrainLayout{1, 1, 2, 1}));
+    EXPECT_EQ(result->best->rollout_tps, std::vector<int>({2}));
+    EXPECT_DOUBLE_EQ(result->best->rollout_s, 8);
+    EXPECT_DOUBLE_EQ(result->best->train_s, 3);
+    EXPECT_DOUBLE_EQ(result->best->step_s, 11);
+    ASSERT_EQ(result->top.size(), 2u);
+    EXPECT_EQ(result->top[1].train_gpus(), 1);
+    EXPECT_EQ(result->top[1].rollout_tps, std::vector<int>({2, 1}));
+    EXPECT_DOUBLE_EQ(result->top[1].rollout_s, 6);
+    EXPECT_DOUBLE_EQ(result->top[1].step_s, 12);
+    EXPECT_EQ(result->trace.budgets, 3);
+    EXPECT_EQ(result->trace.pruned.at("rollout_oom"), 1);
+    EXPECT_EQ(result->trace.pruned.at("tp_divides"), 1);
+    EXPECT_EQ(result->trace.pruned.count("bound"), mode == SearchMode::kTreeDp ? 1u : 0u);
+    ASSERT_EQ(result->trace.lines.size(), 4u);
+    EXPECT_NE(result->trace.lines[2].find("no plan (rollout_oom 1)"), std::string::npos)
+        << result->trace.lines[2];
+  }
+}
+
+TEST(SearchTest, DpSplitsTheSortedRequestsAcrossInstances) {
+  // Requests of 1, 2, 9 and 10 tokens, each standing for 3 trajectories (12 a step), on TP1
+  // instances: three instances split them {1 2} {9} {10} (30 s), two {1 2 9} {10} (36 s), one
+  // takes all 66. With TP2 allowed too, 3 GPUs do better as a TP1 on {1 2} and a TP2 on {9 10}
+  // (28.5 s) than as three TP1s.
+  FakeCost cost;
+  SearchSpace space = HandSpace();
+  space.rollout_tps = {1};
+  const std::vector<RequestSample> history = Decodes({10, 9, 2, 1});
+  const std::vector<std::pair<int, double>> cases = {{1, 30}, {2, 36}, {3, 66}};
+  for (const auto& [train_gpus, rollout_s] : cases) {
+    SCOPED_TRACE(train_gpus);
+    space.fixed_train_gpus = train_gpus;
+    auto result = Search(cost, space, Synchronous(12), history);
+    ASSERT_OK(result);
+    ASSERT_TRUE(result->best);
+    EXPECT_EQ(result->best->rollout_tps, std::vector<int>(static_cast<size_t>(4 - train_gpus), 1));
+    EXPECT_DOUBLE_EQ(result->best->rollout_s, rollout_s);
+    EXPECT_EQ(result->trace.segment_evaluations, 10);         // 4 * 5 / 2 runs, one TP size
+    EXPECT_EQ(result->trace.dp_cells, (4 - train_gpus) * 5);  // GPUs x requests 0..4, one size
+  }
+  space.rollout_tps = {1, 2};
+  space.fixed_train_gpus = 1;
+  auto mixed = Search(cost, space, Synchronous(12), history);
+  ASSERT_OK(mixed);
+  ASSERT_TRUE(mixed->best);
+  EXPECT_EQ(mixed->best->rollout_tps, std::vector<int>({2, 1}));
+  EXPECT_DOUBLE_EQ(mixed->best->rollout_s, 28.5);
+  EXPECT_EQ(mixed->trace.dp_cells, 2 * 3 * 5);  // largest TP 1 or 2, 1..3 GPUs, 0..4 requests
+}
+
+TEST(SearchTest, EveryPruneReasonIsCounted) {
+  // Small spaces that trip each filter of the training tree and each way a rollout side fails.
+  FakeCost cost;
+  cost.comm_per_tp = 0.3;  // TP2 0.3 (kept), TP4 0.9 (pruned)
+  cost.memory_limit = 5;   // an unsharded model (tp * pp = 1) does not fit
+  SearchSpace space;
+  space.nodes = 2;
+  space.gpus_per_node = 4;
+  space.train_tps = {1, 2, 4, 8};
+  space.train_pps = {1, 2, 4};
+  space.micro_batches = {1, 2};
+  auto result = Search(cost, space, Synchronous(4), Decodes({5, 6, 7}));
+  ASSERT_OK(result);
+  ASSERT_TRUE(result->best);
+  const std::map<std::string, int>& pruned = result->trace.pruned;
+  for (const char* reason :
+       {"tp_divides", "tp_comm_ratio", "pp_divides", "batch_divides", "bubble", "oom"}) {
+    EXPECT_GT(pruned.count(reason) ? pruned.at(reason) : 0, 0) << reason;
+  }
+  // TP8 exceeds the node on all 7 budgets, TP4 is pruned by its communication wherever it
+  // divides the budget (4), PP4 never divides the 6 layers.
+  EXPECT_EQ(pruned.at("tp_comm_ratio"), 1);
+  EXPECT_GT(result->trace.train_nodes, 0);
+
+  // "bound": equal training times after the first leaf cannot beat it.
+  FakeCost plain;
+  auto tied = Search(plain, HandSpace(), Synchronous(12), Decodes({1, 2, 3}));
+  ASSERT_OK(tied);
+  EXPECT_GT(tied->trace.pruned.at("bound"), 0);
+
+  // "no_rollout_layout": TP2 instances cannot fill an odd number of GPUs.
+  SearchSpace even = HandSpace();
+  even.rollout_tps = {2};
+  auto odd = Search(plain, even, Synchronous(12), Decodes({1, 2, 3}));
+  ASSERT_OK(odd);
+  EXPECT_EQ(odd->trace.pruned.at("no_rollout_layout"), 2);  // 1 and 3 rollout GPUs
+  ASSERT_TRUE(odd->best);
+  EXPECT_EQ(odd->best->rollout_gpus(), 2);
+
+  // "rollout_oom": nothing holds a 100-token request.
+  FakeCost small;
+  small.kv_tp1 = 10;
+  small.kv_per_tp = 10;
+  auto oom = Search(small, HandSpace(), Synchronous(12), Decodes({100}));
+  ASSERT_OK(oom);
+  EXPECT_FALSE(oom->best);
+  EXPECT_TRUE(oom->top.empty());
+  EXPECT_EQ(oom->trace.pruned.at("rollout_oom"), 3);
+
+  // "rollout_unpackable": nodes of 6 with TP 2 and 3; 10 rollout GPUs are a partial node of 4
+  // and a whole one, and 3 + 3 + 2 + 2 (the only layout with a TP3) does not pack into them.
+  SearchSpace sixes = HandSpace();
+  sixes.nodes = 2;
+  sixes.gpus_per_node = 6;
+  sixes.rollout_tps = {2, 3};
+  sixes.fixed_train_gpus = 2;
+  for (SearchMode mode : {SearchMode::kTreeDp, SearchMode::kExhaustive}) {
+    auto unpackable = Search(plain, sixes, Synchronous(12), Decodes({1, 2, 3}), mode);
+    ASSERT_OK(unpackable);
+    EXPECT_EQ(unpackable->trace.pruned.at("rollout_unpackable"), 1);
+    ASSERT_TRUE(unpackable->best);
+    EXPECT_EQ(unpackable->best->rollout_tps, std::vector<int>({2, 2, 2, 2, 2}));
+  }
+}
+
+TEST(SearchTest, BudgetsFollowTheBoundsGranularityAndFixedSize) {
+  // 8 GPUs: multiples of 2 in [2, 6]; or only the fixed size; impossible bounds are errors.
+  FakeCost cost;
+  SearchSpace space;
+  space.nodes = 2;
+  space.gpus_per_node = 4;
+  space.train_pps = {1};
+  space.granularity = 2;
+  space.min_train_gpus = 2;
+  space.max_train_gpus = 6;
+  const std::vector<RequestSample> history = Decodes({5, 6, 7, 8});
+  auto ranged = Search(cost, space, Synchronous(24), history);
+  ASSERT_OK(ranged);
+  EXPECT_EQ(ranged->trace.budgets, 3);
+  std::vector<int> budgets;
+  for (const CandidatePlan& plan : ranged->top) {
+    budgets.push_back(plan.train_gpus());
+    EXPECT_EQ(plan.train_gpus() + plan.rollout_gpus(), 8);
+  }
+  std::sort(budgets.begin(), budgets.end());
+  EXPECT_EQ(budgets, std::vector<int>({2, 4, 6}));
+  for (size_t i = 1; i < ranged->top.size(); ++i) {
+    EXPECT_LE(ranged->top[i - 1].step_s, ranged->top[i].step_s);
+  }
+
+  space.min_rollout_gpus = 4;  // caps training at 4
+  auto capped = Search(cost, space, Synchronous(24), history);
+  ASSERT_OK(capped);
+  EXPECT_EQ(capped->trace.budgets, 2);
+
+  space.fixed_train_gpus = 3;  // overrides granularity and bounds
+  auto fixed = Search(cost, space, Synchronous(12), history);
+  ASSERT_OK(fixed);
+  EXPECT_EQ(fixed->trace.budgets, 1);
+  ASSERT_TRUE(fixed->best);
+  EXPECT_EQ(fixed->best->train_gpus(), 3);
+
+  space.fixed_train_gpus = 5;  // leaves 3 < min_rollout_gpus
+  EXPECT_EQ(Search(cost, space, Synchronous(8), history).status().code(),
+            StatusCode::kInvalidArgument);
+  space.fixed_train_gpus.reset();
+  space.min_train_gpus = 7;
+  EXPECT_EQ(Search(cost, space, Synchronous(8), history).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(SearchTest, RejectsEmptyHistoryImpossibleSpacesAndLargeExhaustiveProblems) {
+  // Errors are kInvalidArgument and say why.
+  FakeCost cost;
+  EXPECT_EQ(Search(cost, HandSpace(), Synchronous(4), {}).status().code(),
+            StatusCode::kInvalidArgument);
+  SearchSpace no_tp = HandSpace();
+  no_tp.rollout_tps = {3};
+  EXPECT_EQ(Search(cost, no_tp, Synchronous(4), Decodes({1})).status().code(),
+            StatusCode::kInvalidArgument);
+  SearchSpace no_pp = HandSpace();
+  no_pp.train_pps = {};
+  EXPECT_EQ(Search(cost, no_pp, Synchronous(4), Decodes({1})).status().code(),
+            StatusCode::kInvalidArgument);
+  SearchSpace big;
+  big.nodes = 3;
+  auto refused = Search(cost, big, Synchronous(4), Decodes({1, 2}), SearchMode::kExhaustive);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("at most 16 GPUs"), std::string::npos);
+  SearchSpace many = HandSpace();
+  many.max_requests = 64;
+  std::vector<int64_t> lengths(20);
+  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<int64_t>(i + 1);
+  EXPECT_EQ(
+      Search(cost, many, Synchronous(4), Decodes(lengths), SearchMode::kExhaustive).status().code(),
+      StatusCode::kInvalidArgument);
+  many.max_requests = 10;  // sampled down to 10: accepted
+  EXPECT_OK(Search(cost, many, Synchronous(4), Decodes(lengths), SearchMode::kExhaustive));
+}
+
+TEST(SearchTest, NodePatternIsTheOnlyRolloutLayout) {
+  // Pattern [1 1 2] per node of 4: 2 training GPUs leave a partial node of 2 ([1 1]) and a whole
+  // node ([1 1 2]); 1 training GPU leaves 3 on the first node, where the pattern's TP2 does not
+  // fit after 1, 1. The long request (10 tokens; TP1 holds 9) goes to the TP2: 5 s.
+  FakeCost cost;
+  cost.kv_tp1 = 9;
+  SearchSpace space = HandSpace();
+  space.nodes = 2;
+  space.node_pattern = {1, 1, 2};
+  for (SearchMode mode : {SearchMode::kTreeDp, SearchMode::kExhaustive}) {
+    space.fixed_train_gpus = 2;
+    auto two = Search(cost, space, Synchronous(4), Decodes({1, 2, 3, 10}), mode);
+    ASSERT_OK(two);
+    ASSERT_TRUE(two->best);
+    EXPECT_EQ(two->best->rollout_tps, std::vector<int>({2, 1, 1, 1, 1}));
+    EXPECT_DOUBLE_EQ(two->best->rollout_s, 5);
+    space.fixed_train_gpus = 1;
+    auto one = Search(cost, space, Synchronous(4), Decodes({1, 2, 3, 10}), mode);
+    ASSERT_OK(one);
+    EXPECT_FALSE(one->best);
+    EXPECT_EQ(one->trace.pruned.at("no_rollout_layout"), 1);
+  }
+  // Without a pattern the free search does better with 6 rollout GPUs: a TP4 takes the long one
+  // (2.5 s) and a TP2 the rest (3 s).
+  space.node_pattern.clear();
+  space.rollout_tps = {1, 2, 4};
+  space.fixed_train_gpus = 2;
+  auto free = Search(cost, space, Synchronous(4), Decodes({1, 2, 3, 10}));
+  ASSERT_OK(free);
+  ASSERT_TRUE(free->best);
+  EXPECT_DOUBLE_EQ(free->best->rollout_s, 3);
+}
+
+TEST(SearchTest, TreeDpAndExhaustiveAgreeOnRandomSmallCases) {
+  // Randomised small clusters (1-2 nodes of 4 GPUs), 3-8 requests, both catalog cost models,
+  // random rollout TP sets, node patterns and pipelines: both modes find the same best step time
+  // for every budget, and EvaluatePlan reproduces each plan's times.
+  int feasible = 0;
+  int cases = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Rng rng(seed);
+    const std::string name = rng.Bernoulli(0.5) ? "roofline" : "libra-ref";
+    const std::string model = rng.Bernoulli(0.5) ? "Qwen3-1.7B" : "Qwen3-4B";
+    auto cost = Catalog(name, "A100-80G", model, 4);
+    SearchSpace space;
+    space.nodes = static_cast<int>(rng.UniformInt(1, 2));
+    space.gpus_per_node = 4;
+    const std::vector<std::vector<int>> tp_sets = {{1}, {2}, {1, 2}, {1, 4}, {2, 4}, {1, 2, 4}};
+    space.rollout_tps = tp_sets[static_cast<size_t>(rng.UniformInt(0, 5))];
+    if (rng.Bernoulli(0.25)) {
+      const std::vector<std::vector<int>> patterns = {
+          {1, 1, 2}, {2, 2}, {1, 1, 1, 1}, {4}, {2, 1, 1}};
+      space.node_pattern = patterns[static_cast<size_t>(rng.UniformInt(0, 4))];
+    }
+    space.train_tps = {1, 2, 4};
+    space.train_pps = {1, 2};
+    space.micro_batches = {1, 2, 4};
+    space.max_num_seqs = rng.Bernoulli(0.3) ? 2 : 256;
+    const int requests = static_cast<int>(rng.UniformInt(3, 8));
+    space.max_requests = requests;
+    PipelineShape shape;
+    shape.batch_trajectories = static_cast<int>(8 << rng.UniformInt(0, 2));
+    shape.staleness = static_cast<int>(rng.UniformInt(0, 1));
+    std::vector<RequestSample> history;
+    for (int i = 0; i < requests; ++i) {
+      history.push_back(
+          {rng.UniformInt(100, 3000), rng.UniformInt(10, 20000), rng.UniformInt(0, 1000)});
+    }
+    SCOPED_TRACE(StrFormat("seed %d: %s %s, %d nodes, %d requests, batch %d",
+                           static_cast<int>(seed), name.c_str(), model.c_str(), space.nodes,
+                           requests, shape.batch_trajectories));
+    auto tree = Search(*cost, space, shape, history, SearchMode::kTreeDp);
+    auto brute = Search(*cost, space, shape, history, SearchMode::kExhaustive);
+    ASSERT_OK(tree);
+    ASSERT_OK(brute);
+    ++cases;
+    ASSERT_EQ(tree->best.has_value(), brute->best.has_value());
+    ASSERT_EQ(tree->top.size(), brute->top.size());
+    if (!tree->best) continue;
+    ++feasible;
+    EXPECT_TRUE(Near(tree->best->step_s, brute->best->step_s))
+        << tree->best->ToString() << " vs " << brute->best->ToString();
+    for (size_t i = 0; i < tree->top.size(); ++i) {
+      const CandidatePlan& a = tree->top[i];
+      const CandidatePlan& b = brute->top[i];
+      EXPECT_EQ(a.train_gpus(), b.train_gpus());
+      EXPECT_TRUE(Near(a.step_s, b.step_s)) << a.ToString() << " vs " << b.ToString();
+      EXPECT_TRUE(Near(a.rollout_s, b.rollout_s)) << a.ToString() << " vs " << b.ToString();
+      auto evaluated = EvaluatePlan(*cost, space, shape, history, a.train, a.rollout_tps);
+      ASSERT_OK(evaluated);
+      EXPECT_TRUE(Near(evaluated->rollout_s, a.rollout_s)) << a.ToString();
+      EXPECT_TRUE(Near(evaluated->step_s, a.step_s)) << a.ToString();
+    }
+  }
+  EXPECT_EQ(cases, 40);
+  EXPECT_GE(feasible, 25);  // the comparison is not vacuous
+}
+
+TEST(SearchTest, PaperSettingYieldsAFeasiblePlan) {
+  // 48 A800 (6 x 8), Qwen3-14B, 256 r2e-gym-like trajectories a step, staleness 2: a plan that
+  // fits in memory, uses all 48 GPUs, and whose times EvaluatePlan reproduces.
+  auto cost = Catalog("roofline", "A800-80G", "Qwen3-14B", 8);
+  SearchSpace space;
+  space.nodes = 6;
+  space.gpus_per_node = 8;
+  PipelineShape shape;
+  shape.batch_trajectories = 256;
+  shape.staleness = 2;
+  const std::vector<RequestSample> history = R2eGymHistory(256, 42);
+  auto result = Search(*cost, space, shape, history);
+  ASSERT_OK(result);
+  ASSERT_TRUE(result->best);
+  const CandidatePlan& best = *result->best;
+  EXPECT_EQ(best.train_gpus() + best.rollout_gpus(), 48);
+  EXPECT_GT(best.rollout_gpus(), 0);
+  EXPECT_EQ(result->trace.budgets, 47);
+  EXPECT_EQ(result->trace.segment_evaluations, 4 * 64 * 65 / 2);
+  EXPECT_GT(best.rollout_s, 0);
+  EXPECT_GT(best.train_s, 0);
+  EXPECT_DOUBLE_EQ(best.step_s, std::max(best.rollout_s, best.train_s + best.sync_s));
+  auto evaluated = EvaluatePlan(*cost, space, shape, history, best.train, best.rollout_tps);
+  ASSERT_OK(evaluated);  // which includes: the training layout does not run out of memory
+  EXPECT_DOUBLE_EQ(evaluated->rollout_s, best.rollout_s);
+  EXPECT_DOUBLE_EQ(evaluated->step_s, best.step_s);
+  EXPECT_DOUBLE_EQ(evaluated->train_s, best.train_s);
+  EXPECT_DOUBLE_EQ(evaluated->sync_s, best.sync_s);
+  // The paper's constrained space (pattern [1 1 2 4], training TP8 in multiples of 8).
+  space.node_pattern = {1, 1, 2, 4};
+  space.train_tps = {8};
+  space.train_pps = {1};
+  space.micro_batches = {1};
+  space.granularity = 8;
+  space.min_train_gpus = 8;
+  space.min_rollout_gpus = 8;
+  auto paper = Search(*cost, space, shape, history);
+  ASSERT_OK(paper);
+  ASSERT_TRUE(paper->best);
+  EXPECT_EQ(paper->best->train.tp, 8);
+  EXPECT_EQ(paper->best->train_gpus() % 8, 0);
+  EXPECT_EQ(paper->best->train_gpus() + paper->best->rollout_gpus(), 48);
+  EXPECT_LE(best.step_s, paper->best->step_s);  // the free space contains the constrained one
+}
+
+TEST(SearchTest, SameInputGivesIdenticalResults) {
+  // No hidden state: two searches of the same input agree bit for bit, trace included.
+  auto cost = Catalog("roofline", "A800-80G", "Qwen3-14B", 8);
+  SearchSpace space;
+  space.nodes = 2;
+  PipelineShape shape;
+  shape.batch_trajectories = 64;
+  shape.staleness = 1;
+  const std::vector<RequestSample> history = R2eGymHistory(100, 3);
+  auto first = Search(*cost, space, shape, history);
+  auto second = Search(*cost, space, shape, history);
+  ASSERT_OK(first);
+  ASSERT_OK(second);
+  EXPECT_TRUE(*first == *second);
+  ASSERT_TRUE(first->best);
+  // The history's order does not matter either: it is sorted first.
+  std::vector<RequestSample> reversed(history.rbegin(), history.rend());
+  auto third = Search(*cost, space, shape, reversed);
+  ASSERT_OK(third);
+  EXPECT_TRUE(*first == *third);
+}
+
+TEST(SearchTest, EvaluatePlanRejectsPlansThatDoNotFit) {
+  // More GPUs than the cluster, an instance across a node, a training OOM, a request that fits
+  // no instance: each is kInvalidArgument.
+  FakeCost cost;
+  cost.memory_limit = 5;
+  cost.kv_tp1 = 5;
+  cost.kv_per_tp = 5;
+  SearchSpace space = HandSpace();
+  space.nodes = 2;
+  space.gpus_per_node = 6;
+  const PipelineShape shape = Synchronous(3);
+  const std::vector<RequestSample> history = Decodes({1, 2, 3});
+  auto ok = EvaluatePlan(cost, space, shape, history, {2, 1, 1, 1}, {1, 2, 2});
+  ASSERT_OK(ok);
+  EXPECT_EQ(ok->rollout_tps, std::vector<int>({2, 2, 1}));
+  EXPECT_DOUBLE_EQ(ok->rollout_s, 1.5);  // 3 on a TP2, 2 on the other, 1 on the TP1
+  EXPECT_DOUBLE_EQ(ok->train_s, 3);
+  EXPECT_DOUBLE_EQ(ok->step_s, 4.5);
+  EXPECT_EQ(EvaluatePlan(cost, space, shape, history, {2, 1, 1, 1}, {6, 6}).status().code(),
+            StatusCode::kInvalidArgument);  // 14 GPUs
+  EXPECT_EQ(EvaluatePlan(cost, space, shape, history, {2, 1, 1, 1}, {3, 3, 2, 2}).status().code(),
+            StatusCode::kInvalidArgument);  // partial node of 4 + node of 6
+  EXPECT_EQ(EvaluatePlan(cost, space, shape, history, {1, 1, 2, 1}, {2}).status().code(),
+            StatusCode::kInvalidArgument);  // OOM
+  EXPECT_EQ(EvaluatePlan(cost, space, shape, Decodes({12}), {2, 1, 1, 1}, {2}).status().code(),
+            StatusCode::kInvalidArgument);  // 12 tokens, TP2 holds 10
+  EXPECT_EQ(EvaluatePlan(cost, space, shape, history, {2, 1, 1, 1}, {}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace libra::planner
