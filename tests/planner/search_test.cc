@@ -194,6 +194,35 @@ TEST(SearchTest, LoneRequestFinishesFasterOnTp4ThanOnTp1) {
   }
 }
 
+TEST(SearchTest, InstanceSteadyTimeIsThroughputBoundedByTheTail) {
+  // Asynchronous: many mixed trajectories take less per step than a lone batch's makespan (the
+  // next batches fill the instance while the tail finishes); one trajectory per step alone on an
+  // instance is all its decode time (the work, not the tail, bounds it); a context beyond the KV
+  // cache never runs.
+  auto cost = Catalog("roofline", "A800-80G", "Qwen3-14B", 8);
+  std::vector<RequestSample> mixed;
+  for (int i = 0; i < 32; ++i) mixed.push_back({1500, 500 + 600 * i, 300});
+  for (int tp : {1, 4}) {
+    SCOPED_TRACE(tp);
+    EXPECT_LT(InstanceSteadyTime(*cost, tp, mixed, 4, 256, 1),
+              InstanceMakespan(*cost, tp, mixed, 4, 256));
+    // More staleness never makes it slower; more work makes it slower.
+    EXPECT_LE(InstanceSteadyTime(*cost, tp, mixed, 4, 256, 3),
+              InstanceSteadyTime(*cost, tp, mixed, 4, 256, 1));
+    EXPECT_LT(InstanceSteadyTime(*cost, tp, mixed, 4, 256, 1),
+              InstanceSteadyTime(*cost, tp, mixed, 8, 256, 1));
+  }
+  const std::vector<RequestSample> one = {{0, 12000, 0}};
+  model::IterationLoad load;
+  load.decode_sequences = 1;
+  load.decode_context_tokens = 6000;
+  EXPECT_NEAR(InstanceSteadyTime(*cost, 2, one, 1, 256, 1), 12000 * cost->IterationTime(2, load),
+              1e-9);
+  const std::vector<RequestSample> too_long = {{1000, cost->KvCapacityTokens(1), 0}};
+  EXPECT_EQ(InstanceSteadyTime(*cost, 1, too_long, 1, 256, 1), kInf);
+  EXPECT_EQ(InstanceSteadyTime(*cost, 1, {}, 1, 256, 1), 0);
+}
+
 TEST(SearchTest, InstanceMakespanIsInfiniteWhenARequestDoesNotFitTheKvCache) {
   // A context longer than the KV capacity of the instance can never run there.
   auto cost = Catalog("roofline", "A800-80G", "Qwen3-14B", 8);
