@@ -70,6 +70,7 @@ int RunPlan(const PlanOptions& options, const Io& io) {
                            system->planner.c_str()) +
                  candidates.Render(report::Format::kText);
     }
+    if (!options.explain && !plan->explain.empty()) details += plan->explain.back() + "\n";
     if (options.explain && !plan->explain.empty()) {
       details += StrFormat("\n%s (%s): search\n", system->name.c_str(), system->planner.c_str());
       for (const std::string& line : plan->explain) details += "  " + line + "\n";

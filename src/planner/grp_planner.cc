@@ -270,6 +270,11 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
     plan.candidates.push_back(Describe(result.top[i], context.gpus_per_node));
   }
   plan.explain = result.trace.lines;
+  std::vector<std::string> pruned;
+  for (const auto& [why, count] : result.trace.pruned)
+    pruned.push_back(StrFormat("%s %d", why.c_str(), count));
+  plan.explain.push_back("pruned: " +
+                         (pruned.empty() ? std::string("nothing") : StrJoin(pruned, ", ")));
   return plan;
 }
 

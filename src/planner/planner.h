@@ -109,7 +109,8 @@ struct Plan {
   /// The planner's predicted time per step, when it has a model.
   std::optional<double> predicted_step_s;
   /// The best candidates it compared (best first), and a summary of its search, for
-  /// `libra plan` and `libra plan --explain`; empty for planners that do not search.
+  /// `libra plan` and `libra plan --explain` (whose last line says what was pruned and why);
+  /// empty for planners that do not search.
   std::vector<PlanCandidate> candidates;
   std::vector<std::string> explain;
 };
