@@ -80,6 +80,7 @@ Result<std::unique_ptr<Planner>> CreateWith(const recipe::OptionTable& table, bo
   o.min_rollout_gpus = static_cast<int>(r.Int("min_rollout_gpus", o.min_rollout_gpus, 1, 1 << 20));
   o.granularity = static_cast<int>(r.Int("granularity", o.granularity, 1, 1 << 20));
   if (r.Has("train_gpus")) o.train_gpus = static_cast<int>(r.Int("train_gpus", 1, 1, 1 << 20));
+  o.max_requests = static_cast<int>(r.Int("max_requests", o.max_requests, 1, kMaxSampleRequests));
   LIBRA_RETURN_IF_ERROR(r.Finish());
   return std::unique_ptr<Planner>(std::make_unique<GrpPlanner>(std::move(o), name));
 }
@@ -117,6 +118,7 @@ SearchSpace GrpPlanner::Space(bool online, const model::TrainLayout* current) co
   space.granularity = options_.granularity;
   space.fixed_train_gpus = options_.train_gpus;
   space.max_num_seqs = context_.max_num_seqs;
+  space.max_requests = options_.max_requests;
   if (online && current != nullptr && !options_.reshard) {
     // Moves in whole replicas of the training layout in force.
     space.train_tps = {current->tp};

@@ -71,6 +71,8 @@ struct GrpOptions {
   int min_rollout_gpus = 1;
   int granularity = 1;
   std::optional<int> train_gpus;
+  /// Requests of the history the rollout model samples (search.h; at most 10 for "exhaustive").
+  int max_requests = 64;
 };
 
 class GrpPlanner : public Planner {
