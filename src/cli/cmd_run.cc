@@ -5,6 +5,7 @@
 #include "cli/common.h"
 #include "cli/exit_codes.h"
 #include "common/strings.h"
+#include "recipe/presets.h"
 #include "report/summary.h"
 #include "store/store.h"
 
@@ -83,19 +84,37 @@ int RunRun(const RecipeOptions& options, const Io& io) {
 int RunCompare(const CompareOptions& options, const Io& io) {
   auto recipe = LoadRecipe(options.common);
   if (!recipe.ok()) return Fail(io, recipe.status());
+  // Named systems (recipe/presets.h) the recipe does not list join it as extra baselines.
+  std::vector<std::string> names;
+  for (const recipe::SystemSpec* s : experiment::AllSystems(*recipe)) names.push_back(s->name);
+  for (const std::string& name : options.systems) {
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    const recipe::Preset* preset = recipe::FindPreset(name);
+    if (preset == nullptr) {
+      std::vector<std::string> presets;
+      for (const recipe::Preset& p : recipe::Presets()) presets.push_back(p.name);
+      return Fail(io,
+                  Status::InvalidArgument("--systems: '" + name + "' is neither a system of " +
+                                          options.common.recipe + " (" + StrJoin(names, ", ") +
+                                          ") nor a named system (" + StrJoin(presets, ", ") + ")"));
+    }
+    recipe->baselines.push_back(recipe::SystemFromPreset(
+        *preset, StrFormat("baselines[%zu]", recipe->baselines.size()), "--systems " + name));
+    names.push_back(name);
+  }
+  std::vector<recipe::Diagnostic> diagnostics;
+  experiment::ValidateWithRegistries(*recipe, &diagnostics);
+  if (!diagnostics.empty()) {
+    std::vector<std::string> lines;
+    for (const recipe::Diagnostic& d : diagnostics) lines.push_back(d.ToString());
+    return Fail(io, Status::InvalidArgument(StrJoin(lines, "\n")));
+  }
   const std::vector<const recipe::SystemSpec*> all = experiment::AllSystems(*recipe);
   std::vector<const recipe::SystemSpec*> chosen;
-  std::vector<std::string> names;
-  for (const recipe::SystemSpec* s : all) names.push_back(s->name);
   for (const std::string& name : options.systems) {
-    auto it = std::find_if(all.begin(), all.end(),
-                           [&](const recipe::SystemSpec* s) { return s->name == name; });
-    if (it == all.end()) {
-      return Fail(io, Status::InvalidArgument("--systems: '" + name + "' is not a system of " +
-                                              options.common.recipe +
-                                              " (it has: " + StrJoin(names, ", ") + ")"));
+    for (const recipe::SystemSpec* s : all) {
+      if (s->name == name) chosen.push_back(s);
     }
-    chosen.push_back(*it);
   }
   if (chosen.empty()) chosen = all;
   return RunSystems(options.common, io, *recipe, chosen, /*compare=*/true);

@@ -99,8 +99,11 @@ struct SimSpec {
 
 /// [system] or one [[baselines]] entry: the mechanisms under test.
 struct SystemSpec {
-  /// Name shown in reports; unique within a recipe. Default for [system]: "system".
+  /// Name shown in reports; unique within a recipe. Default for [system]: "system"; for an
+  /// entry with a preset and no name, the preset's name.
   std::string name;
+  /// A named system (presets.h) this entry starts from; its own keys override. Default: none.
+  std::string preset;
   /// Router name from the router registry. Default: "least-conn".
   std::string router = "least-conn";
   /// [.router_options]: decoded by the router itself.

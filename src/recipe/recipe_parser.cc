@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/strings.h"
+#include "recipe/presets.h"
 
 namespace libra::recipe {
 namespace {
@@ -407,14 +408,45 @@ class Converter {
   }
 
   void ReadSystem(Table& t, SystemSpec* system, bool name_required) {
+    std::string preset;
+    t.Read("preset", &preset);
+    if (!preset.empty()) {
+      const Preset* p = FindPreset(preset);
+      if (p == nullptr) {
+        std::vector<std::string> names;
+        for (const Preset& known : Presets()) names.push_back(known.name);
+        std::string what = "unknown preset '" + preset + "' (known: " + StrJoin(names, ", ") + ")";
+        const std::string hint = ClosestMatch(preset, names);
+        if (!hint.empty()) what += "; did you mean '" + hint + "'?";
+        Error(t.where(), t.path() + ".preset", what);
+      } else {
+        *system = SystemFromPreset(*p, t.path(), t.where());
+        name_required = false;
+      }
+    }
     system->where = t.where();
     system->path = t.path();
     t.Read("name", &system->name, name_required);
     t.Read("router", &system->router);
-    t.Read("router_options", &system->router_options);
+    ReadMerged(t, "router_options", &system->router_options);
     t.Read("planner", &system->planner);
-    t.Read("planner_options", &system->planner_options);
+    ReadMerged(t, "planner_options", &system->planner_options);
     t.Read("staleness", &system->staleness);
+  }
+
+  /// Reads an option table over `out`'s entries: a key given in the file replaces the preset's.
+  static void ReadMerged(Table& t, const std::string& key, OptionTable* out) {
+    OptionTable given;
+    t.Read(key, &given);
+    std::vector<OptionEntry> merged;
+    for (const OptionEntry& e : out->entries) {
+      bool replaced = false;
+      for (const OptionEntry& g : given.entries) replaced = replaced || g.key == e.key;
+      if (!replaced) merged.push_back(e);
+    }
+    for (OptionEntry& g : given.entries) merged.push_back(std::move(g));
+    given.entries = std::move(merged);
+    *out = std::move(given);
   }
 
   void Convert(const toml::table& root) {

@@ -9,6 +9,8 @@
 
 #include "cli/cli_fixture.h"
 #include "common/strings.h"
+#include "store/store.h"
+#include "support/test_util.h"
 
 namespace libra::test {
 namespace {
@@ -71,8 +73,29 @@ TEST_F(CmdRunTest, CompareSystemsSelectsAndOrders) {
   const CommandResult bad = Libra({"compare", "--systems", "nope", "quickstart.toml"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err,
-            "libra: error: --systems: 'nope' is not a system of quickstart.toml (it has: "
-            "async-split, sync-colocated, sync-split)\n");
+            "libra: error: --systems: 'nope' is neither a system of quickstart.toml (async-split, "
+            "sync-colocated, sync-split) nor a named system (libra, libra-no-ehp, libra-ref, "
+            "verl-sync, disagg-static)\n");
+}
+
+TEST_F(CmdRunTest, CompareRunsNamedSystemsTheRecipeDoesNotList) {
+  // A named system joins the comparison on the same workload: verl-sync is synchronous
+  // (staleness 0, so no lag), disagg-static one step stale.
+  CopyRecipe("quickstart.toml");
+  const CommandResult r = Libra({"compare", "--steps", "3", "--systems",
+                                 "async-split,verl-sync,disagg-static", "quickstart.toml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("system 'verl-sync' (least-conn / colocated)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("system 'disagg-static' (least-conn / static)"), std::string::npos);
+  auto store = store::Store::Open(dir_.File("results/libra.db"));
+  ASSERT_OK(store);
+  for (int64_t run : {2, 3}) {
+    auto steps = (*store)->Steps(run);
+    ASSERT_OK(steps);
+    int lag = 0;
+    for (const store::StepRecord& s : *steps) lag = std::max(lag, s.max_lag);
+    EXPECT_EQ(lag, run == 2 ? 0 : 1) << run;
+  }
 }
 
 TEST_F(CmdRunTest, BadRecipeExitsTwoWithEveryError) {

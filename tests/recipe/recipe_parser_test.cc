@@ -292,6 +292,52 @@ TEST(RecipeParserTest, MalformedOverridesAreRejected) {
             "--set baselines[3].name=x: '3' is not an index of the array (it has 1 element)");
 }
 
+TEST(RecipeParserTest, PresetsFillASystemAndItsOwnKeysWin) {
+  // A baseline named only by its preset takes the preset's name, policies and staleness; a
+  // system's own keys override them and its option tables merge over the preset's, key by key.
+  const std::string text = std::string(kMinimal) + R"(
+[system]
+preset = "libra-ref"
+name = "ours"
+planner = "grp"
+[system.router_options]
+max_episodes_per_instance = 5
+
+[[baselines]]
+preset = "verl-sync"
+)";
+  auto parsed = ParseRecipe(text, "t.toml");
+  ASSERT_OK(parsed);
+  ASSERT_TRUE(parsed->diagnostics.empty()) << Messages(*parsed)[0];
+  const SystemSpec& ours = parsed->recipe.system;
+  EXPECT_EQ(ours.name, "ours");
+  EXPECT_EQ(ours.preset, "libra-ref");
+  EXPECT_EQ(ours.router, "cmlfq");
+  EXPECT_EQ(ours.planner, "grp");
+  ASSERT_EQ(ours.router_options.entries.size(), 2u);
+  EXPECT_EQ(ours.router_options.entries[0].key, "reference");
+  EXPECT_EQ(ours.router_options.entries[1].key, "max_episodes_per_instance");
+  EXPECT_EQ(ours.router_options.path, "system.router_options");
+  ASSERT_EQ(parsed->recipe.baselines.size(), 1u);
+  const SystemSpec& verl = parsed->recipe.baselines[0];
+  EXPECT_EQ(verl.name, "verl-sync");
+  EXPECT_EQ(verl.planner, "colocated");
+  EXPECT_EQ(verl.staleness, 0);
+  EXPECT_EQ(verl.path, "baselines[0]");
+}
+
+TEST(RecipeParserTest, UnknownPresetSuggestsTheClosest) {
+  const std::string text = std::string(kMinimal) + "[[baselines]]\npreset = \"verl_sync\"\n";
+  auto parsed = ParseRecipe(text, "t.toml");
+  ASSERT_OK(parsed);
+  ASSERT_FALSE(parsed->diagnostics.empty());
+  EXPECT_NE(Messages(*parsed)[0].find("baselines[0].preset: unknown preset 'verl_sync' (known: "
+                                      "libra, libra-no-ehp, libra-ref, verl-sync, disagg-static); "
+                                      "did you mean 'verl-sync'?"),
+            std::string::npos)
+      << Messages(*parsed)[0];
+}
+
 TEST(RecipeParserTest, MissingFileIsNotFound) {
   // A path that cannot be read is kNotFound naming the path.
   auto parsed = ParseRecipeFile("/nonexistent/recipe.toml");

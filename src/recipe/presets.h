@@ -1,0 +1,38 @@
+// Named systems: presets of router + planner + pipeline settings (DESIGN §3), which a recipe's
+// [system] or [[baselines]] entry names with `preset = "..."` (its own keys override the preset's;
+// its option tables are merged over the preset's, key by key) and which `libra compare --systems`
+// accepts even when the recipe does not list them. Pure data: the policies are looked up by name
+// later, like any system's.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "recipe/recipe.h"
+
+namespace libra::recipe {
+
+struct Preset {
+  std::string name;
+  /// What it stands for, in a line (`libra validate`, docs).
+  std::string summary;
+  std::string router;
+  OptionTable router_options;
+  std::string planner;
+  OptionTable planner_options;
+  /// The pipeline's staleness when the preset fixes it (e.g. 0 for a synchronous system).
+  std::optional<int> staleness;
+};
+
+/// Every preset, by name.
+const std::vector<Preset>& Presets();
+
+/// The preset of that name; nullptr when there is none.
+const Preset* FindPreset(const std::string& name);
+
+/// A system that is exactly the preset, named after it, for `path` ("baselines[3]").
+SystemSpec SystemFromPreset(const Preset& preset, const std::string& path,
+                            const std::string& where);
+
+}  // namespace libra::recipe
