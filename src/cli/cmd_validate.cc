@@ -6,6 +6,7 @@
 #include "common/strings.h"
 #include "libra/config.h"
 #include "planner/planner.h"
+#include "recipe/presets.h"
 #include "sched/router.h"
 
 namespace libra::cli {
@@ -30,6 +31,9 @@ int RunVersion(const Io& io) {
   io.out << "backends: " << StrJoin(recipe::KnownBackends(), ", ") << "\n";
   io.out << "routers: " << StrJoin(sched::BuiltinRouters().Names(), ", ") << "\n";
   io.out << "planners: " << StrJoin(planner::BuiltinPlanners().Names(), ", ") << "\n";
+  std::vector<std::string> systems;
+  for (const recipe::Preset& p : recipe::Presets()) systems.push_back(p.name);
+  io.out << "named systems: " << StrJoin(systems, ", ") << "\n";
   return kExitOk;
 }
 
