@@ -75,6 +75,12 @@ int Main(int argc, char** argv) {
                    "Only these systems, in this order (comma separated)")
       ->delimiter(',')
       ->type_name("A,B,...");
+  compare_cmd
+      ->add_option("--repeat", compare->repeat,
+                   "Run every system with K seeds (the recipe's and the next ones); report the "
+                   "mean and spread")
+      ->check(CLI::Range(1, 1000))
+      ->type_name("K");
   compare_cmd->callback([&] { exit_code = RunCompare(*compare, io); });
 
   auto report = std::make_shared<ReportOptions>();

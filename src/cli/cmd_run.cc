@@ -15,7 +15,8 @@ namespace {
 /// Runs `systems` of the recipe one after another (as one comparison when `compare`), prints the
 /// summary and returns the exit code.
 int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe& recipe,
-               const std::vector<const recipe::SystemSpec*>& systems, bool compare) {
+               const std::vector<const recipe::SystemSpec*>& systems, bool compare,
+               int repeat = 1) {
   auto store = store::Store::Open(options.db);
   if (!store.ok()) return Fail(io, store.status());
   std::optional<int64_t> comparison_id;
@@ -29,11 +30,27 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
   const experiment::BackendFactory backend = MakeBackendFactory();
   std::vector<report::RunView> views;
   int exit_code = kExitOk;
-  for (const recipe::SystemSpec* system : systems) {
+  // Seed k of a repeat runs the recipe with seed + k; the systems share each seed's workload.
+  std::vector<recipe::Recipe> seeded;
+  for (int k = 0; k < repeat; ++k) {
+    seeded.push_back(recipe);
+    seeded.back().seed = recipe.seed + static_cast<uint64_t>(k);
+  }
+  std::vector<std::pair<const recipe::Recipe*, const recipe::SystemSpec*>> work;
+  for (const recipe::Recipe& r : seeded) {
+    for (const recipe::SystemSpec* system : systems) {
+      // The same system of the copy (AllSystems order is the same in every copy).
+      const std::vector<const recipe::SystemSpec*> all = experiment::AllSystems(recipe);
+      const size_t index =
+          static_cast<size_t>(std::find(all.begin(), all.end(), system) - all.begin());
+      work.emplace_back(&r, experiment::AllSystems(r)[index]);
+    }
+  }
+  for (const auto& [run_recipe, system] : work) {
     ProgressLine progress(io, !options.quiet, recipe.name + "/" + system->name,
                           recipe.backend == "sim");
     experiment::RunRequest request;
-    request.recipe = &recipe;
+    request.recipe = run_recipe;
     request.system = system;
     request.comparison_id = comparison_id;
     request.interrupted = &InterruptGuard::Interrupted;
@@ -62,7 +79,19 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
 
   std::optional<size_t> baseline;
   if (compare && views.size() > 1) baseline = 1;  // speedups are over the first baseline
-  io.out << "\n" << report::SummaryTable(views, baseline).Render(report::Format::kText);
+  if (repeat > 1) {
+    std::vector<std::string> names;
+    for (const recipe::SystemSpec* s : systems) names.push_back(s->name);
+    std::optional<std::string> base;
+    if (names.size() > 1) base = names[1];
+    io.out << "\n"
+           << report::RepeatTable(views, names, base).Render(report::Format::kText)
+           << StrFormat("(%d seeds from %llu; speedup: mean of the per-seed ratios over %s)\n",
+                        repeat, static_cast<unsigned long long>(recipe.seed),
+                        base ? base->c_str() : "-");
+  } else {
+    io.out << "\n" << report::SummaryTable(views, baseline).Render(report::Format::kText);
+  }
   if (compare) {
     io.out << StrFormat("\ncomparison %lld recorded in %s; `libra report` shows it again\n",
                         static_cast<long long>(*comparison_id), options.db.c_str());
@@ -117,7 +146,7 @@ int RunCompare(const CompareOptions& options, const Io& io) {
     }
   }
   if (chosen.empty()) chosen = all;
-  return RunSystems(options.common, io, *recipe, chosen, /*compare=*/true);
+  return RunSystems(options.common, io, *recipe, chosen, /*compare=*/true, options.repeat);
 }
 
 }  // namespace libra::cli

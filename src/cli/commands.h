@@ -24,6 +24,9 @@ struct CompareOptions {
   RecipeOptions common;
   /// Only these systems, by name, in this order (default: all of the recipe).
   std::vector<std::string> systems;
+  /// Run every system with this many seeds (the recipe's, then the next ones) and report the
+  /// mean and spread.
+  int repeat = 1;
 };
 
 struct ReportOptions {

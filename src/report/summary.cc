@@ -1,5 +1,9 @@
 #include "report/summary.h"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+
 #include "common/strings.h"
 
 namespace libra::report {
@@ -91,6 +95,63 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       Cell cell = Cell::Number(speedup, 2);
       row.push_back(cell);
     }
+    table.AddRow(std::move(row));
+  }
+  return table;
+}
+
+Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems,
+                  const std::optional<std::string>& baseline) {
+  std::vector<Column> columns = {
+      {"system", "system", false},
+      {"runs", "runs", true},
+      {"trajectories_per_s", "traj/s mean", true},
+      {"trajectories_per_s_sd", "sd", true},
+      {"trajectories_per_s_min", "min", true},
+      {"trajectories_per_s_max", "max", true},
+  };
+  if (baseline) columns.push_back({"speedup", "speedup mean", true});
+  // Throughput per (system, seed).
+  std::map<std::string, std::map<uint64_t, double>> rate;
+  for (const RunView& view : runs) {
+    const std::optional<double> t = ComputeMetrics(view).trajectories_per_s;
+    if (t && view.run.status == store::kRunOk) rate[view.run.system][view.run.seed] = *t;
+  }
+  Table table(columns);
+  for (const std::string& system : systems) {
+    const std::map<uint64_t, double>& by_seed = rate[system];
+    std::vector<double> values;
+    for (const auto& [seed, t] : by_seed) values.push_back(t);
+    std::optional<double> mean, sd, lo, hi, speedup;
+    if (!values.empty()) {
+      double sum = 0;
+      for (double v : values) sum += v;
+      mean = sum / static_cast<double>(values.size());
+      lo = *std::min_element(values.begin(), values.end());
+      hi = *std::max_element(values.begin(), values.end());
+      if (values.size() > 1) {
+        double sq = 0;
+        for (double v : values) sq += (v - *mean) * (v - *mean);
+        sd = std::sqrt(sq / static_cast<double>(values.size() - 1));
+      }
+    }
+    if (baseline) {
+      double sum = 0;
+      int n = 0;
+      for (const auto& [seed, t] : by_seed) {
+        auto it = rate[*baseline].find(seed);
+        if (it != rate[*baseline].end() && it->second > 0) {
+          sum += t / it->second;
+          ++n;
+        }
+      }
+      if (n > 0) speedup = sum / n;
+    }
+    std::vector<Cell> row = {
+        Cell::Text(system),    Cell::Integer(static_cast<long long>(values.size())),
+        Cell::Number(mean, 3), Cell::Number(sd, 3),
+        Cell::Number(lo, 3),   Cell::Number(hi, 3)};
+    if (baseline) row.push_back(Cell::Number(speedup, 2));
     table.AddRow(std::move(row));
   }
   return table;

@@ -47,6 +47,13 @@ RunMetrics ComputeMetrics(const RunView& view);
 /// trajectories/s over the baseline's.
 Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline);
 
+/// One row per system over repeated runs (seeds): runs, throughput mean, standard deviation
+/// (sample, n - 1; missing for one run), min and max, and with `baseline` (a system name) the
+/// mean of the per-seed speedups over that system's run of the same seed. `runs` hold the
+/// systems in order for each seed in turn; `systems` is the order of the rows.
+Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems,
+                  const std::optional<std::string>& baseline);
+
 /// One row per step of a run.
 Table StepTable(const RunView& view);
 

@@ -98,6 +98,29 @@ TEST_F(CmdRunTest, CompareRunsNamedSystemsTheRecipeDoesNotList) {
   }
 }
 
+TEST_F(CmdRunTest, CompareRepeatReportsMeanAndSpreadOverSeeds) {
+  // --repeat K runs every system with seeds 1..K and prints one row per system; the same
+  // command twice prints the same table.
+  CopyRecipe("quickstart.toml");
+  const std::vector<std::string> args = {
+      "compare",        "--steps", "3", "--repeat", "2", "--systems", "async-split,sync-colocated",
+      "quickstart.toml"};
+  const CommandResult r = Libra(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("cli/compare_repeat_quickstart.txt",
+               "libra compare --steps 3 --repeat 2 --systems async-split,sync-colocated "
+               "quickstart.toml",
+               r.out);
+  auto table = [](const std::string& out) {
+    const size_t begin = out.find("\nsystem ");
+    return out.substr(begin, out.find("(2 seeds") - begin);
+  };
+  EXPECT_EQ(table(Libra(args).out), table(r.out));
+  const CommandResult bad = Libra({"compare", "--repeat", "0", "quickstart.toml"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--repeat: Value 0 not in range 1 to 1000"), std::string::npos) << bad.err;
+}
+
 TEST_F(CmdRunTest, BadRecipeExitsTwoWithEveryError) {
   // Recipe errors: exit 2, every problem on stderr, nothing recorded.
   WriteFile(dir_.File("bad.toml"), "name = \"b\"\nstesp = 3\n[cluster]\nnodes = 0\n");

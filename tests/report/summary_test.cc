@@ -217,3 +217,36 @@ TEST(SummaryTest, RunHeadline) {
 
 }  // namespace
 }  // namespace libra::report
+
+namespace libra::report {
+namespace {
+
+// One step of `trajectories` in `seconds`, for system and seed.
+RunView Rate(const std::string& system, uint64_t seed, int trajectories, double seconds) {
+  RunView view;
+  view.run = MakeRun(static_cast<int64_t>(seed), system, 4);
+  view.run.seed = seed;
+  view.steps = {Step(0, seconds, trajectories, 100, 0.5)};
+  return view;
+}
+
+TEST(SummaryTest, RepeatTableAveragesSeedsAndPairsSpeedupsBySeed) {
+  // a: 1 and 3 traj/s (mean 2, sd sqrt(2)); b: 1 and 1; speedup of a over b per seed: 1 and 3.
+  // c ran once (no sd); d never finished a step (all missing, 0 runs).
+  std::vector<RunView> runs = {Rate("a", 1, 10, 10), Rate("b", 1, 10, 10), Rate("a", 2, 30, 10),
+                               Rate("b", 2, 10, 10), Rate("c", 1, 20, 10)};
+  RunView failed = Rate("d", 1, 10, 10);
+  failed.run.status = store::kRunFailed;
+  runs.push_back(failed);
+  const Table t = RepeatTable(runs, {"a", "b", "c", "d"}, std::string("b"));
+  EXPECT_EQ(t.Render(Format::kCsv),
+            "system,runs,trajectories_per_s,trajectories_per_s_sd,trajectories_per_s_min,"
+            "trajectories_per_s_max,speedup\n"
+            "a,2,2.000,1.414,1.000,3.000,2.00\n"
+            "b,2,1.000,0.000,1.000,1.000,1.00\n"
+            "c,1,2.000,,2.000,2.000,2.00\n"
+            "d,0,,,,,\n");
+}
+
+}  // namespace
+}  // namespace libra::report
