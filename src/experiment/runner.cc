@@ -204,7 +204,8 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
           diagnostics);
       continue;
     }
-    if (recipe.cluster.nodes < 1 || recipe.cluster.gpus_per_node < 1) continue;
+    // Without a cluster or a cost model (already reported) a plan says nothing more.
+    if (recipe.cluster.nodes < 1 || recipe.cluster.gpus_per_node < 1 || !cost) continue;
     auto plan = (*p)->Initial(MakePlanContext(recipe, *system, cost.get(), sizes));
     if (!plan.ok()) {
       Add(recipe::Diagnostic{recipe.Where(system->path + ".planner_options"),

@@ -26,7 +26,7 @@ TEST_F(CmdReportTest, LatestComparison) {
   ASSERT_EQ(Libra({"compare", "-q", "--steps", "3", "quickstart.toml"}).exit_code, 0);
   const CommandResult r = Libra({"report", "--format", "md"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("## comparison 1: quickstart, 3 runs (", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.rfind("## comparison 1: quickstart, 4 runs (", 0), 0u) << r.out;
   const size_t table = r.out.find("| run |");
   ASSERT_NE(table, std::string::npos);
   ExpectGolden("cli/report_comparison.md", "libra report --format md after a comparison",

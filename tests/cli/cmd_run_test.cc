@@ -74,8 +74,8 @@ TEST_F(CmdRunTest, CompareSystemsSelectsAndOrders) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err,
             "libra: error: --systems: 'nope' is neither a system of quickstart.toml (async-split, "
-            "sync-colocated, sync-split) nor a named system (libra, libra-no-ehp, libra-ref, "
-            "verl-sync, disagg-static)\n");
+            "sync-colocated, sync-split, libra) nor a named system (libra, libra-no-ehp, "
+            "libra-ref, verl-sync, disagg-static)\n");
 }
 
 TEST_F(CmdRunTest, CompareRunsNamedSystemsTheRecipeDoesNotList) {

@@ -14,7 +14,7 @@ TEST_F(CmdValidateTest, ValidRecipe) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "quickstart.toml: ok (quickstart, 10 steps, 16 GPUs, systems: async-split, "
-            "sync-colocated, sync-split)\n");
+            "sync-colocated, sync-split, libra)\n");
 }
 
 TEST_F(CmdValidateTest, EveryErrorAtOnce) {
