@@ -23,7 +23,13 @@ RunMetrics ComputeMetrics(const RunView& view) {
   double train = 0;
   double sync = 0;
   double wait = 0;
+  double util_s = 0;  // sum of util x step time, over the steps that recorded it
+  double util_time = 0;
   for (const store::StepRecord& s : view.steps) {
+    if (s.gpu_util) {
+      util_s += *s.gpu_util * (s.end_s - s.start_s);
+      util_time += s.end_s - s.start_s;
+    }
     m.trajectories += s.trajectories;
     m.generated_tokens += s.generated_tokens;
     rollout += s.rollout_s;
@@ -44,6 +50,7 @@ RunMetrics ComputeMetrics(const RunView& view) {
   m.train_s = train / n;
   m.sync_s = sync / n;
   m.wait_s = wait / n;
+  if (util_time > 0) m.gpu_util = util_s / util_time;
   m.final_reward = view.steps.back().reward_mean;
   return m;
 }
@@ -57,6 +64,7 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       {"elapsed_s", "time s", true},
       {"trajectories_per_s", "traj/s", true},
       {"tokens_per_s_per_gpu", "tok/s/GPU", true},
+      {"gpu_util", "GPU util", true},
       {"step_s", "step s", true},
       {"rollout_s", "rollout s", true},
       {"train_s", "train s", true},
@@ -80,6 +88,7 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
         Cell::Number(m.elapsed_s, 1),
         Cell::Number(m.trajectories_per_s, 3),
         Cell::Number(m.tokens_per_s_per_gpu, 1),
+        Cell::Number(m.gpu_util, 2),
         Cell::Number(m.step_s, 1),
         Cell::Number(m.rollout_s, 1),
         Cell::Number(m.train_s, 1),

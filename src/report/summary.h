@@ -34,6 +34,9 @@ struct RunMetrics {
   std::optional<double> train_s;
   std::optional<double> sync_s;
   std::optional<double> wait_s;
+  /// GPU utilisation over the run: busy GPU-seconds over the cluster's, from the steps that
+  /// recorded it (time-weighted); missing when none did.
+  std::optional<double> gpu_util;
   /// Mean reward of the last step's batch.
   std::optional<double> final_reward;
 };

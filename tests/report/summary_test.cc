@@ -115,16 +115,17 @@ TEST(SummaryTest, RunWithoutStepsRendersDashAndNull) {
   empty.run.status = store::kRunFailed;
   const Table table = SummaryTable({empty}, std::nullopt);
   EXPECT_EQ(table.Render(Format::kText),
-            "run  system  status  steps  time s  traj/s  tok/s/GPU  step s  rollout s  train s  "
-            "sync s  wait s  reward\n"
-            "---  ------  ------  -----  ------  ------  ---------  ------  ---------  -------  "
-            "------  ------  ------\n"
-            "  3  broken  failed      0       -       -          -       -          -        -  "
-            "     -       -       -\n");
+            "run  system  status  steps  time s  traj/s  tok/s/GPU  GPU util  step s  rollout s  "
+            "train s  sync s  wait s  reward\n"
+            "---  ------  ------  -----  ------  ------  ---------  --------  ------  ---------  "
+            "-------  ------  ------  ------\n"
+            "  3  broken  failed      0       -       -          -         -       -          -  "
+            "      -       -       -       -\n");
   EXPECT_EQ(table.Render(Format::kJson),
             "[\n  {\"run\": 3, \"system\": \"broken\", \"status\": \"failed\", \"steps\": 0, "
             "\"elapsed_s\": null, \"trajectories_per_s\": null, \"tokens_per_s_per_gpu\": null, "
-            "\"step_s\": null, \"rollout_s\": null, \"train_s\": null, \"sync_s\": null, "
+            "\"gpu_util\": null, \"step_s\": null, \"rollout_s\": null, \"train_s\": null, "
+            "\"sync_s\": null, "
             "\"wait_s\": null, \"final_reward\": null}\n]\n");
 }
 
@@ -168,9 +169,9 @@ TEST(SummaryTest, SummaryRowValues) {
   // A full row: rounded to the documented decimals.
   const Table table = SummaryTable({TwoSteps(1, "baseline")}, 0);
   EXPECT_EQ(table.Render(Format::kCsv),
-            "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,step_s,"
-            "rollout_s,train_s,sync_s,wait_s,final_reward,speedup\n"
-            "1,baseline,ok,2,30.0,0.533,25.0,15.0,8.0,4.0,1.0,1.0,0.750,1.00\n");
+            "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,gpu_util,"
+            "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,speedup\n"
+            "1,baseline,ok,2,30.0,0.533,25.0,,15.0,8.0,4.0,1.0,1.0,0.750,1.00\n");
 }
 
 TEST(SummaryTest, StepTableHasOneRowPerStep) {
@@ -228,6 +229,22 @@ RunView Rate(const std::string& system, uint64_t seed, int trajectories, double 
   view.run.seed = seed;
   view.steps = {Step(0, seconds, trajectories, 100, 0.5)};
   return view;
+}
+
+TEST(SummaryTest, GpuUtilisationIsTimeWeightedOverTheStepsThatRecordedIt) {
+  // 10 s at 50% and 20 s at 80% -> 70%; a step without a figure does not count.
+  RunView view = Rate("a", 1, 10, 10);
+  view.steps[0].gpu_util = 0.5;
+  store::StepRecord b = Step(1, 30, 10, 100, 0.5);
+  b.start_s = 10;
+  b.gpu_util = 0.8;
+  store::StepRecord c = Step(2, 40, 10, 100, 0.5);
+  c.start_s = 30;
+  view.steps.push_back(b);
+  view.steps.push_back(c);
+  ASSERT_TRUE(ComputeMetrics(view).gpu_util.has_value());
+  EXPECT_NEAR(*ComputeMetrics(view).gpu_util, 0.7, 1e-12);
+  EXPECT_FALSE(ComputeMetrics(Rate("a", 1, 10, 10)).gpu_util.has_value());
 }
 
 TEST(SummaryTest, RepeatTableAveragesSeedsAndPairsSpeedupsBySeed) {
