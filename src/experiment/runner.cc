@@ -245,6 +245,12 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   info.libra_version = LIBRA_VERSION;
   info.started_at = NowIso8601();
   info.comparison_id = request.comparison_id;
+  if (recipe.backend == "sim") {
+    auto workload = workload::MakeWorkload(recipe.workload, recipe.seed);
+    auto cost = model::MakeCostModel(recipe);
+    if (workload.ok() && cost.ok())
+      info.throughput_bound = PerfectBalanceBound(recipe, **cost, **workload);
+  }
   LIBRA_ASSIGN_OR_RETURN(int64_t run_id, store.BeginRun(info));
   if (request.comparison_id) {
     LIBRA_RETURN_IF_ERROR(store.AddToComparison(*request.comparison_id, run_id));
@@ -271,8 +277,7 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
         MakePlanContext(recipe, system, cost.get(),
                         SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps));
     config.record_events = recipe.sim.record_events;
-    if (recipe.backend == "sim")
-      config.throughput_bound = PerfectBalanceBound(recipe, *cost, *workload);
+    config.throughput_bound = info.throughput_bound;
     StoreRecorder recorder(store, run_id);
     Coordinator coordinator(config, *workload, *router, *planner, *backend, recorder);
     return coordinator.Run(request.interrupted, request.progress);

@@ -71,6 +71,7 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       {"sync_s", "sync s", true},
       {"wait_s", "wait s", true},
       {"final_reward", "reward", true},
+      {"of_bound", "of bound", true},
   };
   std::optional<double> reference;
   if (baseline && *baseline < runs.size()) {
@@ -95,6 +96,10 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
         Cell::Number(m.sync_s, 1),
         Cell::Number(m.wait_s, 1),
         Cell::Number(m.final_reward, 3),
+        Cell::Number(m.trajectories_per_s && view.run.throughput_bound
+                         ? std::optional<double>(*m.trajectories_per_s / *view.run.throughput_bound)
+                         : std::nullopt,
+                     2),
     };
     if (baseline && *baseline < runs.size()) {
       std::optional<double> speedup;

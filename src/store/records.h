@@ -36,6 +36,9 @@ struct RunInfo {
   std::string status = kRunRunning;
   std::string error;  // why it failed, when it did
   std::optional<int64_t> comparison_id;
+  /// Trajectories/s no run of this cluster, model and workload can exceed (the perfect-balance
+  /// bound); unset when the backend has none.
+  std::optional<double> throughput_bound;
 
   bool operator==(const RunInfo&) const = default;
 };
@@ -117,7 +120,7 @@ struct DecisionRecord {
   std::string reason;
   int train_gpus = 0;
   int rollout_gpus = 0;
-  std::string layout;  // e.g. "train 8 | rollout tp1x8"
+  std::string layout;                      // e.g. "train 8 | rollout tp1x8"
   std::optional<double> predicted_step_s;  // the plan chosen (or kept)
   bool applied = false;
   /// What made the planner look ("initial", "interval", "imbalance", ...).

@@ -172,6 +172,12 @@ ALTER TABLE decisions ADD COLUMN gain_s REAL;
 ALTER TABLE decisions ADD COLUMN transition_s REAL;
 )sql";
 
+// Version 6: the perfect-balance throughput bound of a run's cluster, model and workload
+// (trajectories/s; NULL when the backend has none), so reports show the fraction reached.
+constexpr char kSchemaV6[] = R"sql(
+ALTER TABLE runs ADD COLUMN throughput_bound REAL;
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -188,6 +194,7 @@ const std::vector<Migration>& SchemaMigrations() {
       {4, "router_metrics", kSchemaV4},
       {5, "steps.predicted_step_s, decisions.trigger/current_step_s/gain_s/transition_s",
        kSchemaV5},
+      {6, "runs.throughput_bound", kSchemaV6},
   };
   return *migrations;
 }

@@ -16,7 +16,7 @@ namespace {
 constexpr char kRunColumns[] =
     "name, system, router, planner, backend, seed, steps_planned, gpus, recipe_source, "
     "recipe_toml, git_revision, libra_version, started_at, ended_at, status, error, "
-    "comparison_id";
+    "comparison_id, throughput_bound";
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
@@ -79,6 +79,7 @@ RunInfo ReadRun(const Statement& statement) {
   run.status = row.Text();
   run.error = row.Text();
   run.comparison_id = row.OptionalInt64();
+  run.throughput_bound = row.OptionalDouble();
   return run;
 }
 
@@ -274,10 +275,10 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(insert_turn,
                                 InsertSql("turns", std::string("run_id, ") + kTurnColumns),
                                 "insert into turns"));
-  LIBRA_RETURN_IF_ERROR(Prepare(
-      insert_router_metric,
-      "INSERT INTO router_metrics (run_id, step, name, value) VALUES (?, ?, ?, ?)",
-      "insert into router_metrics"));
+  LIBRA_RETURN_IF_ERROR(
+      Prepare(insert_router_metric,
+              "INSERT INTO router_metrics (run_id, step, name, value) VALUES (?, ?, ?, ?)",
+              "insert into router_metrics"));
   LIBRA_RETURN_IF_ERROR(Prepare(insert_comparison,
                                 "INSERT INTO comparisons (name, created_at) VALUES (?, ?)",
                                 "insert into comparisons"));
@@ -361,10 +362,9 @@ Status Store::Impl::RequireComparison(int64_t comparison_id) {
 
 Status Store::Impl::InsertDecisions(int64_t run_id, const std::vector<DecisionRecord>& decisions) {
   for (const DecisionRecord& d : decisions) {
-    LIBRA_RETURN_IF_ERROR(insert_decision->Execute(run_id, d.seq, d.at_s, d.step, d.planner,
-                                                   d.reason, d.train_gpus, d.rollout_gpus, d.layout,
-                                                   d.predicted_step_s, d.applied, d.trigger,
-                                                   d.current_step_s, d.gain_s, d.transition_s));
+    LIBRA_RETURN_IF_ERROR(insert_decision->Execute(
+        run_id, d.seq, d.at_s, d.step, d.planner, d.reason, d.train_gpus, d.rollout_gpus, d.layout,
+        d.predicted_step_s, d.applied, d.trigger, d.current_step_s, d.gain_s, d.transition_s));
   }
   return Status();
 }
@@ -427,7 +427,7 @@ Result<int64_t> Store::BeginRun(const RunInfo& run) {
       static_cast<int64_t>(run.seed),  // the bit pattern: uint64 seeds above 2^63 read back exactly
       run.steps_planned, run.gpus, run.recipe_source, run.recipe_toml, run.git_revision,
       run.libra_version, run.started_at, NullIfEmpty(run.ended_at), run.status, run.error,
-      run.comparison_id));
+      run.comparison_id, run.throughput_bound));
   const int64_t id = db.LastInsertRowid();
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;

@@ -116,17 +116,17 @@ TEST(SummaryTest, RunWithoutStepsRendersDashAndNull) {
   const Table table = SummaryTable({empty}, std::nullopt);
   EXPECT_EQ(table.Render(Format::kText),
             "run  system  status  steps  time s  traj/s  tok/s/GPU  GPU util  step s  rollout s  "
-            "train s  sync s  wait s  reward\n"
+            "train s  sync s  wait s  reward  of bound\n"
             "---  ------  ------  -----  ------  ------  ---------  --------  ------  ---------  "
-            "-------  ------  ------  ------\n"
+            "-------  ------  ------  ------  --------\n"
             "  3  broken  failed      0       -       -          -         -       -          -  "
-            "      -       -       -       -\n");
+            "      -       -       -       -         -\n");
   EXPECT_EQ(table.Render(Format::kJson),
             "[\n  {\"run\": 3, \"system\": \"broken\", \"status\": \"failed\", \"steps\": 0, "
             "\"elapsed_s\": null, \"trajectories_per_s\": null, \"tokens_per_s_per_gpu\": null, "
             "\"gpu_util\": null, \"step_s\": null, \"rollout_s\": null, \"train_s\": null, "
             "\"sync_s\": null, "
-            "\"wait_s\": null, \"final_reward\": null}\n]\n");
+            "\"wait_s\": null, \"final_reward\": null, \"of_bound\": null}\n]\n");
 }
 
 TEST(SummaryTest, SpeedupIsRelativeToTheChosenBaseline) {
@@ -170,8 +170,8 @@ TEST(SummaryTest, SummaryRowValues) {
   const Table table = SummaryTable({TwoSteps(1, "baseline")}, 0);
   EXPECT_EQ(table.Render(Format::kCsv),
             "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,gpu_util,"
-            "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,speedup\n"
-            "1,baseline,ok,2,30.0,0.533,25.0,,15.0,8.0,4.0,1.0,1.0,0.750,1.00\n");
+            "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,of_bound,speedup\n"
+            "1,baseline,ok,2,30.0,0.533,25.0,,15.0,8.0,4.0,1.0,1.0,0.750,,1.00\n");
 }
 
 TEST(SummaryTest, StepTableHasOneRowPerStep) {

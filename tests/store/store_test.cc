@@ -45,9 +45,12 @@ RunInfo MakeRun(const std::string& system, uint64_t seed) {
 Status RecordStepOf(Store& store, int64_t run_id, StepRecord step,
                     std::vector<TrajectoryRecord> trajectories, std::vector<EventRecord> events,
                     std::vector<DecisionRecord> decisions, std::vector<TurnRecord> turns = {}) {
-  return store.RecordStep(run_id,
-                          StepBatch{std::move(step), std::move(trajectories), std::move(turns),
-                                    std::move(events), std::move(decisions), {}});
+  return store.RecordStep(run_id, StepBatch{std::move(step),
+                                            std::move(trajectories),
+                                            std::move(turns),
+                                            std::move(events),
+                                            std::move(decisions),
+                                            {}});
 }
 
 StepRecord MakeStep(int step) {
@@ -181,17 +184,18 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
   const std::string path = dir.File("libra.db");
   ASSERT_NE(OpenOrDie(path), nullptr);
   using Names = std::vector<std::string>;
-  EXPECT_EQ(Columns(path, "runs"),
-            (Names{"id", "name", "system", "router", "planner", "backend", "seed", "steps_planned",
-                   "gpus", "recipe_source", "recipe_toml", "git_revision", "libra_version",
-                   "started_at", "ended_at", "status", "error", "comparison_id"}));
   EXPECT_EQ(
-      Columns(path, "steps"),
-      (Names{"run_id",     "step",          "start_s",          "end_s",        "rollout_s",
-             "train_s",    "sync_s",        "wait_s",           "trajectories", "turns",
-             "tool_calls", "prompt_tokens", "generated_tokens", "reward_mean",  "policy_version",
-             "max_lag",    "rollout_gpus",  "train_gpus",       "gpu_util",     "idle_gpu_s",
-             "predicted_step_s"}));
+      Columns(path, "runs"),
+      (Names{"id", "name", "system", "router", "planner", "backend", "seed", "steps_planned",
+             "gpus", "recipe_source", "recipe_toml", "git_revision", "libra_version", "started_at",
+             "ended_at", "status", "error", "comparison_id", "throughput_bound"}));
+  EXPECT_EQ(Columns(path, "steps"),
+            (Names{"run_id",           "step",        "start_s",        "end_s",
+                   "rollout_s",        "train_s",     "sync_s",         "wait_s",
+                   "trajectories",     "turns",       "tool_calls",     "prompt_tokens",
+                   "generated_tokens", "reward_mean", "policy_version", "max_lag",
+                   "rollout_gpus",     "train_gpus",  "gpu_util",       "idle_gpu_s",
+                   "predicted_step_s"}));
   EXPECT_EQ(Columns(path, "trajectories"),
             (Names{"run_id", "id", "prompt", "sample", "step", "version", "turns", "tool_calls",
                    "prompt_tokens", "generated_tokens", "start_s", "end_s", "reward", "truncated",
