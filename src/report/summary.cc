@@ -55,6 +55,30 @@ RunMetrics ComputeMetrics(const RunView& view) {
   return m;
 }
 
+namespace {
+
+/// The reward of each step, averaged with the two before it (fewer at the start).
+std::vector<double> SmoothedRewards(const RunView& view) {
+  std::vector<double> out;
+  for (size_t i = 0; i < view.steps.size(); ++i) {
+    double sum = 0;
+    size_t n = 0;
+    for (size_t j = i >= 2 ? i - 2 : 0; j <= i; ++j, ++n) sum += view.steps[j].reward_mean;
+    out.push_back(sum / static_cast<double>(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<double> TimeToReward(const RunView& view, double target) {
+  const std::vector<double> smoothed = SmoothedRewards(view);
+  for (size_t i = 0; i < smoothed.size(); ++i) {
+    if (smoothed[i] >= target) return view.steps[i].end_s;
+  }
+  return std::nullopt;
+}
+
 Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline) {
   std::vector<Column> columns = {
       {"run", "run", true},
@@ -74,9 +98,17 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       {"of_bound", "of bound", true},
   };
   std::optional<double> reference;
+  std::optional<double> target;  // the lowest smoothed-reward peak among the runs
   if (baseline && *baseline < runs.size()) {
+    columns.push_back({"time_to_reward_s", "to reward s", true});
     columns.push_back({"speedup", "speedup", true});
     reference = ComputeMetrics(runs[*baseline]).trajectories_per_s;
+    for (const RunView& view : runs) {
+      const std::vector<double> smoothed = SmoothedRewards(view);
+      if (smoothed.empty()) continue;
+      const double peak = *std::max_element(smoothed.begin(), smoothed.end());
+      target = target ? std::min(*target, peak) : peak;
+    }
   }
   Table table(columns);
   for (const RunView& view : runs) {
@@ -106,8 +138,8 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       if (reference && *reference > 0 && m.trajectories_per_s) {
         speedup = *m.trajectories_per_s / *reference;
       }
-      Cell cell = Cell::Number(speedup, 2);
-      row.push_back(cell);
+      row.push_back(Cell::Number(target ? TimeToReward(view, *target) : std::nullopt, 1));
+      row.push_back(Cell::Number(speedup, 2));
     }
     table.AddRow(std::move(row));
   }

@@ -46,8 +46,13 @@ Result<RunView> ReadRunView(store::Store& store, int64_t run_id);
 
 RunMetrics ComputeMetrics(const RunView& view);
 
-/// One row per run. `baseline` (an index into `runs`) adds a speedup column: throughput in
-/// trajectories/s over the baseline's.
+/// Seconds until the run's reward, smoothed over 3 steps (a moving mean), first reaches `target`:
+/// the end of that step; missing when it never does.
+std::optional<double> TimeToReward(const RunView& view, double target);
+
+/// One row per run. `baseline` (an index into `runs`) adds a speedup column (throughput in
+/// trajectories/s over the baseline's) and a time-to-reward column: when each run's smoothed
+/// reward first reached the lowest peak among the runs (so every finished run reaches it).
 Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline);
 
 /// One row per system over repeated runs (seeds): runs, throughput mean, standard deviation

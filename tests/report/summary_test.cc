@@ -168,10 +168,11 @@ TEST(SummaryTest, SpeedupIsRelativeToTheChosenBaseline) {
 TEST(SummaryTest, SummaryRowValues) {
   // A full row: rounded to the documented decimals.
   const Table table = SummaryTable({TwoSteps(1, "baseline")}, 0);
-  EXPECT_EQ(table.Render(Format::kCsv),
-            "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,gpu_util,"
-            "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,of_bound,speedup\n"
-            "1,baseline,ok,2,30.0,0.533,25.0,,15.0,8.0,4.0,1.0,1.0,0.750,,1.00\n");
+  EXPECT_EQ(
+      table.Render(Format::kCsv),
+      "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,gpu_util,"
+      "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,of_bound,time_to_reward_s,speedup\n"
+      "1,baseline,ok,2,30.0,0.533,25.0,,15.0,8.0,4.0,1.0,1.0,0.750,,30.0,1.00\n");
 }
 
 TEST(SummaryTest, StepTableHasOneRowPerStep) {
@@ -245,6 +246,19 @@ TEST(SummaryTest, GpuUtilisationIsTimeWeightedOverTheStepsThatRecordedIt) {
   ASSERT_TRUE(ComputeMetrics(view).gpu_util.has_value());
   EXPECT_NEAR(*ComputeMetrics(view).gpu_util, 0.7, 1e-12);
   EXPECT_FALSE(ComputeMetrics(Rate("a", 1, 10, 10)).gpu_util.has_value());
+}
+
+TEST(SummaryTest, TimeToRewardUsesAThreeStepMovingMean) {
+  // Rewards 0.2, 0.8, 0.2, 0.8: smoothed 0.2, 0.5, 0.4, 0.6; 0.5 is first reached at step 1
+  // (end 20 s), 0.55 at step 3 (40 s), 0.7 never. A lone lucky batch does not count.
+  RunView view = Rate("a", 1, 10, 10);
+  view.steps[0].reward_mean = 0.2;
+  for (int i = 1; i < 4; ++i) {
+    view.steps.push_back(Step(i, 10.0 * (i + 1), 10, 100, i % 2 == 1 ? 0.8 : 0.2));
+  }
+  EXPECT_EQ(TimeToReward(view, 0.5), 20.0);
+  EXPECT_EQ(TimeToReward(view, 0.55), 40.0);
+  EXPECT_FALSE(TimeToReward(view, 0.7).has_value());
 }
 
 TEST(SummaryTest, RepeatTableAveragesSeedsAndPairsSpeedupsBySeed) {
