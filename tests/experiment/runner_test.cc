@@ -312,6 +312,48 @@ TEST(RunnerTest, CmlfqBeatsLeastConnOnTheR2eGymLayout) {
   EXPECT_LT(blind, strong - 0.03);
 }
 
+TEST(RunnerTest, VerlSyncNeverOverlapsRolloutAndTraining) {
+  // The verl-sync named system (colocated, staleness 0): from the recorded spans, no turn runs
+  // while the trainer trains, and every sample is on-policy.
+  auto parsed = recipe::ParseRecipeFile(
+      test::SourcePath("recipes/quickstart.toml"),
+      {"steps=4", "sim.record_events=true", "baselines[0].preset=\"verl-sync\""});
+  ASSERT_OK(parsed);
+  ASSERT_TRUE(parsed->diagnostics.empty()) << parsed->diagnostics[0].ToString();
+  const recipe::Recipe& r = parsed->recipe;
+  ASSERT_EQ(r.baselines[0].planner, "colocated");
+  test::ScopedTempDir dir;
+  auto store = store::Store::Open(dir.File("r.db"));
+  ASSERT_OK(store);
+  RunRequest request;
+  request.recipe = &r;
+  request.system = &r.baselines[0];
+  auto outcome = RunSystem(**store, request, Sim());
+  ASSERT_OK(outcome);
+  ASSERT_OK(outcome->status);
+  auto events = (*store)->Events(outcome->run_id);
+  ASSERT_OK(events);
+  std::vector<std::pair<double, double>> trains;
+  for (const store::EventRecord& e : *events) {
+    if (e.kind == "train") trains.emplace_back(e.start_s, e.end_s);
+  }
+  ASSERT_EQ(trains.size(), 4u);
+  int turns = 0;
+  for (const store::EventRecord& e : *events) {
+    if (e.kind != "turn") continue;
+    ++turns;
+    for (const auto& [start, end] : trains) {
+      EXPECT_FALSE(e.start_s < end && e.end_s > start)
+          << "turn " << e.start_s << ".." << e.end_s << " overlaps training " << start << ".."
+          << end;
+    }
+  }
+  EXPECT_GT(turns, 0);
+  auto steps = (*store)->Steps(outcome->run_id);
+  ASSERT_OK(steps);
+  for (const store::StepRecord& s : *steps) EXPECT_EQ(s.max_lag, 0);
+}
+
 TEST(RunnerTest, NowIso8601LooksLikeUtc) {
   // "YYYY-MM-DDTHH:MM:SSZ".
   const std::string now = NowIso8601();
