@@ -245,11 +245,13 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   info.libra_version = LIBRA_VERSION;
   info.started_at = NowIso8601();
   info.comparison_id = request.comparison_id;
-  if (recipe.backend == "sim") {
-    auto workload = workload::MakeWorkload(recipe.workload, recipe.seed);
-    auto cost = model::MakeCostModel(recipe);
-    if (workload.ok() && cost.ok())
-      info.throughput_bound = PerfectBalanceBound(recipe, **cost, **workload);
+  // Built once: the bound recorded with the run needs them, and so does the run. A failure to
+  // build them is recorded as the run's failure below.
+  Result<std::unique_ptr<workload::Workload>> made_workload =
+      workload::MakeWorkload(recipe.workload, recipe.seed);
+  Result<std::unique_ptr<model::CostModel>> made_cost = model::MakeCostModel(recipe);
+  if (recipe.backend == "sim" && made_workload.ok() && made_cost.ok()) {
+    info.throughput_bound = PerfectBalanceBound(recipe, **made_cost, **made_workload);
   }
   LIBRA_ASSIGN_OR_RETURN(int64_t run_id, store.BeginRun(info));
   if (request.comparison_id) {
@@ -259,8 +261,8 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   RunOutcome outcome;
   outcome.run_id = run_id;
   auto run = [&]() -> Result<RunSummary> {
-    LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
-    LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
+    LIBRA_ASSIGN_OR_RETURN(auto workload, std::move(made_workload));
+    LIBRA_ASSIGN_OR_RETURN(auto cost, std::move(made_cost));
     LIBRA_ASSIGN_OR_RETURN(auto router,
                            sched::BuiltinRouters().Create(system.router, system.router_options,
                                                           sched::RouterDeps{cost.get()}));
