@@ -11,14 +11,6 @@
 namespace libra::planner {
 namespace {
 
-std::vector<int> Ints(const std::vector<int64_t>& values) {
-  return std::vector<int>(values.begin(), values.end());
-}
-
-std::vector<int64_t> Int64s(const std::vector<int>& values) {
-  return std::vector<int64_t>(values.begin(), values.end());
-}
-
 std::vector<int> RolloutTps(const backend::Layout& layout) {
   std::vector<int> tps;
   for (const backend::InstanceSpec& i : layout.instances) tps.push_back(i.tp);
@@ -34,7 +26,7 @@ double MeanTotal(std::span<const RequestSample> samples) {
 
 PlanCandidate Describe(const CandidatePlan& c, int gpus_per_node) {
   PlanCandidate out;
-  auto layout = LayoutFor(c, gpus_per_node);
+  auto layout = SplitLayout(c.train, c.rollout_tps, gpus_per_node);
   out.layout = layout.ok() ? layout->ToString() : "?";
   out.rollout_s = c.rollout_s;
   out.train_s = c.train_s;
@@ -66,15 +58,8 @@ Result<std::unique_ptr<Planner>> CreateWith(const recipe::OptionTable& table, bo
     o.calibrate = r.Bool("calibrate", o.calibrate);
     o.history = static_cast<int>(r.Int("history", o.history, 1, 1 << 20));
   }
-  o.rollout_tps = Ints(r.IntList("rollout_tps", Int64s(o.rollout_tps), 1, 8));
-  for (int tp : o.rollout_tps) {
-    if (tp != 1 && tp != 2 && tp != 4 && tp != 8) {
-      r.Error("rollout_tps", StrFormat("must be 1, 2, 4 or 8 (got %d)", tp));
-      break;
-    }
-  }
-  if (o.rollout_tps.empty()) r.Error("rollout_tps", "must not be empty");
-  o.rollout_pattern = Ints(r.IntList("rollout_pattern", {}, 1, 8));
+  o.rollout_tps = ReadTpList(r, "rollout_tps", o.rollout_tps, /*allow_empty=*/false);
+  o.rollout_pattern = ReadTpList(r, "rollout_pattern", {}, /*allow_empty=*/true);
   o.min_train_gpus = static_cast<int>(r.Int("min_train_gpus", o.min_train_gpus, 1, 1 << 20));
   o.max_train_gpus = static_cast<int>(r.Int("max_train_gpus", o.max_train_gpus, 0, 1 << 20));
   o.min_rollout_gpus = static_cast<int>(r.Int("min_rollout_gpus", o.min_rollout_gpus, 1, 1 << 20));
@@ -86,14 +71,6 @@ Result<std::unique_ptr<Planner>> CreateWith(const recipe::OptionTable& table, bo
 }
 
 }  // namespace
-
-Result<backend::Layout> LayoutFor(const CandidatePlan& plan, int gpus_per_node) {
-  backend::Layout layout;
-  LIBRA_ASSIGN_OR_RETURN(layout.instances, PackSizes(gpus_per_node, plan.rollout_tps));
-  layout.train_gpus = plan.train.gpus();
-  layout.train = plan.train;
-  return layout;
-}
 
 Result<std::unique_ptr<Planner>> GrpPlanner::Create(const recipe::OptionTable& options) {
   return CreateWith(options, true, kGrpName);
@@ -262,7 +239,8 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
                                            StrJoin(result.trace.lines, "; ").c_str()));
   }
   Plan plan;
-  LIBRA_ASSIGN_OR_RETURN(plan.layout, LayoutFor(*result.best, context.gpus_per_node));
+  LIBRA_ASSIGN_OR_RETURN(plan.layout, SplitLayout(result.best->train, result.best->rollout_tps,
+                                                  context.gpus_per_node));
   plan.predicted_step_s = result.best->step_s;
   plan.reason = StrFormat(
       "%s search over %d training budgets: rollout %.1f s, train %.1f s, sync %.1f s per step",
@@ -369,7 +347,8 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   auto searched =
       Search(*context_.cost, Space(true, &o.layout.train), Shape(), history, options_.mode);
   if (searched.ok() && searched->best) {
-    auto layout = LayoutFor(*searched->best, context_.gpus_per_node);
+    auto layout =
+        SplitLayout(searched->best->train, searched->best->rollout_tps, context_.gpus_per_node);
     if (layout.ok() && !(*layout == o.layout)) candidates.push_back(std::move(*layout));
   }
   std::optional<backend::Layout> best;

@@ -118,8 +118,4 @@ class GrpPlanner : public Planner {
   int64_t last_rejected_ = 0;
 };
 
-/// The layout a searched plan describes: rollout instances packed on the first GPUs (largest
-/// TP first), training on the rest.
-Result<backend::Layout> LayoutFor(const CandidatePlan& plan, int gpus_per_node);
-
 }  // namespace libra::planner

@@ -7,17 +7,10 @@
 namespace libra::planner {
 namespace {
 
-std::vector<int> Ints(const std::vector<int64_t>& values) {
-  return std::vector<int>(values.begin(), values.end());
-}
-
 Result<backend::Layout> LayoutOf(const model::ReferenceTrainConfig& train,
                                  const std::vector<int>& rollout, int gpus_per_node) {
-  backend::Layout layout;
-  LIBRA_ASSIGN_OR_RETURN(layout.instances, PackSizes(gpus_per_node, rollout));
-  layout.train = model::TrainLayout{train.tp, train.pp, train.dp * train.cp, train.b_micro};
-  layout.train_gpus = layout.train.gpus();
-  return layout;
+  return SplitLayout(model::TrainLayout{train.tp, train.pp, train.dp * train.cp, train.b_micro},
+                     rollout, gpus_per_node);
 }
 
 }  // namespace
@@ -39,8 +32,8 @@ Result<std::unique_ptr<Planner>> LibraRefPlanner::Create(const recipe::OptionTab
   c.min_history_size = static_cast<int>(r.Int("min_history_size", c.min_history_size, 1, 1 << 20));
   c.min_gain_ratio = r.Double("min_gain_ratio", c.min_gain_ratio, 0);
   c.reconfiguration_cost_s = r.Double("reconfiguration_cost_s", c.reconfiguration_cost_s, 0);
-  c.allowed_rollout_tp = Ints(r.IntList("allowed_rollout_tp", {1, 2, 4, 8}, 1, 8));
-  c.rollout_node_tp_pattern = Ints(r.IntList("rollout_node_tp_pattern", {}, 1, 8));
+  c.allowed_rollout_tp = ReadTpList(r, "allowed_rollout_tp", {1, 2, 4, 8}, /*allow_empty=*/true);
+  c.rollout_node_tp_pattern = ReadTpList(r, "rollout_node_tp_pattern", {}, /*allow_empty=*/true);
   c.online_replanning = r.Bool("online_replanning", c.online_replanning);
   LIBRA_RETURN_IF_ERROR(r.Finish());
   return std::unique_ptr<Planner>(std::make_unique<LibraRefPlanner>(std::move(c)));

@@ -9,23 +9,34 @@
 
 namespace libra::planner {
 
+std::vector<int> ReadTpList(recipe::OptionReader& reader, const std::string& key,
+                            const std::vector<int>& default_value, bool allow_empty) {
+  std::vector<int> tps;
+  for (int64_t tp : reader.IntList(
+           key, std::vector<int64_t>(default_value.begin(), default_value.end()), 1, 8)) {
+    tps.push_back(static_cast<int>(tp));
+  }
+  for (int tp : tps) {
+    if (tp != 1 && tp != 2 && tp != 4 && tp != 8) {
+      reader.Error(key, StrFormat("must be 1, 2, 4 or 8 (got %d)", tp));
+      break;
+    }
+  }
+  if (!allow_empty && reader.Has(key) && tps.empty()) reader.Error(key, "must not be empty");
+  return tps;
+}
+
 std::vector<int> ReadRolloutTps(recipe::OptionReader& reader) {
   std::vector<int> pattern;
   if (reader.Has("rollout_tps")) {
     if (reader.Has("rollout_tp")) {
       reader.Error("rollout_tps", "give rollout_tp or rollout_tps, not both");
     }
-    for (int64_t tp : reader.IntList("rollout_tps", {1}, 1, 8))
-      pattern.push_back(static_cast<int>(tp));
-    if (pattern.empty()) reader.Error("rollout_tps", "must not be empty");
+    pattern = ReadTpList(reader, "rollout_tps", {1}, /*allow_empty=*/false);
   } else {
     pattern.push_back(static_cast<int>(reader.Int("rollout_tp", 1)));
-  }
-  for (int tp : pattern) {
-    if (tp != 1 && tp != 2 && tp != 4 && tp != 8) {
-      reader.Error(reader.Has("rollout_tps") ? "rollout_tps" : "rollout_tp",
-                   StrFormat("must be 1, 2, 4 or 8 (got %d)", tp));
-      break;
+    if (const int tp = pattern.front(); tp != 1 && tp != 2 && tp != 4 && tp != 8) {
+      reader.Error("rollout_tp", StrFormat("must be 1, 2, 4 or 8 (got %d)", tp));
     }
   }
   if (pattern.empty()) pattern.push_back(1);
@@ -66,6 +77,15 @@ Result<std::vector<backend::InstanceSpec>> PackSizes(int gpus_per_node, std::vec
   for (size_t i = 0; i < instances.size(); ++i)
     instances[i].id = InstanceId(static_cast<int64_t>(i));
   return instances;
+}
+
+Result<backend::Layout> SplitLayout(const model::TrainLayout& train, std::vector<int> rollout_tps,
+                                    int gpus_per_node) {
+  backend::Layout layout;
+  LIBRA_ASSIGN_OR_RETURN(layout.instances, PackSizes(gpus_per_node, std::move(rollout_tps)));
+  layout.train = train;
+  layout.train_gpus = train.gpus();
+  return layout;
 }
 
 Status CheckRolloutTps(const std::vector<int>& pattern, int gpus_per_node) {

@@ -148,6 +148,16 @@ std::vector<int> ReadRolloutTps(recipe::OptionReader& reader);
 /// fit, never across a node boundary; ids in GPU order. kUnschedulable when they do not fit.
 Result<std::vector<backend::InstanceSpec>> PackSizes(int gpus_per_node, std::vector<int> tps);
 
+/// A split layout: rollout instances of the given TP sizes packed on the first GPUs (PackSizes),
+/// training with `train` on the rest. kUnschedulable when the instances do not pack.
+Result<backend::Layout> SplitLayout(const model::TrainLayout& train, std::vector<int> rollout_tps,
+                                    int gpus_per_node);
+
+/// Reads a list of TP sizes under `key` (each 1, 2, 4 or 8; `allow_empty` or not); problems are
+/// reported on `reader`.
+std::vector<int> ReadTpList(recipe::OptionReader& reader, const std::string& key,
+                            const std::vector<int>& default_value, bool allow_empty);
+
 /// kUnschedulable unless every TP of `pattern` fits a node.
 Status CheckRolloutTps(const std::vector<int>& pattern, int gpus_per_node);
 
