@@ -36,15 +36,10 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
     seeded.push_back(recipe);
     seeded.back().seed = recipe.seed + static_cast<uint64_t>(k);
   }
+  // A system does not depend on the seed, so each one runs against every seeded copy.
   std::vector<std::pair<const recipe::Recipe*, const recipe::SystemSpec*>> work;
   for (const recipe::Recipe& r : seeded) {
-    for (const recipe::SystemSpec* system : systems) {
-      // The same system of the copy (AllSystems order is the same in every copy).
-      const std::vector<const recipe::SystemSpec*> all = experiment::AllSystems(recipe);
-      const size_t index =
-          static_cast<size_t>(std::find(all.begin(), all.end(), system) - all.begin());
-      work.emplace_back(&r, experiment::AllSystems(r)[index]);
-    }
+    for (const recipe::SystemSpec* system : systems) work.emplace_back(&r, system);
   }
   for (const auto& [run_recipe, system] : work) {
     ProgressLine progress(io, !options.quiet, recipe.name + "/" + system->name,
