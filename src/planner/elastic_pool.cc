@@ -1,5 +1,7 @@
 #include "planner/elastic_pool.h"
 
+#include <algorithm>
+
 #include "common/check.h"
 #include "common/strings.h"
 
@@ -25,8 +27,7 @@ std::vector<bool> KeptInstances(const backend::Layout& from, const backend::Layo
   return kept;
 }
 
-ElasticPool::ElasticPool(backend::Layout current)
-    : current_(std::move(current)), accepting_(current_.instances.size(), true) {}
+ElasticPool::ElasticPool(backend::Layout current) : current_(std::move(current)) {}
 
 Status ElasticPool::Begin(backend::Layout target) {
   if (phase_ != PoolPhase::kIdle) {
@@ -62,7 +63,6 @@ Status ElasticPool::Begin(backend::Layout target) {
   const std::vector<bool> kept = KeptInstances(current_, target);
   leaving_.clear();
   for (size_t i = 0; i < kept.size(); ++i) {
-    accepting_[i] = kept[i];
     if (!kept[i]) leaving_.push_back(i);
   }
   target_ = std::move(target);
@@ -71,7 +71,8 @@ Status ElasticPool::Begin(backend::Layout target) {
 }
 
 bool ElasticPool::Accepting(size_t index) const {
-  return index < accepting_.size() && accepting_[index];
+  return index < current_.instances.size() &&
+         std::find(leaving_.begin(), leaving_.end(), index) == leaving_.end();
 }
 
 std::optional<backend::Layout> ElasticPool::Ready(std::span<const int> active, bool step_boundary) {
@@ -88,7 +89,6 @@ void ElasticPool::Applied() {
   current_ = std::move(*target_);
   target_.reset();
   leaving_.clear();
-  accepting_.assign(current_.instances.size(), true);
   phase_ = PoolPhase::kIdle;
 }
 
@@ -96,7 +96,6 @@ void ElasticPool::Cancel() {
   LIBRA_CHECK(phase_ != PoolPhase::kSwitching) << "Cancel() while switching";
   target_.reset();
   leaving_.clear();
-  accepting_.assign(current_.instances.size(), true);
   phase_ = PoolPhase::kIdle;
 }
 

@@ -70,7 +70,6 @@ class ElasticPool {
   PoolPhase phase_ = PoolPhase::kIdle;
   std::optional<backend::Layout> target_;
   std::vector<size_t> leaving_;
-  std::vector<bool> accepting_;
 };
 
 }  // namespace libra::planner
