@@ -76,6 +76,8 @@ struct RunTool {
 struct Train {
   int step = 0;
   std::vector<int64_t> sequence_tokens;
+  /// Group-normalised advantage of each sequence (a real trainer weighs its loss by them).
+  std::vector<double> advantages{};
 };
 
 /// Pushes the trainer's weights of `version` to every rollout instance.

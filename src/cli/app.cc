@@ -23,6 +23,13 @@ constexpr const char* kFooter =
     "Exit codes: 0 ok, 1 run failed, 2 usage or recipe error, 130 interrupted.\n"
     "Docs: docs/recipes.md (recipe fields), docs/schema.md (the database).";
 
+void AddRewardTarget(CLI::App* sub, std::optional<double>* target) {
+  sub->add_option("--reward-target", *target,
+                  "Reward (3-step moving mean) that \"to reward s\" times; default: the lowest "
+                  "peak among the runs, which every run reaches")
+      ->type_name("R");
+}
+
 void AddRecipeOptions(CLI::App* sub, RecipeOptions* o) {
   sub->add_option("recipe", o->recipe, "Recipe file (TOML), e.g. recipes/quickstart.toml")
       ->required()
@@ -81,6 +88,7 @@ int Main(int argc, char** argv) {
                    "mean and spread")
       ->check(CLI::Range(1, 1000))
       ->type_name("K");
+  AddRewardTarget(compare_cmd, &compare->reward_target);
   compare_cmd->callback([&] { exit_code = RunCompare(*compare, io); });
 
   auto report = std::make_shared<ReportOptions>();
@@ -103,6 +111,7 @@ int Main(int argc, char** argv) {
                    "System name or run id that speedups are relative to\n"
                    "(default: the second run, i.e. the first baseline)")
       ->type_name("NAME|RUN");
+  AddRewardTarget(report_cmd, &report->reward_target);
   report_cmd
       ->add_option("--export-trajectories", report->export_trajectories,
                    "Write the runs' trajectories as a JSONL trace (docs/traces.md) that\n"

@@ -144,7 +144,7 @@ int RunReport(const ReportOptions& options, const Io& io) {
   }
   if (*format == report::Format::kCsv || *format == report::Format::kJson) {
     io.out << (options.steps ? report::StepTable(views.front())
-                             : report::SummaryTable(views, *baseline))
+                             : report::SummaryTable(views, *baseline, options.reward_target))
                   .Render(*format);
     return kExitOk;
   }
@@ -153,7 +153,9 @@ int RunReport(const ReportOptions& options, const Io& io) {
   if (!title.empty()) io.out << (markdown ? "## " : "") << title << "\n\n";
   if (views.size() == 1)
     io.out << (markdown ? "## " : "") << report::RunHeadline(views.front().run) << "\n\n";
-  if (!options.steps) io.out << report::SummaryTable(views, *baseline).Render(*format);
+  if (!options.steps) {
+    io.out << report::SummaryTable(views, *baseline, options.reward_target).Render(*format);
+  }
   if (views.size() == 1) {
     if (!options.steps) io.out << "\n";
     io.out << report::StepTable(views.front()).Render(*format);

@@ -15,8 +15,8 @@ namespace {
 /// Runs `systems` of the recipe one after another (as one comparison when `compare`), prints the
 /// summary and returns the exit code.
 int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe& recipe,
-               const std::vector<const recipe::SystemSpec*>& systems, bool compare,
-               int repeat = 1) {
+               const std::vector<const recipe::SystemSpec*>& systems, bool compare, int repeat = 1,
+               std::optional<double> reward_target = std::nullopt) {
   auto store = store::Store::Open(options.db);
   if (!store.ok()) return Fail(io, store.status());
   std::optional<int64_t> comparison_id;
@@ -85,7 +85,8 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
                         repeat, static_cast<unsigned long long>(recipe.seed),
                         base ? base->c_str() : "-");
   } else {
-    io.out << "\n" << report::SummaryTable(views, baseline).Render(report::Format::kText);
+    io.out << "\n"
+           << report::SummaryTable(views, baseline, reward_target).Render(report::Format::kText);
   }
   if (compare) {
     io.out << StrFormat("\ncomparison %lld recorded in %s; `libra report` shows it again\n",
@@ -141,7 +142,8 @@ int RunCompare(const CompareOptions& options, const Io& io) {
     }
   }
   if (chosen.empty()) chosen = all;
-  return RunSystems(options.common, io, *recipe, chosen, /*compare=*/true, options.repeat);
+  return RunSystems(options.common, io, *recipe, chosen, /*compare=*/true, options.repeat,
+                    options.reward_target);
 }
 
 }  // namespace libra::cli

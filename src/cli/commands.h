@@ -27,6 +27,9 @@ struct CompareOptions {
   /// Run every system with this many seeds (the recipe's, then the next ones) and report the
   /// mean and spread.
   int repeat = 1;
+  /// The smoothed reward whose first arrival the "to reward s" column times (default: the
+  /// lowest peak among the runs).
+  std::optional<double> reward_target;
 };
 
 struct ReportOptions {
@@ -37,6 +40,8 @@ struct ReportOptions {
   std::string format = "text";
   /// Name or run id of the run that speedups are relative to.
   std::string baseline;
+  /// As CompareOptions::reward_target.
+  std::optional<double> reward_target;
   /// Write the runs' trajectories as a JSONL trace to this file instead of printing tables.
   std::string export_trajectories;
 };

@@ -1,10 +1,44 @@
 #include "experiment/coordinator.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "common/check.h"
 #include "common/strings.h"
 
 namespace libra::experiment {
+
+std::vector<double> GroupAdvantages(const std::vector<double>& rewards, int group_size) {
+  LIBRA_CHECK(group_size >= 1 && rewards.size() % static_cast<size_t>(group_size) == 0)
+      << rewards.size() << " rewards in groups of " << group_size;
+  std::vector<double> advantages(rewards.size());
+  const auto n = static_cast<size_t>(group_size);
+  for (size_t first = 0; first < rewards.size(); first += n) {
+    double mean = 0;
+    for (size_t i = first; i < first + n; ++i) mean += rewards[i];
+    mean /= static_cast<double>(n);
+    double variance = 0;
+    for (size_t i = first; i < first + n; ++i)
+      variance += (rewards[i] - mean) * (rewards[i] - mean);
+    const double sd = std::sqrt(variance / static_cast<double>(n));
+    for (size_t i = first; i < first + n; ++i) advantages[i] = (rewards[i] - mean) / (sd + 1e-6);
+  }
+  return advantages;
+}
+
+void Coordinator::Batch::Append(Batch&& group) {
+  oldest_version = std::min(oldest_version, group.oldest_version);
+  auto move = [](auto& to, auto& from) {
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  };
+  move(done, group.done);
+  move(turns, group.turns);
+  move(sequence_tokens, group.sequence_tokens);
+  move(sizes, group.sizes);
+  move(mean_versions, group.mean_versions);
+  rollout_start = std::min(rollout_start, group.rollout_start);
+  rollout_end = std::max(rollout_end, group.rollout_end);
+}
 
 Coordinator::Coordinator(const CoordinatorConfig& config, const workload::Workload& workload,
                          sched::Router& router, planner::Planner& planner,
@@ -111,25 +145,26 @@ sched::InstanceState* Coordinator::FindInstance(InstanceId id) {
 }
 
 void Coordinator::Launch() {
-  while (next_launch_step_ < config_.steps &&
-         rollout_version_ >= next_launch_step_ - config_.staleness) {
-    const int step = next_launch_step_++;
-    Batch& batch = batches_[step];
-    for (int p = 0; p < config_.prompts_per_step; ++p) {
-      const int64_t prompt = static_cast<int64_t>(step) * config_.prompts_per_step + p;
-      const workload::PromptInfo info = workload_.Prompt(prompt);
-      for (int s = 0; s < config_.group_size; ++s) {
-        Trajectory t;
-        t.id = TrajectoryId(next_trajectory_++);
-        t.prompt = prompt;
-        t.sample = s;
-        t.step = step;
-        t.prompt_tokens = info.prompt_tokens;
-        t.context_tokens = info.prompt_tokens;
-        waiting_.push_back(t.id);
-        live_.emplace(t.id, std::move(t));
-        ++batch.remaining;
-      }
+  // The weights of version v allow the groups of steps up to v + staleness; rejected groups are
+  // replaced.
+  const int64_t per_step = config_.prompts_per_step;
+  const int64_t steps = std::min<int64_t>(config_.steps, rollout_version_ + config_.staleness + 1);
+  const int64_t allowed = steps * per_step + summary_.rejected_groups;
+  for (; next_prompt_ < allowed; ++next_prompt_) {
+    const int64_t prompt = next_prompt_;
+    const workload::PromptInfo info = workload_.Prompt(prompt);
+    Batch& group = groups_[prompt];
+    for (int s = 0; s < config_.group_size; ++s) {
+      Trajectory t;
+      t.id = TrajectoryId(next_trajectory_++);
+      t.prompt = prompt;
+      t.sample = s;
+      t.step = static_cast<int>(prompt / per_step);
+      t.prompt_tokens = info.prompt_tokens;
+      t.context_tokens = info.prompt_tokens;
+      waiting_.push_back(t.id);
+      live_.emplace(t.id, std::move(t));
+      ++group.remaining;
     }
   }
 }
@@ -175,9 +210,11 @@ Status Coordinator::RouteWaiting(double now) {
     if (t.turns == 0) {
       t.version = rollout_version_;
       t.start_s = now;
-      Batch& batch = batches_[t.step];
-      batch.rollout_start = std::min(batch.rollout_start, now);
+      Batch& group = groups_.at(t.prompt);
+      group.rollout_start = std::min(group.rollout_start, now);
+      group.oldest_version = std::min(group.oldest_version, t.version);
     }
+    t.turn_version = config_.partial_rollout ? rollout_version_ : t.version;
     t.instance = *decision.instance;
     t.path.push_back(t.instance.value);
     backend::StartTurn turn;
@@ -186,9 +223,9 @@ Status Coordinator::RouteWaiting(double now) {
     turn.sample = t.sample;
     turn.turn = t.turns;
     turn.instance = t.instance;
-    turn.policy_version = t.version;
+    turn.policy_version = t.turn_version;
     turn.context_tokens = t.context_tokens;
-    turn.skill = skill_.Skill(t.version);
+    turn.skill = skill_.Skill(t.turn_version);
     LIBRA_RETURN_IF_ERROR(backend_.Submit(turn));
   }
   waiting_ = std::move(deferred);
@@ -207,6 +244,8 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   }
   ++t.turns;
   t.generated_tokens += done.generated_tokens;
+  t.version_tokens +=
+      static_cast<double>(t.turn_version) * static_cast<double>(done.generated_tokens);
   t.context_tokens += done.generated_tokens;
   ++summary_.turns;
   summary_.generated_tokens += done.generated_tokens;
@@ -236,8 +275,8 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
     return RouteWaiting(now);
   }
 
-  // The trajectory is complete: it joins its step's batch.
-  Batch& batch = batches_[t.step];
+  // The trajectory is complete: it joins its group.
+  Batch& group = groups_.at(t.prompt);
   store::TrajectoryRecord record;
   record.id = t.id.value;
   record.prompt = t.prompt;
@@ -272,14 +311,17 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
     }
   }
   router_.OnTrajectoryDone(observation);
-  batch.done.push_back(record);
-  batch.turns.insert(batch.turns.end(), t.turn_records.begin(), t.turn_records.end());
-  batch.sequence_tokens.push_back(t.context_tokens);
-  batch.sizes.push_back(
+  group.done.push_back(record);
+  group.turns.insert(group.turns.end(), t.turn_records.begin(), t.turn_records.end());
+  group.sequence_tokens.push_back(t.context_tokens);
+  group.sizes.push_back(
       planner::TrajectorySize{t.prompt_tokens, t.generated_tokens,
                               t.context_tokens - t.prompt_tokens - t.generated_tokens});
-  batch.rollout_end = std::max(batch.rollout_end, now);
-  --batch.remaining;
+  group.mean_versions.push_back(t.generated_tokens > 0
+                                    ? t.version_tokens / static_cast<double>(t.generated_tokens)
+                                    : t.version);
+  group.rollout_end = std::max(group.rollout_end, now);
+  if (--group.remaining == 0 && config_.stream_batches) complete_.push_back(t.prompt);
   ++summary_.trajectories;
   live_.erase(it);
   LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
@@ -308,14 +350,63 @@ Status Coordinator::OnToolDone(double now, const backend::ToolDone& done) {
   return RouteWaiting(now);
 }
 
+std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
+  const int step = next_train_step_;
+  const auto per_step = static_cast<size_t>(config_.prompts_per_step);
+  std::vector<int64_t> prompts;
+  if (config_.stream_batches) {
+    for (auto it = complete_.begin(); it != complete_.end();) {
+      Batch& group = groups_.at(*it);
+      const int lag = step - group.oldest_version;
+      if (lag <= config_.staleness) {
+        ++it;
+        continue;
+      }
+      AddEvent("reject", now, now, "trainer", std::nullopt, step,
+               StrFormat("prompt %lld: lag %d > staleness %d, %zu samples dropped",
+                         static_cast<long long>(*it), lag, config_.staleness, group.done.size()));
+      groups_.erase(*it);
+      it = complete_.erase(it);
+      ++summary_.rejected_groups;
+    }
+    if (complete_.size() < per_step) return std::nullopt;
+    prompts.assign(complete_.begin(), complete_.begin() + static_cast<ptrdiff_t>(per_step));
+    complete_.erase(complete_.begin(), complete_.begin() + static_cast<ptrdiff_t>(per_step));
+  } else {
+    for (size_t p = 0; p < per_step; ++p) {
+      const int64_t prompt = static_cast<int64_t>(step * per_step + p);
+      auto it = groups_.find(prompt);
+      if (it == groups_.end() || it->second.remaining > 0) return std::nullopt;
+      prompts.push_back(prompt);
+    }
+  }
+  Batch batch;
+  for (int64_t prompt : prompts) {
+    batch.Append(std::move(groups_.at(prompt)));
+    groups_.erase(prompt);
+  }
+  for (store::TrajectoryRecord& t : batch.done) t.step = step;
+  return batch;
+}
+
 Status Coordinator::TryTrain(double now) {
   if (trainer_busy_ || step_open_ || next_train_step_ >= config_.steps) return Status();
-  auto it = batches_.find(next_train_step_);
-  if (it == batches_.end() || it->second.remaining > 0) return Status();
+  const int64_t rejected = summary_.rejected_groups;
+  training_ = TakeBatch(now);
+  if (summary_.rejected_groups > rejected) {
+    // Replace the rejected groups.
+    Launch();
+    LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
+  }
+  if (!training_) return Status();
   trainer_busy_ = true;
   train_start_ = now;
   router_.OnStep(next_train_step_);
-  return backend_.Submit(backend::Train{next_train_step_, it->second.sequence_tokens});
+  backend::Train train{next_train_step_, training_->sequence_tokens, {}};
+  std::vector<double> rewards;
+  for (const store::TrajectoryRecord& t : training_->done) rewards.push_back(t.reward);
+  train.advantages = GroupAdvantages(rewards, config_.group_size);
+  return backend_.Submit(train);
 }
 
 Status Coordinator::OnTrainDone(double now, const backend::TrainDone& done) {
@@ -325,9 +416,18 @@ Status Coordinator::OnTrainDone(double now, const backend::TrainDone& done) {
   }
   trainer_busy_ = false;
   train_s_ = now - train_start_;
-  std::vector<int> lags;
-  for (const store::TrajectoryRecord& t : batches_.at(done.step).done) {
-    lags.push_back(done.step - t.version);
+  // Samples of a group whose rewards are all equal carry no learning signal (zero advantage).
+  std::vector<double> lags;
+  const Batch& batch = *training_;
+  const auto n = static_cast<size_t>(config_.group_size);
+  for (size_t first = 0; first < batch.done.size(); first += n) {
+    bool signal = false;
+    for (size_t i = first + 1; i < first + n; ++i) {
+      signal = signal || batch.done[i].reward != batch.done[first].reward;
+    }
+    for (size_t i = first; signal && i < first + n; ++i) {
+      lags.push_back(done.step - batch.mean_versions[i]);
+    }
   }
   skill_.RecordStep(done.step, lags, config_.staleness);
   AddEvent("train", train_start_, now, "trainer", std::nullopt, done.step,
@@ -355,7 +455,7 @@ Status Coordinator::OnSyncDone(double now, const backend::SyncDone& done) {
 
 Status Coordinator::FinishStep(double now, double sync_s) {
   const int step = next_train_step_;
-  Batch& batch = batches_.at(step);
+  Batch& batch = *training_;
   store::StepRecord record;
   record.step = step;
   record.start_s = step_start_;
@@ -407,7 +507,7 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   events_.clear();
   decisions_.clear();
   std::vector<planner::TrajectorySize> sizes = std::move(batch.sizes);
-  batches_.erase(step);
+  training_.reset();
 
   step_open_ = false;
   trainer_free_since_ = now;
@@ -440,6 +540,7 @@ Status Coordinator::Replan(double now, const store::StepRecord& step,
   observation.trajectories = std::move(sizes);
   observation.waiting_turns = static_cast<int>(waiting_.size());
   observation.in_flight = static_cast<int>(live_.size());
+  observation.rejected = summary_.rejected_groups * config_.group_size;
   observation.layout = layout_;
   observation.transition_in_flight = pool_->phase() != planner::PoolPhase::kIdle;
   std::optional<planner::PlanDecision> decision = planner_.OnStep(observation);

@@ -5,10 +5,20 @@
 // virtual time under the simulator and in real time on a cluster.
 //
 // Pipeline rules:
-// * step k's batch is the prompts k*P .. k*P+P-1 of the dataset, each with n samples;
-// * rollouts for step k start once the rollout instances hold weights of version >= k - staleness
-//   (staleness 0: synchronous, rollout then train);
-// * step k trains when all of its trajectories are done and step k-1 has finished (its sync too);
+// * prompts are launched in dataset order, each as a GRPO group of n samples; with P prompts per
+//   step, at most (v + staleness + 1) * P groups are launched (not counting rejected ones) while
+//   the rollout instances hold weights of version v (staleness 0: synchronous, rollout then
+//   train);
+// * step k's batch is P complete groups: with "ordered" batching the prompts k*P .. k*P+P-1
+//   (no sample can then lag more than the bound); with "stream" batching the first P groups to
+//   complete, whatever their prompts, and a group whose oldest sample would lag more than the
+//   bound is rejected (dropped untrained, logged as a "reject" event) and replaced by a new one;
+// * a sample's lag is the training step minus the version of its first turn; with partial
+//   rollout, turns after a weight sync run on the new weights, and the modelled learning value
+//   weights each turn's tokens by their own lag;
+// * advantages are group-normalised, (r - mean) / (std + eps) within each group; a group whose
+//   rewards are all equal has no learning signal, and the skill model counts its samples as 0;
+// * step k trains when its batch is complete and step k-1 has finished (its sync too);
 // * after train step k the trainer holds version k+1; it is synced to the rollout instances every
 //   sync_interval steps (and not after the last step);
 // * the modelled skill of version k+1 (workload::SkillModel) grows with the samples step k
@@ -60,6 +70,10 @@ struct CoordinatorConfig {
   int group_size = 1;
   int staleness = 0;
   int sync_interval = 1;
+  /// Batches of the first P groups to complete ("stream") instead of prompts in order.
+  bool stream_batches = false;
+  /// Turns after a weight sync run on the new weights.
+  bool partial_rollout = false;
   /// What the planner plans for.
   planner::PlanContext plan;
   /// Record a span per turn and per tool call (the timeline's detail). Default: false.
@@ -77,7 +91,13 @@ struct RunSummary {
   int64_t trajectories = 0;
   int64_t turns = 0;
   int64_t generated_tokens = 0;
+  /// Groups dropped for exceeding the staleness bound (stream batching only).
+  int64_t rejected_groups = 0;
 };
+
+/// Group-normalised advantages: (r - mean) / (std + 1e-6) within each run of `group_size`
+/// consecutive rewards (population std). REQUIRES: rewards.size() is a multiple of group_size.
+std::vector<double> GroupAdvantages(const std::vector<double>& rewards, int group_size);
 
 class Coordinator {
  public:
@@ -98,8 +118,10 @@ class Coordinator {
     TrajectoryId id;
     int64_t prompt = 0;
     int sample = 0;
-    int step = 0;
-    int version = -1;
+    int step = 0;               // the step its prompt belongs to in dataset order
+    int version = -1;           // of its first turn
+    int turn_version = -1;      // of the turn in flight
+    double version_tokens = 0;  // sum over turns of version x generated tokens
     int turns = 0;
     int tool_calls = 0;
     int64_t prompt_tokens = 0;
@@ -113,14 +135,19 @@ class Coordinator {
     /// All the tokens it will generate, when the router wants the backend's oracle.
     std::optional<int64_t> oracle_tokens;
   };
+  /// The samples of one prompt, and then a step's batch (its groups, appended).
   struct Batch {
     int remaining = 0;
+    int oldest_version = std::numeric_limits<int>::max();
     std::vector<store::TrajectoryRecord> done;
     std::vector<store::TurnRecord> turns;
     std::vector<int64_t> sequence_tokens;
     std::vector<planner::TrajectorySize> sizes;
+    std::vector<double> mean_versions;  // per sample, token-weighted
     double rollout_start = std::numeric_limits<double>::infinity();
     double rollout_end = 0;
+
+    void Append(Batch&& group);
   };
 
   Status Handle(const backend::Event& event);
@@ -135,6 +162,8 @@ class Coordinator {
   void Launch();
   /// Routes waiting turns, in order; those the router defers stay waiting.
   Status RouteWaiting(double now);
+  /// The batch of step `next_train_step_` when its groups are complete (rejecting stale ones).
+  std::optional<Batch> TakeBatch(double now);
   Status TryTrain(double now);
   /// Asks the planner after a step and starts the transition it wants.
   Status Replan(double now, const store::StepRecord& step,
@@ -159,9 +188,11 @@ class Coordinator {
   std::vector<sched::InstanceState> instances_;
   std::map<TrajectoryId, Trajectory> live_;
   std::deque<TrajectoryId> waiting_;
-  std::map<int, Batch> batches_;
+  std::map<int64_t, Batch> groups_;  // by prompt, until trained or rejected
+  std::deque<int64_t> complete_;     // complete groups in completion order (stream batching)
+  std::optional<Batch> training_;    // the batch of the step in training
   int64_t next_trajectory_ = 0;
-  int next_launch_step_ = 0;
+  int64_t next_prompt_ = 0;
   int next_train_step_ = 0;
   int rollout_version_ = 0;
   bool trainer_busy_ = false;

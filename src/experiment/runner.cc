@@ -192,18 +192,6 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
       AppendStatus(p.status(), recipe.Where(planner_key), diagnostics);
       continue;
     }
-    const int staleness = recipe.StalenessFor(*system);
-    if ((*p)->RequiresSynchronous() && staleness != 0) {
-      Add(
-          recipe::Diagnostic{
-              recipe.Where(planner_key),
-              StrFormat("%s: the %s planner time-shares the GPUs, so it needs staleness 0 (system "
-                        "'%s' has %d); set %s.staleness = 0",
-                        planner_key.c_str(), system->planner.c_str(), system->name.c_str(),
-                        staleness, system->path.c_str())},
-          diagnostics);
-      continue;
-    }
     // Without a cluster or a cost model (already reported) a plan says nothing more.
     if (recipe.cluster.nodes < 1 || recipe.cluster.gpus_per_node < 1 || !cost) continue;
     auto plan = (*p)->Initial(MakePlanContext(recipe, *system, cost.get(), sizes));
@@ -274,6 +262,8 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
     config.prompts_per_step = recipe.rl.prompts_per_step;
     config.group_size = recipe.rl.group_size;
     config.staleness = recipe.StalenessFor(system);
+    config.stream_batches = recipe.BatchingFor(system) == "stream";
+    config.partial_rollout = recipe.PartialRolloutFor(system);
     config.sync_interval = recipe.rl.sync_interval;
     config.plan =
         MakePlanContext(recipe, system, cost.get(),

@@ -1,5 +1,6 @@
 // ColocatedPlanner ("colocated"): every GPU rolls out, then every GPU trains (verl's hybrid
-// engine). Rollout pauses while the trainer runs, so the pipeline must be synchronous.
+// engine). Rollout pauses while the trainer runs; with a staleness bound above 0 the rollouts of
+// later steps fill the instances left idle by a step's stragglers (SortedRL-style).
 //
 // Assumptions: switching the GPUs between roles is cheap next to a step.
 // Algorithm: train on all GPUs; pack TP-`rollout_tp` instances on all GPUs.
@@ -22,7 +23,6 @@ class ColocatedPlanner : public Planner {
 
   std::string_view Name() const override { return kColocatedName; }
   Result<Plan> Initial(const PlanContext& context) override;
-  bool RequiresSynchronous() const override { return true; }
 
  private:
   std::vector<int> rollout_tps_;

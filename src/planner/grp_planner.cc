@@ -60,6 +60,10 @@ Result<std::unique_ptr<Planner>> CreateWith(const recipe::OptionTable& table, bo
   }
   o.rollout_tps = ReadTpList(r, "rollout_tps", o.rollout_tps, /*allow_empty=*/false);
   o.rollout_pattern = ReadTpList(r, "rollout_pattern", {}, /*allow_empty=*/true);
+  o.homogeneous = r.Bool("homogeneous", o.homogeneous);
+  if (o.homogeneous && !o.rollout_pattern.empty()) {
+    r.Error("homogeneous", "cannot be combined with rollout_pattern (the pattern fixes the sizes)");
+  }
   o.min_train_gpus = static_cast<int>(r.Int("min_train_gpus", o.min_train_gpus, 1, 1 << 20));
   o.max_train_gpus = static_cast<int>(r.Int("max_train_gpus", o.max_train_gpus, 0, 1 << 20));
   o.min_rollout_gpus = static_cast<int>(r.Int("min_rollout_gpus", o.min_rollout_gpus, 1, 1 << 20));
@@ -87,7 +91,7 @@ SearchSpace GrpPlanner::Space(bool online, const model::TrainLayout* current) co
   SearchSpace space;
   space.nodes = context_.nodes;
   space.gpus_per_node = context_.gpus_per_node;
-  space.rollout_tps = options_.rollout_tps;
+  space.rollout_tps = homogeneous_tp_ ? std::vector<int>{*homogeneous_tp_} : options_.rollout_tps;
   space.node_pattern = options_.rollout_pattern;
   space.min_train_gpus = options_.min_train_gpus;
   space.max_train_gpus = options_.max_train_gpus;
@@ -178,7 +182,9 @@ std::vector<backend::Layout> GrpPlanner::ElasticMoves(const backend::Layout& cur
         next.instances.pop_back();
       }
       const int rollout = current.rollout_gpus() - gpus;
-      if (freed >= gpus && rollout >= options_.min_rollout_gpus && rollout > 0) {
+      // A homogeneous layout cannot take back the spare GPUs as TP1 instances.
+      const bool uniform = !homogeneous_tp_ || freed == gpus;
+      if (freed >= gpus && uniform && rollout >= options_.min_rollout_gpus && rollout > 0) {
         int gpu = next.rollout_gpus();
         for (int extra = freed - gpus; extra > 0; --extra, ++gpu) {
           backend::InstanceSpec spec;
@@ -195,7 +201,8 @@ std::vector<backend::Layout> GrpPlanner::ElasticMoves(const backend::Layout& cur
     }
     // Training -> rollout: new instances after the current ones, the largest TP that packs.
     if (current.train.dp - k >= 1 && current.train_gpus - gpus >= options_.min_train_gpus) {
-      std::vector<int> tps = options_.rollout_tps;
+      std::vector<int> tps =
+          homogeneous_tp_ ? std::vector<int>{*homogeneous_tp_} : options_.rollout_tps;
       std::sort(tps.begin(), tps.end(), std::greater<>());
       for (int tp : tps) {
         auto added = PackInstances(gpn, current.rollout_gpus(), gpus, {tp});
@@ -231,8 +238,23 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
                                  " needs a length history (the startup profile) to plan");
   }
   const std::vector<RequestSample> history = History();
-  LIBRA_ASSIGN_OR_RETURN(SearchResult result, Search(*context.cost, Space(false, nullptr), Shape(),
-                                                     history, options_.mode));
+  homogeneous_tp_.reset();
+  // Homogeneous: one search per TP size, and the best of their bests.
+  std::vector<std::optional<int>> sizes = {std::nullopt};
+  if (options_.homogeneous) sizes.assign(options_.rollout_tps.begin(), options_.rollout_tps.end());
+  std::optional<SearchResult> found;
+  for (const std::optional<int>& tp : sizes) {
+    homogeneous_tp_ = tp;
+    LIBRA_ASSIGN_OR_RETURN(SearchResult one, Search(*context.cost, Space(false, nullptr), Shape(),
+                                                    history, options_.mode));
+    if (!found || (one.best && (!found->best || one.best->step_s < found->best->step_s))) {
+      found = std::move(one);
+    }
+  }
+  SearchResult result = std::move(*found);
+  homogeneous_tp_ = options_.homogeneous && result.best
+                        ? std::optional<int>(result.best->rollout_tps.front())
+                        : std::nullopt;
   if (!result.best) {
     return Status::Unschedulable(StrFormat("%s found no feasible plan for %d GPUs (%s)",
                                            std::string(name_).c_str(), context.total_gpus(),
@@ -289,6 +311,7 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   if (!options_.online || context_.cost == nullptr) return std::nullopt;
   recent_.push_back({o.step_s, o.wait_s, o.train_s, o.sync_s});
   while (recent_.size() > 3) recent_.pop_front();
+  const std::vector<RequestSample> step(o.trajectories.begin(), o.trajectories.end());
   // Calibration against the layout in force, on this step's own trajectories; not during the
   // warm-up (the first step also fills the pipeline) nor while a transition is under way.
   if (options_.calibrate && !o.trajectories.empty() && o.step >= options_.warmup &&
@@ -296,7 +319,6 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
     PipelineShape raw = Shape();
     raw.rollout_scale = 1;
     raw.train_scale = 1;
-    const std::vector<RequestSample> step(o.trajectories.begin(), o.trajectories.end());
     auto predicted = EvaluatePlan(*context_.cost, Space(false, nullptr), raw, step, o.layout.train,
                                   RolloutTps(o.layout));
     if (predicted.ok()) {
@@ -317,17 +339,20 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
       }
     }
   }
-  // Drift: this step's lengths against the history before it.
+  // Drift: this step's lengths against the history before it. A drift is a change point: the
+  // lengths before it no longer describe the workload, so the history starts again from here.
   const double before = MeanTotal(History());
+  const bool drifted = o.step >= options_.warmup && before > 0 && !step.empty() &&
+                       std::abs(MeanTotal(step) / before - 1) > options_.drift;
+  if (drifted) history_.clear();
   for (const TrajectorySize& t : o.trajectories) {
     history_.push_back(t);
     if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
   }
   std::optional<std::string> trigger = Trigger(o);
-  if (!trigger && !o.transition_in_flight && o.step >= options_.warmup &&
-      o.step - last_change_step_ >= options_.cooldown && before > 0) {
-    const std::vector<RequestSample> step(o.trajectories.begin(), o.trajectories.end());
-    if (std::abs(MeanTotal(step) / before - 1) > options_.drift) trigger = "drift";
+  if (!trigger && drifted && !o.transition_in_flight &&
+      o.step - last_change_step_ >= options_.cooldown) {
+    trigger = "drift";
   }
   if (!trigger) return std::nullopt;
 

@@ -66,6 +66,9 @@ struct GrpOptions {
   /// pattern, bounds and granularity of the training side.
   std::vector<int> rollout_tps = {1, 2, 4, 8};
   std::vector<int> rollout_pattern;
+  /// Every rollout instance has one TP size: the initial plan searches each allowed size alone
+  /// and keeps the best; re-planning keeps that size ("libra-homogeneous").
+  bool homogeneous = false;
   int min_train_gpus = 1;
   int max_train_gpus = 0;
   int min_rollout_gpus = 1;
@@ -108,6 +111,8 @@ class GrpPlanner : public Planner {
   Calibrator rollout_cal_;
   Calibrator train_cal_;
   int last_change_step_ = -1000000;
+  /// The homogeneous plan's TP size, once chosen.
+  std::optional<int> homogeneous_tp_;
   struct RecentStep {
     double step_s = 0;
     double wait_s = 0;

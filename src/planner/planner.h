@@ -121,9 +121,6 @@ class Planner {
   virtual std::string_view Name() const = 0;
   /// The plan to start with. kUnschedulable (with the reason) when nothing fits this cluster.
   virtual Result<Plan> Initial(const PlanContext& context) = 0;
-  /// Whether the plans need every sample to be on-policy (staleness 0): true for time-sharing
-  /// planners, whose rollout and training cannot overlap.
-  virtual bool RequiresSynchronous() const { return false; }
   /// After every step: a decision when the planner looked (whether or not it moves), nullopt
   /// when it did not. The default never re-plans.
   virtual std::optional<PlanDecision> OnStep(const StepObservation& /*observation*/) {

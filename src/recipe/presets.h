@@ -14,15 +14,18 @@
 namespace libra::recipe {
 
 struct Preset {
-  std::string name;
+  std::string name{};
   /// What it stands for, in a line (`libra validate`, docs).
-  std::string summary;
-  std::string router;
-  OptionTable router_options;
-  std::string planner;
-  OptionTable planner_options;
-  /// The pipeline's staleness when the preset fixes it (e.g. 0 for a synchronous system).
-  std::optional<int> staleness;
+  std::string summary{};
+  std::string router{};
+  OptionTable router_options{};
+  std::string planner{};
+  OptionTable planner_options{};
+  /// The pipeline settings the preset fixes (e.g. staleness 0 for a synchronous system); unset
+  /// ones come from the recipe's [rl].
+  std::optional<int> staleness{};
+  std::optional<std::string> batching{};
+  std::optional<bool> partial_rollout{};
 };
 
 /// Every preset, by name.

@@ -74,6 +74,13 @@ struct RlSpec {
   int staleness = 0;
   /// Weights are synced to rollout every this many train steps. Default: 1.
   int sync_interval = 1;
+  /// How a step's batch is formed: "ordered" (step k trains the groups of prompts k*P..k*P+P-1,
+  /// so no sample can exceed the staleness bound) or "stream" (the first P groups to complete,
+  /// whatever their prompts; a group that would exceed the bound is rejected). Default: "ordered".
+  std::string batching = "ordered";
+  /// After a weight sync, in-flight trajectories generate their next turns with the new weights
+  /// (interruptible rollouts) instead of the weights they started with. Default: false.
+  bool partial_rollout = false;
   bool operator==(const RlSpec&) const = default;
 };
 
@@ -112,8 +119,11 @@ struct SystemSpec {
   std::string planner = "static";
   /// [.planner_options]: decoded by the planner itself.
   OptionTable planner_options;
-  /// Overrides rl.staleness for this system (e.g. a synchronous baseline). Default: unset.
+  /// Override rl.staleness, rl.batching and rl.partial_rollout for this system (e.g. a
+  /// synchronous baseline). Default: unset.
   std::optional<int> staleness;
+  std::optional<std::string> batching;
+  std::optional<bool> partial_rollout;
   /// "file:line:col" of the table, for messages.
   std::string where;
   /// Dotted path of the table ("system", "baselines[1]").
@@ -153,6 +163,12 @@ struct Recipe {
 
   /// The staleness bound in force for `spec`.
   int StalenessFor(const SystemSpec& spec) const { return spec.staleness.value_or(rl.staleness); }
+  const std::string& BatchingFor(const SystemSpec& spec) const {
+    return spec.batching ? *spec.batching : rl.batching;
+  }
+  bool PartialRolloutFor(const SystemSpec& spec) const {
+    return spec.partial_rollout.value_or(rl.partial_rollout);
+  }
 };
 
 /// One problem found in a recipe: "file:line:col: key.path: what".

@@ -229,15 +229,17 @@ class Converter {
       *out = static_cast<int>(wide);
     }
 
-    void Read(const std::string& key, std::optional<int>* out) {
+    /// An optional key: set only when given (and well typed).
+    template <typename T>
+    void Read(const std::string& key, std::optional<T>* out) {
       if (table_ == nullptr || table_->get(key) == nullptr) {
         known_.push_back(key);
         return;
       }
-      int value = 0;
+      T value{};
       const size_t errors = c_->diagnostics_->size();
       Read(key, &value);
-      if (c_->diagnostics_->size() == errors) *out = value;
+      if (c_->diagnostics_->size() == errors) *out = std::move(value);
     }
 
     void Read(const std::string& key, uint64_t* out) {
@@ -432,6 +434,8 @@ class Converter {
     t.Read("planner", &system->planner);
     ReadMerged(t, "planner_options", &system->planner_options);
     t.Read("staleness", &system->staleness);
+    t.Read("batching", &system->batching);
+    t.Read("partial_rollout", &system->partial_rollout);
   }
 
   /// Reads an option table over `out`'s entries: a key given in the file replaces the preset's.
@@ -485,6 +489,8 @@ class Converter {
       t.Read("group_size", &r.rl.group_size, true);
       t.Read("staleness", &r.rl.staleness);
       t.Read("sync_interval", &r.rl.sync_interval);
+      t.Read("batching", &r.rl.batching);
+      t.Read("partial_rollout", &r.rl.partial_rollout);
     });
     top.Sub("sim", false, [&](Table& t) {
       SimSpec& s = r.sim;

@@ -127,6 +127,7 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
   c.AtLeast(r.rl.group_size, 1, "rl.group_size");
   c.AtLeast(r.rl.staleness, 0, "rl.staleness");
   c.AtLeast(r.rl.sync_interval, 1, "rl.sync_interval");
+  c.OneOf(r.rl.batching, {"ordered", "stream"}, "rl.batching");
 
   c.AtLeast(r.sim.max_num_seqs, 1, "sim.max_num_seqs");
   c.AtLeast(r.sim.max_batched_tokens, 1, "sim.max_batched_tokens");
@@ -142,6 +143,7 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
     c.Check(names.insert(s->name).second || s->name.empty(), s->path + ".name",
             "'" + s->name + "' names another system of this recipe already");
     if (s->staleness) c.AtLeast(*s->staleness, 0, s->path + ".staleness");
+    if (s->batching) c.OneOf(*s->batching, {"ordered", "stream"}, s->path + ".batching");
     const int staleness = r.StalenessFor(*s);
     // Rollouts for step k need weights of version k - staleness; with fewer syncs the pipeline
     // would wait forever.

@@ -79,7 +79,8 @@ std::optional<double> TimeToReward(const RunView& view, double target) {
   return std::nullopt;
 }
 
-Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline) {
+Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline,
+                   std::optional<double> reward_target) {
   std::vector<Column> columns = {
       {"run", "run", true},
       {"system", "system", false},
@@ -98,12 +99,13 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       {"of_bound", "of bound", true},
   };
   std::optional<double> reference;
-  std::optional<double> target;  // the lowest smoothed-reward peak among the runs
+  std::optional<double> target = reward_target;  // default: the lowest smoothed-reward peak
   if (baseline && *baseline < runs.size()) {
     columns.push_back({"time_to_reward_s", "to reward s", true});
     columns.push_back({"speedup", "speedup", true});
     reference = ComputeMetrics(runs[*baseline]).trajectories_per_s;
     for (const RunView& view : runs) {
+      if (reward_target) break;
       const std::vector<double> smoothed = SmoothedRewards(view);
       if (smoothed.empty()) continue;
       const double peak = *std::max_element(smoothed.begin(), smoothed.end());

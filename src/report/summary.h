@@ -52,8 +52,10 @@ std::optional<double> TimeToReward(const RunView& view, double target);
 
 /// One row per run. `baseline` (an index into `runs`) adds a speedup column (throughput in
 /// trajectories/s over the baseline's) and a time-to-reward column: when each run's smoothed
-/// reward first reached the lowest peak among the runs (so every finished run reaches it).
-Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline);
+/// reward first reached `reward_target`, by default the lowest peak among the runs (so every
+/// finished run reaches it).
+Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline,
+                   std::optional<double> reward_target = std::nullopt);
 
 /// One row per system over repeated runs (seeds): runs, throughput mean, standard deviation
 /// (sample, n - 1; missing for one run), min and max, and with `baseline` (a system name) the

@@ -31,10 +31,10 @@ double SkillModel::Skill(int version) const {
          (params_.final - params_.initial) * std::exp2(-samples / params_.half_gap_samples);
 }
 
-void SkillModel::RecordStep(int step, std::span<const int> lags, int staleness_bound) {
+void SkillModel::RecordStep(int step, std::span<const double> lags, int staleness_bound) {
   LIBRA_CHECK(step == steps()) << "step " << step << " recorded after " << steps() << " steps";
   double weight = 0;
-  for (int lag : lags) {
+  for (double lag : lags) {
     LIBRA_CHECK(lag >= 0) << "negative policy lag " << lag;
     if (lag > staleness_bound) continue;
     weight += std::pow(params_.lag_discount, lag);

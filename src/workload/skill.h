@@ -41,8 +41,9 @@ class SkillModel {
   /// the number of recorded steps.
   double Skill(int version) const;
   /// Records that train step `step` (making version step + 1) consumed samples with these policy
-  /// lags; samples with lag > `staleness_bound` carry no weight. REQUIRES: step == steps().
-  void RecordStep(int step, std::span<const int> lags, int staleness_bound);
+  /// lags (fractional when a sample's turns came from several versions); samples with lag >
+  /// `staleness_bound` carry no weight. REQUIRES: step == steps().
+  void RecordStep(int step, std::span<const double> lags, int staleness_bound);
   /// Steps recorded so far.
   int steps() const { return static_cast<int>(effective_.size()) - 1; }
   /// Effective samples consumed by version `version`.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -70,9 +71,9 @@ class NeverRouter : public sched::Router {
 };
 
 struct Harness {
-  explicit Harness(CoordinatorConfig c)
+  explicit Harness(CoordinatorConfig c, test::FakeBackend::Costs costs = {})
       : config(c),
-        backend(workload, test::FakeBackend::Costs()),
+        backend(workload, costs),
         planner(std::optional<int>(4), std::vector<int>{1}) {}
 
   Result<RunSummary> Run(std::function<bool()> interrupted = {}) {
@@ -150,6 +151,54 @@ TEST(CoordinatorTest, BoundedStalenessOverlapsRolloutWithTraining) {
   }
   // Steps 0 and 1 both start rolling out at time 0.
   EXPECT_DOUBLE_EQ(async_run.recorder.trajectories[4].start_s, 0.0);
+}
+
+TEST(CoordinatorTest, PartialRolloutRunsLaterTurnsOnNewWeights) {
+  // With partial rollout a trajectory whose tool call spans a weight sync runs its next turn on
+  // the new weights; without it every turn runs on the weights the trajectory started with.
+  auto later_versions = [](bool partial) {
+    CoordinatorConfig c = Config(4, 1);
+    c.partial_rollout = partial;
+    test::FakeBackend::Costs costs;
+    costs.sync_s = 0.1;  // step 1's train and sync end while step 2 waits for its tools
+    Harness h(c, costs);
+    EXPECT_OK(h.Run());
+    std::map<int64_t, int> first;
+    int newer = 0;
+    for (const backend::StartTurn& t : h.backend.turns_started) {
+      if (t.turn == 0) first[t.trajectory.value] = t.policy_version;
+      newer += t.turn > 0 && t.policy_version > first.at(t.trajectory.value);
+    }
+    return newer;
+  };
+  EXPECT_EQ(later_versions(false), 0);
+  EXPECT_GT(later_versions(true), 0);
+}
+
+TEST(CoordinatorTest, TrainCarriesGroupNormalisedAdvantages) {
+  // The fixed workload rewards alternate within a group of two: advantages are +-1.
+  Harness h(Config(2, 0));
+  ASSERT_OK(h.Run());
+  ASSERT_EQ(h.backend.trains.size(), 2u);
+  for (const backend::Train& train : h.backend.trains) {
+    ASSERT_EQ(train.advantages.size(), 4u);
+    for (size_t i = 0; i < 4; i += 2) {
+      EXPECT_NEAR(std::abs(train.advantages[i]), 1, 1e-5);
+      EXPECT_NEAR(train.advantages[i] + train.advantages[i + 1], 0, 1e-12);
+    }
+  }
+}
+
+TEST(CoordinatorTest, GroupAdvantagesNormaliseWithinEachGroup) {
+  const std::vector<double> a = GroupAdvantages({1, 0, 0, 2, 2, 2}, 3);
+  ASSERT_EQ(a.size(), 6u);
+  // Group one: mean 1/3, population sd sqrt(2)/3.
+  EXPECT_NEAR(a[0], (2.0 / 3) / (std::sqrt(2.0) / 3), 1e-5);
+  EXPECT_NEAR(a[1], (-1.0 / 3) / (std::sqrt(2.0) / 3), 1e-5);
+  // Group two: all equal, no signal.
+  EXPECT_EQ(a[3], 0);
+  EXPECT_EQ(a[5], 0);
+  EXPECT_TRUE(GroupAdvantages({}, 4).empty());
 }
 
 TEST(CoordinatorTest, RecordsEveryTrajectoryOnceInItsStep) {

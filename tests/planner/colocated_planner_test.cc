@@ -50,7 +50,6 @@ TEST(ColocatedPlannerTest, EveryGpuTrainsAndRollsOut) {
     auto planner = ColocatedPlanner::Create(Options({{"rollout_tp", c.tp}}));
     ASSERT_OK(planner);
     EXPECT_EQ((*planner)->Name(), "colocated");
-    EXPECT_TRUE((*planner)->RequiresSynchronous());
     auto plan = (*planner)->Initial(Cluster(c.nodes, c.gpus_per_node));
     ASSERT_OK(plan);
     const int total = c.nodes * c.gpus_per_node;

@@ -76,7 +76,6 @@ TEST(StaticPlannerTest, ExplicitTrainGpus) {
   auto planner = StaticPlanner::Create(Options({{"train_gpus", 6}, {"rollout_tp", 2}}));
   ASSERT_OK(planner);
   EXPECT_EQ((*planner)->Name(), "static");
-  EXPECT_FALSE((*planner)->RequiresSynchronous());
   auto plan = (*planner)->Initial(Cluster(2, 8));
   ASSERT_OK(plan);
   EXPECT_EQ(plan->layout.train_gpus, 6);

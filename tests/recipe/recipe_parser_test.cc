@@ -78,6 +78,8 @@ tps = [1, 2]
 [[baselines]]
 name = "b1"
 staleness = 1
+batching = "stream"
+partial_rollout = true
 )";
   auto parsed = ParseRecipe(text, "t.toml");
   ASSERT_OK(parsed);
@@ -101,6 +103,10 @@ staleness = 1
   EXPECT_EQ(r.baselines[0].name, "b1");
   EXPECT_EQ(r.baselines[0].path, "baselines[0]");
   EXPECT_EQ(r.StalenessFor(r.baselines[0]), 1);
+  EXPECT_EQ(r.BatchingFor(r.baselines[0]), "stream");
+  EXPECT_TRUE(r.PartialRolloutFor(r.baselines[0]));
+  EXPECT_EQ(r.BatchingFor(r.system), "ordered");
+  EXPECT_FALSE(r.PartialRolloutFor(r.system));
   EXPECT_EQ(r.StalenessFor(r.system), 0);
   EXPECT_EQ(r.Where("workload.preset"), "t.toml:15:10");
 }
@@ -331,9 +337,11 @@ TEST(RecipeParserTest, UnknownPresetSuggestsTheClosest) {
   auto parsed = ParseRecipe(text, "t.toml");
   ASSERT_OK(parsed);
   ASSERT_FALSE(parsed->diagnostics.empty());
-  EXPECT_NE(Messages(*parsed)[0].find("baselines[0].preset: unknown preset 'verl_sync' (known: "
-                                      "libra, libra-no-ehp, libra-ref, verl-sync, disagg-static); "
-                                      "did you mean 'verl-sync'?"),
+  EXPECT_NE(Messages(*parsed)[0].find(
+                "baselines[0].preset: unknown preset 'verl_sync' (known: "
+                "libra, libra-no-ehp, libra-ref, libra-homogeneous, verl-sync, disagg-static, "
+                "areal-async, sortedrl); "
+                "did you mean 'verl-sync'?"),
             std::string::npos)
       << Messages(*parsed)[0];
 }

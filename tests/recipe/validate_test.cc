@@ -57,6 +57,22 @@ TEST(ValidateRecipeTest, PerSystemStalenessMustAllowTheSyncInterval) {
             "(system 'sync' has 0): rollouts for step k need the weights of step k - staleness");
 }
 
+TEST(ValidateRecipeTest, BatchingIsOrderedOrStream) {
+  // rl.batching and a system's own batching take one of the two modes.
+  Recipe r = Valid();
+  r.rl.batching = "fifo";
+  SystemSpec b;
+  b.name = "b";
+  b.path = "baselines[0]";
+  b.batching = "sorted";
+  r.baselines.push_back(b);
+  std::vector<Diagnostic> d;
+  ValidateRecipe(r, &d);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].what, "rl.batching: must be one of ordered, stream (got 'fifo')");
+  EXPECT_EQ(d[1].what, "baselines[0].batching: must be one of ordered, stream (got 'sorted')");
+}
+
 TEST(ValidateRecipeTest, OneDiagnosticPerKey) {
   // A key the parser already reported is not reported again by the checks.
   Recipe r = Valid();

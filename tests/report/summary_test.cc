@@ -175,6 +175,19 @@ TEST(SummaryTest, SummaryRowValues) {
       "1,baseline,ok,2,30.0,0.533,25.0,,15.0,8.0,4.0,1.0,1.0,0.750,,30.0,1.00\n");
 }
 
+TEST(SummaryTest, RewardTargetChoosesWhatTimeToRewardTimes) {
+  // Smoothed rewards of TwoSteps: 0.25 at 10 s, 0.5 at 30 s. By default the target is the lowest
+  // peak (0.5); a given target is timed as given, and one never reached is missing.
+  auto time_to_reward = [](std::optional<double> target) {
+    const std::string csv = SummaryTable({TwoSteps(1, "baseline")}, 0, target).Render(Format::kCsv);
+    const std::vector<std::string> cells = StrSplit(StrSplit(csv, '\n')[1], ',');
+    return cells[cells.size() - 2];
+  };
+  EXPECT_EQ(time_to_reward(std::nullopt), "30.0");
+  EXPECT_EQ(time_to_reward(0.2), "10.0");
+  EXPECT_EQ(time_to_reward(0.9), "");
+}
+
 TEST(SummaryTest, StepTableHasOneRowPerStep) {
   // Each step's record, with the layout as train/rollout GPUs.
   RunView view = TwoSteps(1, "baseline");

@@ -8,6 +8,7 @@ Status FakeBackend::Submit(const backend::Action& action) {
     layout_ = a->layout;
     queue_.Push(now, 0, backend::Event{now, backend::LayoutApplied{}});
   } else if (const auto* turn = std::get_if<backend::StartTurn>(&action)) {
+    turns_started.push_back(*turn);
     auto [it, fresh] = trajectories_.try_emplace(turn->trajectory);
     if (fresh) {
       it->second.script =
@@ -33,6 +34,7 @@ Status FakeBackend::Submit(const backend::Action& action) {
                 backend::Event{end, backend::ToolDone{tool->trajectory, s.tool_status,
                                                       s.tool_output_tokens, now}});
   } else if (const auto* train = std::get_if<backend::Train>(&action)) {
+    trains.push_back(*train);
     double tokens = 0;
     for (int64_t n : train->sequence_tokens) tokens += static_cast<double>(n);
     const double end = now + costs_.train_gpu_s_per_token * tokens / layout_.train_gpus;

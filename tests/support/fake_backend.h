@@ -26,6 +26,10 @@ class FakeBackend : public backend::Backend {
   Status Submit(const backend::Action& action) override;
   Result<std::vector<backend::Event>> Wait() override;
 
+  /// What was submitted, for tests to inspect.
+  std::vector<backend::StartTurn> turns_started;
+  std::vector<backend::Train> trains;
+
  private:
   struct Trajectory {
     workload::TrajectoryScript script;

@@ -38,7 +38,7 @@ TEST(SkillModelTest, EffectiveSamplesDiscountLagAndDropStaleSamples) {
   // A step's samples weigh lag_discount^lag each, and nothing beyond the staleness bound.
   struct Case {
     std::string name;
-    std::vector<int> lags;
+    std::vector<double> lags;
     int bound;
     double effective;
   };
@@ -49,6 +49,8 @@ TEST(SkillModelTest, EffectiveSamplesDiscountLagAndDropStaleSamples) {
       {"lagged samples are discounted", {0, 1, 2}, 2, 1 + d + d * d},
       {"beyond the bound weighs nothing", {0, 3, 5}, 2, 1},
       {"synchronous bound keeps only fresh samples", {0, 1}, 0, 1},
+      {"a fractional lag (turns from two versions) is discounted smoothly", {0.5}, 2,
+       0.70710678118654757},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -68,7 +70,7 @@ TEST(SkillModelTest, HalfGapSamplesCloseHalfTheGap) {
   params.final = 0.6;
   params.half_gap_samples = 100;
   SkillModel model(params);
-  const std::vector<int> fresh(100, 0);
+  const std::vector<double> fresh(100, 0);
   model.RecordStep(0, fresh, 1);
   model.RecordStep(1, fresh, 1);
   EXPECT_DOUBLE_EQ(model.EffectiveSamples(2), 200);
@@ -81,8 +83,8 @@ TEST(SkillModelTest, StaleSamplesRaiseSkillLessThanFreshOnes) {
   // The same number of samples teaches less when they are stale.
   SkillModel fresh(SkillParams{});
   SkillModel stale(SkillParams{});
-  fresh.RecordStep(0, std::vector<int>(1000, 0), 4);
-  stale.RecordStep(0, std::vector<int>(1000, 3), 4);
+  fresh.RecordStep(0, std::vector<double>(1000, 0), 4);
+  stale.RecordStep(0, std::vector<double>(1000, 3), 4);
   EXPECT_GT(fresh.Skill(1), stale.Skill(1));
   EXPECT_GT(stale.Skill(1), stale.Skill(0));
 }
