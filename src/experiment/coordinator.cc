@@ -133,8 +133,13 @@ Status Coordinator::OnLayout(double now) {
     instances.push_back(state);
   }
   instances_ = std::move(instances);
+  if (reclaiming_ && layout_.train_gpus > 0) {
+    lent_from_.reset();
+    reclaiming_ = false;
+  }
   Launch();
-  return RouteWaiting(now);
+  LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
+  return TryTrain(now);
 }
 
 sched::InstanceState* Coordinator::FindInstance(InstanceId id) {
@@ -389,8 +394,52 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
   return batch;
 }
 
+bool Coordinator::BatchReady() const {
+  const auto per_step = static_cast<size_t>(config_.prompts_per_step);
+  if (config_.stream_batches) {
+    size_t fresh = 0;
+    for (int64_t prompt : complete_) {
+      fresh += next_train_step_ - groups_.at(prompt).oldest_version <= config_.staleness;
+    }
+    return fresh >= per_step;
+  }
+  for (size_t p = 0; p < per_step; ++p) {
+    auto it = groups_.find(static_cast<int64_t>(next_train_step_ * per_step + p));
+    if (it == groups_.end() || it->second.remaining > 0) return false;
+  }
+  return true;
+}
+
+Status Coordinator::Lend(double now) {
+  if (pool_->phase() != planner::PoolPhase::kIdle) return Status();
+  std::optional<backend::Layout> lent = planner_.IdleTrainerLayout(layout_);
+  if (!lent) return Status();
+  const Status begun = pool_->Begin(*lent);
+  if (!begun.ok()) {
+    return Status::Internal(std::string(planner_.Name()) +
+                            " lent an invalid layout: " + begun.message());
+  }
+  lent_from_ = layout_;
+  AddEvent("lend", now, now, "trainer", std::nullopt, next_train_step_, lent->ToString());
+  return AdvanceTransition(now);
+}
+
+Status Coordinator::Reclaim(double now) {
+  if (pool_->phase() != planner::PoolPhase::kIdle) return Status();  // still lending
+  const Status begun = pool_->Begin(*lent_from_);
+  if (!begun.ok()) return Status::Internal("cannot take the lent GPUs back: " + begun.message());
+  reclaiming_ = true;
+  for (size_t i : pool_->leaving()) instances_[i].available = false;
+  AddEvent("reclaim", now, now, "trainer", std::nullopt, next_train_step_, lent_from_->ToString());
+  return AdvanceTransition(now);
+}
+
 Status Coordinator::TryTrain(double now) {
   if (trainer_busy_ || step_open_ || next_train_step_ >= config_.steps) return Status();
+  if (lent_from_) {
+    // The trainer's GPUs roll out: take them back once the batch is ready.
+    return !reclaiming_ && BatchReady() ? Reclaim(now) : Status();
+  }
   const int64_t rejected = summary_.rejected_groups;
   training_ = TakeBatch(now);
   if (summary_.rejected_groups > rejected) {
@@ -398,7 +447,7 @@ Status Coordinator::TryTrain(double now) {
     Launch();
     LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
   }
-  if (!training_) return Status();
+  if (!training_) return Lend(now);
   trainer_busy_ = true;
   train_start_ = now;
   router_.OnStep(next_train_step_);

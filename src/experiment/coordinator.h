@@ -25,7 +25,10 @@
 //   consumed, discounted by their policy lag; simulated backends draw rewards from it;
 // * after every step the planner may ask for another layout: the instances that leave rollout
 //   stop taking turns (their trajectories' next turns go elsewhere), and once they are idle the
-//   new layout is applied between training steps (planner::ElasticPool); no trajectory is lost.
+//   new layout is applied between training steps (planner::ElasticPool); no trajectory is lost;
+// * when the trainer has to wait for its batch, a planner may lend its GPUs to rollout
+//   (Planner::IdleTrainerLayout, "lend" event); once the batch is ready they are drained and
+//   taken back ("reclaim" event) before the step trains.
 #pragma once
 
 #include <cstdint>
@@ -164,6 +167,12 @@ class Coordinator {
   Status RouteWaiting(double now);
   /// The batch of step `next_train_step_` when its groups are complete (rejecting stale ones).
   std::optional<Batch> TakeBatch(double now);
+  /// Whether TakeBatch would return a batch (not counting groups it would reject).
+  bool BatchReady() const;
+  /// Lends the waiting trainer's GPUs to rollout, when the planner wants it.
+  Status Lend(double now);
+  /// Starts taking the lent GPUs back (the batch is ready).
+  Status Reclaim(double now);
   Status TryTrain(double now);
   /// Asks the planner after a step and starts the transition it wants.
   Status Replan(double now, const store::StepRecord& step,
@@ -191,6 +200,8 @@ class Coordinator {
   std::map<int64_t, Batch> groups_;  // by prompt, until trained or rejected
   std::deque<int64_t> complete_;     // complete groups in completion order (stream batching)
   std::optional<Batch> training_;    // the batch of the step in training
+  std::optional<backend::Layout> lent_from_;  // the layout to return to while GPUs are lent
+  bool reclaiming_ = false;
   int64_t next_trajectory_ = 0;
   int64_t next_prompt_ = 0;
   int next_train_step_ = 0;

@@ -37,7 +37,12 @@ Status ElasticPool::Begin(backend::Layout target) {
   if (target == current_) {
     return Status::InvalidArgument("the target is the current layout: " + target.ToString());
   }
-  if (target.instances.empty() || target.train_gpus <= 0) {
+  // A layout without training GPUs is a lend: every current instance stays and the training
+  // GPUs roll out until the trainer takes them back.
+  const std::vector<bool> keeps = KeptInstances(current_, target);
+  const bool lend = target.train_gpus == 0 && target.instances.size() > current_.instances.size() &&
+                    std::count(keeps.begin(), keeps.end(), false) == 0;
+  if (target.instances.empty() || (target.train_gpus <= 0 && !lend)) {
     return Status::InvalidArgument("a layout needs rollout instances and training GPUs: " +
                                    target.ToString());
   }

@@ -49,8 +49,9 @@ class ElasticPool {
   const std::vector<size_t>& leaving() const { return leaving_; }
 
   /// Starts moving to `target`. kInvalidArgument while another transition is in flight, or when
-  /// the target is the current layout, has no rollout instance or no training GPU, uses more GPUs
-  /// than the current one, or moves part of a training replica.
+  /// the target is the current layout, has no rollout instance or no training GPU (except a
+  /// lend: Planner::IdleTrainerLayout, which keeps every current instance), uses more GPUs than
+  /// the current one, or moves part of a training replica.
   Status Begin(backend::Layout target);
   /// Whether the instance at `index` of current() takes new turns.
   bool Accepting(size_t index) const;

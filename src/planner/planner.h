@@ -126,6 +126,13 @@ class Planner {
   virtual std::optional<PlanDecision> OnStep(const StepObservation& /*observation*/) {
     return std::nullopt;
   }
+  /// The layout to run while the trainer waits for its next batch: `current` with the training
+  /// GPUs lent to rollout as extra instances after the current ones (train_gpus 0; the trainer
+  /// takes them back, drained, once the batch is ready). nullopt (the default): they stay idle.
+  virtual std::optional<backend::Layout> IdleTrainerLayout(
+      const backend::Layout& /*current*/) const {
+    return std::nullopt;
+  }
 };
 
 using PlannerRegistry = Registry<Planner, const recipe::OptionTable&>;

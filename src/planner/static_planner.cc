@@ -10,11 +10,13 @@ Result<std::unique_ptr<Planner>> StaticPlanner::Create(const recipe::OptionTable
   if (reader.Has("train_gpus"))
     train_gpus = static_cast<int>(reader.Int("train_gpus", 1, 1, 1 << 20));
   const std::vector<int> tps = ReadRolloutTps(reader);
+  const bool lend = reader.Bool("lend_idle_trainer", false);
   LIBRA_RETURN_IF_ERROR(reader.Finish());
-  return std::unique_ptr<Planner>(std::make_unique<StaticPlanner>(train_gpus, tps));
+  return std::unique_ptr<Planner>(std::make_unique<StaticPlanner>(train_gpus, tps, lend));
 }
 
 Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
+  gpus_per_node_ = context.gpus_per_node;
   const int total = context.total_gpus();
   if (total < 2) {
     return Status::Unschedulable(
@@ -43,6 +45,24 @@ Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
   plan.layout.instances = std::move(instances);
   plan.reason = train_gpus_ ? "fixed split from the recipe" : "default split: half the cluster";
   return plan;
+}
+
+std::optional<backend::Layout> StaticPlanner::IdleTrainerLayout(
+    const backend::Layout& current) const {
+  if (!lend_idle_trainer_ || current.colocated || current.train_gpus <= 0 ||
+      current.instances.empty() || gpus_per_node_ <= 0) {
+    return std::nullopt;
+  }
+  auto added = PackInstances(gpus_per_node_, current.rollout_gpus(), current.train_gpus,
+                             {current.instances.back().tp});
+  if (!added.ok()) return std::nullopt;
+  backend::Layout lent = current;
+  for (backend::InstanceSpec spec : *added) {
+    spec.id = InstanceId(static_cast<int64_t>(lent.instances.size()));
+    lent.instances.push_back(spec);
+  }
+  lent.train_gpus = 0;
+  return lent;
 }
 
 }  // namespace libra::planner

@@ -7,7 +7,9 @@
 // GPUs between the two sides changes only the last instances and the others keep their ids.)
 // Knobs: `train_gpus` (default: half the cluster, in whole nodes when there are several),
 // `rollout_tp` (1, 2, 4 or 8, dividing gpus_per_node; default 1) or `rollout_tps`, a pattern of
-// TP sizes each node repeats (e.g. [1, 1, 2, 4] for C-MLFQ's buckets).
+// TP sizes each node repeats (e.g. [1, 1, 2, 4] for C-MLFQ's buckets); `lend_idle_trainer`
+// (default false): while the trainer waits for a batch its GPUs roll out (verl's dynamic resource
+// scheduling), and are drained and taken back when the batch is ready.
 #pragma once
 
 #include <optional>
@@ -22,15 +24,22 @@ inline constexpr std::string_view kStaticName = "static";
 class StaticPlanner : public Planner {
  public:
   static Result<std::unique_ptr<Planner>> Create(const recipe::OptionTable& options);
-  StaticPlanner(std::optional<int> train_gpus, std::vector<int> rollout_tps)
-      : train_gpus_(train_gpus), rollout_tps_(std::move(rollout_tps)) {}
+  StaticPlanner(std::optional<int> train_gpus, std::vector<int> rollout_tps,
+                bool lend_idle_trainer = false)
+      : train_gpus_(train_gpus),
+        rollout_tps_(std::move(rollout_tps)),
+        lend_idle_trainer_(lend_idle_trainer) {}
 
   std::string_view Name() const override { return kStaticName; }
   Result<Plan> Initial(const PlanContext& context) override;
+  /// With `lend_idle_trainer`: the training GPUs as instances of the last instance's TP.
+  std::optional<backend::Layout> IdleTrainerLayout(const backend::Layout& current) const override;
 
  private:
   std::optional<int> train_gpus_;
   std::vector<int> rollout_tps_;
+  bool lend_idle_trainer_ = false;
+  int gpus_per_node_ = 0;
 };
 
 }  // namespace libra::planner

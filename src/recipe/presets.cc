@@ -47,6 +47,13 @@ const std::vector<Preset>& Presets() {
        .router = "least-conn",
        .planner = "static",
        .staleness = 1},
+      {.name = "verl-dynamic",
+       .summary = "verl's dynamic resource scheduling: a fixed split whose idle trainer GPUs roll "
+                  "out while the trainer waits; one step off-policy",
+       .router = "least-conn",
+       .planner = "static",
+       .planner_options = Options({{"lend_idle_trainer", true}}),
+       .staleness = 1},
       {.name = "areal-async",
        .summary = "AReaL-style fully async: fixed split, staleness 2, batches of the first groups "
                   "to finish, interruptible rollouts",

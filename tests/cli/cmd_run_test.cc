@@ -75,7 +75,8 @@ TEST_F(CmdRunTest, CompareSystemsSelectsAndOrders) {
   EXPECT_EQ(bad.err,
             "libra: error: --systems: 'nope' is neither a system of quickstart.toml (async-split, "
             "sync-colocated, sync-split, libra) nor a named system (libra, libra-no-ehp, "
-            "libra-ref, libra-homogeneous, verl-sync, disagg-static, areal-async, sortedrl)\n");
+            "libra-ref, libra-homogeneous, verl-sync, disagg-static, verl-dynamic, areal-async, "
+            "sortedrl)\n");
 }
 
 TEST_F(CmdRunTest, CompareRunsNamedSystemsTheRecipeDoesNotList) {

@@ -80,7 +80,8 @@ TEST(RunnerTest, ValidateWithRegistriesReportsPolicyProblems) {
        "colocated, grp, libra-ref, no-ehp, static); did you mean 'grp'?"},
       {"system.planner_options.train_gpu=3",
        "--set system.planner_options.train_gpu=3: system.planner_options.train_gpu: unknown "
-       "option; did you mean 'train_gpus'? (known: rollout_tp, rollout_tps, train_gpus)"},
+       "option; did you mean 'train_gpus'? (known: lend_idle_trainer, rollout_tp, rollout_tps, "
+       "train_gpus)"},
       {"system.planner_options.train_gpus=8",
        "r.toml:18:1: system.planner_options: no plan fits the cluster: train_gpus = 8 leaves "
        "no GPU for rollout (the cluster has 8)"},
@@ -452,6 +453,38 @@ TEST(RunnerTest, SortedRlUpdatesEarlyOnTheGroupsThatFinishFirst) {
   }
   EXPECT_TRUE(early);
   for (const store::StepRecord& s : run->steps) EXPECT_EQ(s.train_gpus, 16);
+  ExpectCompleteGroups(*run, 16, 8);
+}
+
+TEST(RunnerTest, VerlDynamicLendsIdleTrainerGpusToRollout) {
+  // verl-dynamic (a fixed 8 + 8 split, staleness 1): while the trainer waits for a batch its 8
+  // GPUs run rollout instances 8..15; they are taken back before every training step, so no turn
+  // on them overlaps training.
+  auto run = RunNamed("verl-dynamic", {"steps=6", "sim.record_events=true"});
+  ASSERT_NE(run, nullptr);
+  std::vector<std::pair<double, double>> trains;
+  int lends = 0;
+  int reclaims = 0;
+  for (const store::EventRecord& e : run->events) {
+    if (e.kind == "train") trains.emplace_back(e.start_s, e.end_s);
+    lends += e.kind == "lend";
+    reclaims += e.kind == "reclaim";
+  }
+  EXPECT_GT(lends, 0);
+  EXPECT_EQ(lends, reclaims);
+  int lent_turns = 0;
+  for (const store::EventRecord& e : run->events) {
+    if (e.kind != "turn") continue;
+    const int instance = std::stoi(e.resource.substr(std::string("instance ").size()));
+    if (instance < 8) continue;
+    ++lent_turns;
+    for (const auto& [start, end] : trains) {
+      EXPECT_FALSE(e.start_s < end && e.end_s > start)
+          << "turn on lent instance " << instance << " overlaps training " << start << ".." << end;
+    }
+  }
+  EXPECT_GT(lent_turns, 0);
+  for (const store::StepRecord& s : run->steps) EXPECT_EQ(s.train_gpus, 8);
   ExpectCompleteGroups(*run, 16, 8);
 }
 

@@ -76,6 +76,33 @@ TEST(ElasticPoolTest, CancelReopensTheLeavingInstances) {
   EXPECT_EQ(pool.current(), Split(8));
 }
 
+TEST(ElasticPoolTest, LendsTheTrainerAndTakesItBack) {
+  // A lend keeps every instance and adds the training GPUs as instances (train_gpus 0): nothing
+  // drains. Taking them back drains the added instances.
+  backend::Layout lent = Split(8);
+  const std::vector<backend::InstanceSpec> added = PackInstances(8, 8, 8, {2}).value();
+  for (backend::InstanceSpec spec : added) {
+    spec.id = InstanceId(static_cast<int64_t>(lent.instances.size()));
+    lent.instances.push_back(spec);
+  }
+  lent.train_gpus = 0;
+  ElasticPool pool(Split(8));
+  ASSERT_OK(pool.Begin(lent));
+  EXPECT_TRUE(pool.leaving().empty());
+  ASSERT_TRUE(pool.Ready(std::vector<int>{1, 1, 1, 1}, true).has_value());
+  pool.Applied();
+  ASSERT_OK(pool.Begin(Split(8)));
+  EXPECT_EQ(pool.leaving(), (std::vector<size_t>{4, 5, 6, 7}));
+  EXPECT_FALSE(pool.Ready(std::vector<int>{0, 0, 0, 0, 0, 0, 1, 0}, true).has_value());
+  ASSERT_TRUE(pool.Ready(std::vector<int>{3, 0, 0, 0, 0, 0, 0, 0}, true).has_value());
+  pool.Applied();
+  EXPECT_EQ(pool.current(), Split(8));
+  // Without training GPUs and dropping an instance it is no lend.
+  backend::Layout bad = lent;
+  bad.instances.erase(bad.instances.begin());
+  EXPECT_FALSE(pool.Begin(bad).ok());
+}
+
 TEST(ElasticPoolTest, RefusesBadTargets) {
   ElasticPool pool(Split(8));
   EXPECT_EQ(pool.Begin(Split(8)).message(),

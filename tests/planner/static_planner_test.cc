@@ -91,6 +91,32 @@ TEST(StaticPlannerTest, ExplicitTrainGpus) {
   EXPECT_EQ(plan->reason, "fixed split from the recipe");
 }
 
+TEST(StaticPlannerTest, LendsIdleTrainerGpusOnlyWhenAsked) {
+  // lend_idle_trainer: the 8 training GPUs become TP2 instances 4..7 after the rollout ones.
+  recipe::OptionTable options = Options({{"train_gpus", 8}, {"rollout_tp", 2}});
+  recipe::OptionValue lend;
+  lend.kind = recipe::OptionValue::Kind::kBool;
+  lend.bool_value = true;
+  options.entries.push_back({"lend_idle_trainer", lend});
+  auto lending = StaticPlanner::Create(options);
+  ASSERT_OK(lending);
+  auto plan = (*lending)->Initial(Cluster(2, 8));
+  ASSERT_OK(plan);
+  const std::optional<backend::Layout> lent = (*lending)->IdleTrainerLayout(plan->layout);
+  ASSERT_TRUE(lent.has_value());
+  EXPECT_EQ(lent->train_gpus, 0);
+  ASSERT_EQ(lent->instances.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(lent->instances[i].id.value, static_cast<int64_t>(i));
+    EXPECT_EQ(lent->instances[i].tp, 2);
+    EXPECT_EQ(lent->instances[i].first_gpu, static_cast<int>(2 * i));
+  }
+  auto plain = StaticPlanner::Create(Options({{"train_gpus", 8}}));
+  ASSERT_OK(plain);
+  ASSERT_OK((*plain)->Initial(Cluster(2, 8)));
+  EXPECT_FALSE((*plain)->IdleTrainerLayout(plan->layout).has_value());
+}
+
 TEST(StaticPlannerTest, UnschedulableClusters) {
   // Splits that can never fit are kUnschedulable with the reason.
   struct Case {

@@ -340,7 +340,7 @@ TEST(RecipeParserTest, UnknownPresetSuggestsTheClosest) {
   EXPECT_NE(Messages(*parsed)[0].find(
                 "baselines[0].preset: unknown preset 'verl_sync' (known: "
                 "libra, libra-no-ehp, libra-ref, libra-homogeneous, verl-sync, disagg-static, "
-                "areal-async, sortedrl); "
+                "verl-dynamic, areal-async, sortedrl); "
                 "did you mean 'verl-sync'?"),
             std::string::npos)
       << Messages(*parsed)[0];
