@@ -102,6 +102,8 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
     sizes.max = std::max(sizes.max, tokens);
   }
   sizes.typical = std::max<int64_t>(1, static_cast<int64_t>(total / kSamples));
+  // A sample can miss the tail; a capped context bounds it for sure.
+  if (const std::optional<int64_t> cap = workload.MaxContextTokens()) sizes.max = *cap;
   // The startup profile: prompts far beyond any run's, at the initial policy.
   constexpr int kProfile = 256;
   constexpr int64_t kFirstProfilePrompt = int64_t{1} << 40;

@@ -268,6 +268,7 @@ Result<AgenticParams> ReadAgenticParams(const AgenticParams& defaults,
   p.max_turn_tokens = r.Int("max_turn_tokens", d.max_turn_tokens, 1, 1000000000);
   p.max_turns = static_cast<int>(r.Int("max_turns", d.max_turns, 1, 100000));
   p.max_new_tokens = r.Int("max_new_tokens", d.max_new_tokens, 1, 10000000000);
+  p.max_context_tokens = r.Int("max_context_tokens", d.max_context_tokens, 0, 10000000000);
   p.causal_strength = r.Double("causal_strength", d.causal_strength, 0, 1);
   const std::string drift = r.String("drift", DriftModeName(d.drift), DriftModeNames());
   for (DriftMode m : kDriftModes) {
@@ -391,8 +392,12 @@ TrajectoryScript AgenticWorkload::Script(int64_t prompt, int sample, int policy_
 
   TrajectoryScript script;
   int64_t used = 0;
+  int64_t context = latent.info.prompt_tokens;
   for (int t = 0;; ++t) {
-    const int64_t budget = p.max_new_tokens - used;
+    int64_t budget = p.max_new_tokens - used;
+    if (p.max_context_tokens > 0) {
+      budget = std::max<int64_t>(0, std::min(budget, p.max_context_tokens - context));
+    }
     TurnScript turn;
     if (!tools) {
       const int64_t cap = std::min(p.max_turn_tokens, budget);
@@ -426,6 +431,7 @@ TrajectoryScript AgenticWorkload::Script(int64_t prompt, int sample, int policy_
     }
     remaining -= turn.generated_tokens;
     used += turn.generated_tokens;
+    context += turn.generated_tokens;
 
     size_t pick = 0;
     const double target = u_tool * total_weight;
@@ -453,6 +459,12 @@ TrajectoryScript AgenticWorkload::Script(int64_t prompt, int sample, int policy_
       turn.tool_output_tokens = LogNormalTokens(tool.output_tokens_median, tool.output_tokens_sigma,
                                                 z_output, 0, tool.output_tokens_max);
     }
+    if (p.max_context_tokens > 0) {
+      // A tool reply that would not fit the context is cut to what does.
+      turn.tool_output_tokens =
+          std::max<int64_t>(0, std::min(turn.tool_output_tokens, p.max_context_tokens - context));
+    }
+    context += turn.tool_output_tokens;
     script.turns.push_back(turn);
   }
 

@@ -98,6 +98,9 @@ struct AgenticParams {
   int max_turns = 12;
   /// Cap on generated tokens over the whole trajectory. Default: 30000.
   int64_t max_new_tokens = 30000;
+  /// Cap on the whole context (prompt, generated and tool output tokens: the engine's
+  /// max_model_len); a trajectory that reaches it is truncated. 0: no cap. Default: 0.
+  int64_t max_context_tokens = 0;
 
   // --- Causality -------------------------------------------------------------------------------
   /// How much tool outcomes (failures, timeouts, slow calls) reveal about the work still to do:
@@ -165,6 +168,10 @@ class AgenticWorkload : public Workload {
   TrajectoryScript Script(int64_t prompt, int sample, int policy_version,
                           double skill) const override;
   const SkillParams& skill_params() const override { return params_.skill; }
+  std::optional<int64_t> MaxContextTokens() const override {
+    return params_.max_context_tokens > 0 ? std::optional<int64_t>(params_.max_context_tokens)
+                                          : std::nullopt;
+  }
 
   const AgenticParams& params() const { return params_; }
 

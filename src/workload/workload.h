@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,9 @@ class Workload {
                                   double skill) const = 0;
   /// How the modelled skill grows with training for this workload.
   virtual const SkillParams& skill_params() const = 0;
+  /// The longest context (prompt + generated + tool output tokens) any trajectory can reach,
+  /// when the workload caps it; planners size training memory for it. Default: no cap.
+  virtual std::optional<int64_t> MaxContextTokens() const { return std::nullopt; }
 };
 
 /// Builds the workload a recipe's [workload] table asks for: kind "agentic" (a preset with

@@ -331,6 +331,27 @@ TEST(AgenticWorkloadTest, LimitsTruncateAndZeroTheReward) {
   }
 }
 
+TEST(AgenticWorkloadTest, ContextCapBoundsEveryTrajectory) {
+  // max_context_tokens caps prompt + generated + tool output; reaching it truncates, and the
+  // workload reports the cap so that planners size memory for it.
+  const AgenticWorkload capped = Make("swe-long", {{"max_context_tokens", Integer(40000)}});
+  ASSERT_EQ(capped.MaxContextTokens(), std::optional<int64_t>(40000));
+  EXPECT_FALSE(Make("swe-long", {}).MaxContextTokens().has_value());
+  int at_cap = 0;
+  for (int p = 0; p < 100; ++p) {
+    const TrajectoryScript s = capped.Script(p, 0, 0, 0.5);
+    const int64_t context =
+        capped.Prompt(p).prompt_tokens + s.generated_tokens() + s.tool_output_tokens();
+    EXPECT_LE(context, 40000) << "prompt " << p;
+    if (context == 40000) {
+      ++at_cap;
+      EXPECT_TRUE(s.truncated());
+      EXPECT_EQ(s.reward, 0);
+    }
+  }
+  EXPECT_GT(at_cap, 10);
+}
+
 TEST(AgenticWorkloadTest, ScriptsAreDeterministicAndOrderIndependent) {
   // The same seed gives the same scripts whatever order they are asked for in; another seed
   // gives other scripts.
