@@ -97,7 +97,10 @@ int Main(int argc, char** argv) {
       "With no run ids: the latest comparison, or the latest run with its steps. With ids:\n"
       "those runs side by side. --list: what the database holds.\n\n" +
       std::string(kFooter));
-  report_cmd->add_option("runs", report->runs, "Run ids (see --list)")->type_name("RUN");
+  report_cmd
+      ->add_option("runs", report->runs,
+                   "Run ids, a comparison's name (its latest) or a system's name (its latest run)")
+      ->type_name("RUN|NAME");
   report_cmd->add_option("--db", report->db, "Results database")
       ->capture_default_str()
       ->type_name("PATH");

@@ -1,6 +1,7 @@
 // `libra report`: tables from the results database.
 #include <algorithm>
 #include <ostream>
+#include <set>
 
 #include "cli/common.h"
 #include "cli/exit_codes.h"
@@ -26,6 +27,67 @@ Result<std::optional<size_t>> FindBaseline(const std::string& baseline,
   }
   return Status::InvalidArgument("--baseline '" + baseline +
                                  "' is neither a system nor a run id of this report");
+}
+
+/// What the report shows: the runs, and a title when they are a comparison.
+struct Selection {
+  std::vector<int64_t> ids;
+  std::string title;
+};
+
+std::string ComparisonTitle(const store::ComparisonInfo& c) {
+  return StrFormat("comparison %lld: %s, %zu runs (%s)", static_cast<long long>(c.id),
+                   c.name.c_str(), c.run_ids.size(), c.created_at.c_str());
+}
+
+/// Resolves the command line's runs: ids, comparison names, system names; none means the latest
+/// comparison (or run).
+Result<Selection> Select(store::Store& store, const std::vector<store::RunInfo>& runs,
+                         const std::vector<std::string>& args, const std::string& db) {
+  Selection selection;
+  if (runs.empty()) {
+    return Status::NotFound(db + " holds no run yet; `libra run RECIPE` records one");
+  }
+  if (args.empty()) {
+    const store::RunInfo& latest = runs.back();
+    if (!latest.comparison_id) return Selection{{latest.id}, ""};
+    LIBRA_ASSIGN_OR_RETURN(store::ComparisonInfo comparison,
+                           store.GetComparison(*latest.comparison_id));
+    return Selection{comparison.run_ids, ComparisonTitle(comparison)};
+  }
+  LIBRA_ASSIGN_OR_RETURN(std::vector<store::ComparisonInfo> comparisons, store.ListComparisons());
+  for (const std::string& arg : args) {
+    if (!arg.empty() &&
+        std::all_of(arg.begin(), arg.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      selection.ids.push_back(std::stoll(arg));
+      continue;
+    }
+    auto comparison = std::find_if(comparisons.rbegin(), comparisons.rend(),
+                                   [&](const store::ComparisonInfo& c) { return c.name == arg; });
+    if (comparison != comparisons.rend()) {
+      selection.ids.insert(selection.ids.end(), comparison->run_ids.begin(),
+                           comparison->run_ids.end());
+      if (args.size() == 1) selection.title = ComparisonTitle(*comparison);
+      continue;
+    }
+    auto run = std::find_if(runs.rbegin(), runs.rend(),
+                            [&](const store::RunInfo& r) { return r.system == arg; });
+    if (run != runs.rend()) {
+      selection.ids.push_back(run->id);
+      continue;
+    }
+    std::set<std::string> names;
+    for (const store::ComparisonInfo& c : comparisons) names.insert(c.name);
+    for (const store::RunInfo& r : runs) names.insert(r.system);
+    std::string what =
+        "'" + arg + "' is neither a run id, a comparison nor a system in " + db +
+        " (names: " + StrJoin(std::vector<std::string>(names.begin(), names.end()), ", ") + ")";
+    const std::string hint =
+        ClosestMatch(arg, std::vector<std::string>(names.begin(), names.end()));
+    if (!hint.empty()) what += "; did you mean '" + hint + "'?";
+    return Status::NotFound(what);
+  }
+  return selection;
 }
 
 /// Writes one run's trajectories, with their turns, as a trace.
@@ -102,33 +164,26 @@ int RunReport(const ReportOptions& options, const Io& io) {
     if (options.runs.size() > 1) {
       return Fail(io, Status::InvalidArgument("--export-trajectories writes one run; name one"));
     }
-    if (options.runs.empty() && runs->empty()) {
-      return Fail(io, Status::NotFound(options.db + " holds no run yet"));
+    if (runs->empty()) return Fail(io, Status::NotFound(options.db + " holds no run yet"));
+    int64_t run = runs->back().id;
+    if (!options.runs.empty()) {
+      auto selected = Select(**store, *runs, options.runs, options.db);
+      if (!selected.ok()) return Fail(io, selected.status());
+      if (selected->ids.size() != 1) {
+        return Fail(io, Status::InvalidArgument("--export-trajectories writes one run; '" +
+                                                options.runs.front() + "' names " +
+                                                std::to_string(selected->ids.size())));
+      }
+      run = selected->ids.front();
     }
-    const int64_t run = options.runs.empty() ? runs->back().id : options.runs.front();
     if (auto info = (*store)->GetRun(run); !info.ok()) return Fail(io, info.status());
     return Fail(io, ExportTrajectories(**store, run, options.export_trajectories, io));
   }
 
-  std::vector<int64_t> ids = options.runs;
-  std::string title;
-  if (ids.empty()) {
-    if (runs->empty()) {
-      return Fail(io, Status::NotFound(options.db + " holds no run yet; `libra run RECIPE` "
-                                                    "records one"));
-    }
-    const store::RunInfo& latest = runs->back();
-    if (latest.comparison_id) {
-      auto comparison = (*store)->GetComparison(*latest.comparison_id);
-      if (!comparison.ok()) return Fail(io, comparison.status());
-      ids = comparison->run_ids;
-      title = StrFormat("comparison %lld: %s, %zu runs (%s)",
-                        static_cast<long long>(comparison->id), comparison->name.c_str(),
-                        comparison->run_ids.size(), comparison->created_at.c_str());
-    } else {
-      ids = {latest.id};
-    }
-  }
+  auto selected = Select(**store, *runs, options.runs, options.db);
+  if (!selected.ok()) return Fail(io, selected.status());
+  const std::vector<int64_t>& ids = selected->ids;
+  const std::string& title = selected->title;
 
   std::vector<report::RunView> views;
   for (int64_t id : ids) {

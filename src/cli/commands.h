@@ -34,7 +34,9 @@ struct CompareOptions {
 
 struct ReportOptions {
   std::string db = "results/libra.db";
-  std::vector<int64_t> runs;
+  /// Run ids, comparison names (the latest comparison of that name) or system names (the latest
+  /// run of that system); empty: the latest comparison, or the latest run.
+  std::vector<std::string> runs;
   bool list = false;
   bool steps = false;
   std::string format = "text";

@@ -2,6 +2,10 @@
 #include <algorithm>
 
 #include "cli/cli_fixture.h"
+#include "common/strings.h"
+#include "store/db.h"
+#include "store/schema.h"
+#include "store/store.h"
 
 namespace libra::test {
 namespace {
@@ -46,6 +50,84 @@ TEST_F(CmdReportTest, FormatsAndBaseline) {
   const CommandResult csv = Libra({"report", "--format", "csv", "2"});
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   ExpectGolden("cli/report_run2.csv", "libra report --format csv 2", csv.out);
+}
+
+TEST_F(CmdReportTest, RunsByName) {
+  // A comparison's name selects its latest comparison; a system's name its latest run; ids and
+  // names mix.
+  ASSERT_EQ(Libra({"compare", "-q", "--steps", "3", "quickstart.toml"}).exit_code, 0);
+  const CommandResult comparison = Libra({"report", "quickstart"});
+  ASSERT_EQ(comparison.exit_code, 0) << comparison.err;
+  EXPECT_EQ(comparison.out.rfind("comparison 1: quickstart, 4 runs (", 0), 0u) << comparison.out;
+  const CommandResult mixed = Libra({"report", "--format", "csv", "1", "libra"});
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
+  const std::vector<std::string> lines = StrSplit(mixed.out, '\n');
+  ASSERT_EQ(lines.size(), 4u) << mixed.out;  // header, two rows, the final newline
+  EXPECT_EQ(lines[1].rfind("1,async-split,", 0), 0u) << mixed.out;
+  EXPECT_EQ(lines[2].rfind("5,libra,", 0), 0u) << mixed.out;
+  const CommandResult typo = Libra({"report", "libar"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("'libar' is neither a run id, a comparison nor a system in "
+                          "results/libra.db (names: async-split, libra, quickstart, "
+                          "sync-colocated, sync-split); did you mean 'libra'?"),
+            std::string::npos)
+      << typo.err;
+}
+
+TEST_F(CmdReportTest, ReadsWhileARunIsStillWriting) {
+  // A run that is still going (status "running", steps recorded so far) reports like any other,
+  // through a second connection while the writer's connection stays open (WAL).
+  auto store = store::Store::Open(dir_.File("results/libra.db"));
+  ASSERT_OK(store);
+  store::RunInfo run;
+  run.name = "live";
+  run.system = "writer";
+  run.backend = "sim";
+  run.steps_planned = 5;
+  run.gpus = 8;
+  auto id = (*store)->BeginRun(run);
+  ASSERT_OK(id);
+  store::StepBatch batch;
+  batch.step.step = 0;
+  batch.step.end_s = 10;
+  batch.step.trajectories = 4;
+  ASSERT_OK((*store)->RecordStep(*id, batch));
+  const CommandResult r = Libra({"report", "--format", "csv", "writer"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(",writer,running,1,10.0,0.400,"), std::string::npos) << r.out;
+  batch.step.step = 1;
+  batch.step.start_s = 10;
+  batch.step.end_s = 20;
+  ASSERT_OK((*store)->RecordStep(*id, batch));  // the writer goes on after the reader
+  const CommandResult again = Libra({"report", "--format", "csv", "writer"});
+  EXPECT_NE(again.out.find(",writer,running,2,20.0,0.400,"), std::string::npos) << again.out;
+}
+
+TEST_F(CmdReportTest, ReadsADatabaseOfSchemaVersion1) {
+  // A run recorded by a libra at schema version 1 (no GPU utilisation, bound or predictions)
+  // reports with those values missing, not zero.
+  const std::string path = dir_.File("old.db");
+  {
+    auto db = store::Db::Open(path, store::Db::Options());
+    ASSERT_OK(db);
+    const std::vector<store::Migration> v1 = {store::SchemaMigrations().at(0)};
+    ASSERT_OK(store::CheckSchema(**db, v1));
+    ASSERT_OK(store::ApplyMigrations(**db, v1));
+    ASSERT_OK((*db)->Exec(
+        "INSERT INTO runs (id, name, system, router, planner, backend, seed, steps_planned, gpus, "
+        "recipe_source, recipe_toml, git_revision, libra_version, started_at, status) VALUES "
+        "(1, 'old', 'sys', 'least-conn', 'static', 'sim', 1, 1, 8, 'r.toml', '', 'abc', '0.1.0', "
+        "'2026-01-01T00:00:00Z', 'ok');"
+        "INSERT INTO steps VALUES (1, 0, 0, 20, 12, 6, 1, 1, 8, 20, 12, 800, 4000, 0.5, 0, 0, 4, "
+        "4);",
+        "insert an old run"));
+  }
+  const CommandResult r = Libra({"report", "--db", "old.db", "--format", "csv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,gpu_util,"
+            "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,of_bound\n"
+            "1,sys,ok,1,20.0,0.400,25.0,,20.0,12.0,6.0,1.0,1.0,0.500,\n");
 }
 
 TEST_F(CmdReportTest, List) {
