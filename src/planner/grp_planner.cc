@@ -309,7 +309,7 @@ std::optional<std::string> GrpPlanner::Trigger(const StepObservation& o) {
 
 std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   if (!options_.online || context_.cost == nullptr) return std::nullopt;
-  recent_.push_back({o.step_s, o.wait_s, o.train_s, o.sync_s});
+  if (o.step >= options_.warmup) recent_.push_back({o.step_s, o.wait_s, o.train_s, o.sync_s});
   while (recent_.size() > 3) recent_.pop_front();
   const std::vector<RequestSample> step(o.trajectories.begin(), o.trajectories.end());
   // Calibration against the layout in force, on this step's own trajectories; not during the
