@@ -116,6 +116,21 @@ int Main(int argc, char** argv) {
       ->type_name("NAME|RUN");
   AddRewardTarget(report_cmd, &report->reward_target);
   report_cmd
+      ->add_option("--plots", report->plots,
+                   "Write SVG plots of the runs into DIR (reward and throughput over time,\n"
+                   "step-time breakdown, GPU allocation, trajectory lengths)")
+      ->type_name("DIR");
+  report_cmd
+      ->add_option("--markdown", report->markdown,
+                   "Write a self-contained Markdown report (tables, links to the plots, which\n"
+                   "go to --plots or to FILE's name without .md plus -plots/)")
+      ->type_name("FILE");
+  report_cmd
+      ->add_option(
+          "--timeline", report->timeline,
+          "Write one run's timeline as Chrome trace-event JSON (Perfetto, chrome://tracing)")
+      ->type_name("FILE");
+  report_cmd
       ->add_option("--export-trajectories", report->export_trajectories,
                    "Write the runs' trajectories as a JSONL trace (docs/traces.md) that\n"
                    "[workload] kind = \"trace\" can replay")

@@ -1,12 +1,17 @@
 // `libra report`: tables from the results database.
 #include <algorithm>
+#include <filesystem>
 #include <ostream>
 #include <set>
 
 #include "cli/common.h"
 #include "cli/exit_codes.h"
+#include "common/files.h"
 #include "common/strings.h"
+#include "libra/config.h"
+#include "report/charts.h"
 #include "report/summary.h"
+#include "report/trace_events.h"
 #include "store/store.h"
 #include "workload/trace.h"
 
@@ -140,6 +145,101 @@ Status ExportTrajectories(store::Store& store, int64_t run_id, const std::string
   return Status();
 }
 
+/// Writes the plots of `views` into `dir` (created when missing); the files written, in order.
+Result<std::vector<std::string>> WritePlots(store::Store& store,
+                                            const std::vector<report::RunView>& views,
+                                            const std::string& dir) {
+  std::vector<report::PlotRun> runs;
+  for (const report::RunView& view : views) {
+    report::PlotRun run{view, {}, {}};
+    LIBRA_ASSIGN_OR_RETURN(run.trajectories, store.Trajectories(view.run.id));
+    LIBRA_ASSIGN_OR_RETURN(run.decisions, store.Decisions(view.run.id));
+    runs.push_back(std::move(run));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return Status::InvalidArgument(dir + ": cannot create the plots folder (" + ec.message() + ")");
+  std::vector<std::string> names;
+  for (const report::PlotFile& plot : report::BuildPlots(runs)) {
+    LIBRA_RETURN_IF_ERROR(
+        WriteFileAtomically((std::filesystem::path(dir) / plot.name).string(), plot.svg, "plot"));
+    names.push_back(plot.name);
+  }
+  return names;
+}
+
+Status WriteTimeline(store::Store& store, const report::RunView& view, const std::string& path,
+                     const Io& io) {
+  report::TimelineInput input;
+  input.run = view.run;
+  LIBRA_ASSIGN_OR_RETURN(input.turns, store.Turns(view.run.id));
+  LIBRA_ASSIGN_OR_RETURN(input.events, store.Events(view.run.id));
+  LIBRA_ASSIGN_OR_RETURN(input.decisions, store.Decisions(view.run.id));
+  LIBRA_RETURN_IF_ERROR(WriteFileAtomically(path, report::TimelineJson(input), "timeline"));
+  io.out << StrFormat("wrote the timeline of run %lld (%zu turns, %zu events) to %s\n",
+                      static_cast<long long>(view.run.id), input.turns.size(), input.events.size(),
+                      path.c_str());
+  return Status();
+}
+
+/// The planner's decisions and the router's counters of one run, each with a heading; nothing
+/// for a table that would be empty.
+Result<std::string> ActivityTables(store::Store& store, const report::RunView& view,
+                                   report::Format format, const std::string& heading) {
+  std::string out;
+  LIBRA_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> decisions,
+                         store.Decisions(view.run.id));
+  LIBRA_ASSIGN_OR_RETURN(auto metrics, store.RouterMetrics(view.run.id));
+  if (!decisions.empty()) {
+    out += "\n" + heading + "planner decisions (" + view.run.planner + ")\n\n" +
+           report::PlannerActivityTable(decisions, view.steps).Render(format);
+  }
+  if (!metrics.empty()) {
+    out += "\n" + heading + "router counters (" + view.run.router + ")\n\n" +
+           report::RouterActivityTable(metrics).Render(format);
+  }
+  return out;
+}
+
+/// One Markdown document: the summary, the plots (written to `plots_dir`) and each run's steps
+/// and activity.
+Status WriteMarkdown(store::Store& store, const std::vector<report::RunView>& views,
+                     std::optional<size_t> baseline, const ReportOptions& options,
+                     const std::string& title, const std::string& plots_dir, const Io& io) {
+  LIBRA_ASSIGN_OR_RETURN(std::vector<std::string> plots, WritePlots(store, views, plots_dir));
+  const std::filesystem::path base =
+      std::filesystem::path(options.markdown).parent_path().lexically_normal();
+  const std::filesystem::path link =
+      std::filesystem::path(plots_dir).lexically_normal().lexically_relative(
+          base.empty() ? std::filesystem::path(".") : base);
+  const bool simulated = std::any_of(
+      views.begin(), views.end(), [](const report::RunView& v) { return v.run.backend == "sim"; });
+  std::string md = "# " + (title.empty() ? report::RunHeadline(views.front().run) : title) + "\n\n";
+  md += StrFormat("From `%s` by libra %s (%s).%s\n\n", options.db.c_str(), LIBRA_VERSION,
+                  LIBRA_GIT_REVISION,
+                  simulated ? " Simulated runs: times are simulated seconds and rewards are "
+                              "modelled (the skill model), not measured."
+                            : "");
+  md += "## Summary\n\n" + report::SummaryTable(views, baseline, options.reward_target)
+                               .Render(report::Format::kMarkdown);
+  md += "\n## Plots\n\n";
+  for (const std::string& plot : plots) {
+    md += "![" + plot + "](" + (link / plot).generic_string() + ")\n\n";
+  }
+  for (const report::RunView& view : views) {
+    md += "## " + report::RunHeadline(view.run) + "\n\n" +
+          report::StepTable(view).Render(report::Format::kMarkdown);
+    LIBRA_ASSIGN_OR_RETURN(std::string activity,
+                           ActivityTables(store, view, report::Format::kMarkdown, "### "));
+    md += activity + "\n";
+  }
+  LIBRA_RETURN_IF_ERROR(WriteFileAtomically(options.markdown, md, "report"));
+  io.out << StrFormat("wrote %s with %zu runs and %zu plots in %s\n", options.markdown.c_str(),
+                      views.size(), plots.size(), plots_dir.c_str());
+  return Status();
+}
+
 }  // namespace
 
 int RunReport(const ReportOptions& options, const Io& io) {
@@ -197,6 +297,35 @@ int RunReport(const ReportOptions& options, const Io& io) {
   if (options.steps && views.size() != 1) {
     return Fail(io, Status::InvalidArgument("--steps shows one run; name exactly one run id"));
   }
+  if (!options.timeline.empty() || !options.plots.empty() || !options.markdown.empty()) {
+    if (!options.timeline.empty()) {
+      if (views.size() != 1) {
+        return Fail(io, Status::InvalidArgument(StrFormat(
+                            "--timeline draws one run; this report has %zu (name one run id)",
+                            views.size())));
+      }
+      if (Status s = WriteTimeline(**store, views.front(), options.timeline, io); !s.ok()) {
+        return Fail(io, s);
+      }
+    }
+    if (!options.markdown.empty()) {
+      std::string plots_dir = options.plots;
+      if (plots_dir.empty()) {
+        std::filesystem::path path(options.markdown);
+        plots_dir = (path.parent_path() / (path.stem().string() + "-plots")).string();
+      }
+      if (Status s = WriteMarkdown(**store, views, *baseline, options, title, plots_dir, io);
+          !s.ok()) {
+        return Fail(io, s);
+      }
+    } else if (!options.plots.empty()) {
+      auto plots = WritePlots(**store, views, options.plots);
+      if (!plots.ok()) return Fail(io, plots.status());
+      io.out << StrFormat("wrote %zu plots to %s: %s\n", plots->size(), options.plots.c_str(),
+                          StrJoin(*plots, ", ").c_str());
+    }
+    return kExitOk;
+  }
   if (*format == report::Format::kCsv || *format == report::Format::kJson) {
     io.out << (options.steps ? report::StepTable(views.front())
                              : report::SummaryTable(views, *baseline, options.reward_target))
@@ -214,6 +343,11 @@ int RunReport(const ReportOptions& options, const Io& io) {
   if (views.size() == 1) {
     if (!options.steps) io.out << "\n";
     io.out << report::StepTable(views.front()).Render(*format);
+    if (!options.steps) {
+      auto activity = ActivityTables(**store, views.front(), *format, markdown ? "## " : "");
+      if (!activity.ok()) return Fail(io, activity.status());
+      io.out << *activity;
+    }
   }
   return kExitOk;
 }

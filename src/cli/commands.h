@@ -44,6 +44,12 @@ struct ReportOptions {
   std::string baseline;
   /// As CompareOptions::reward_target.
   std::optional<double> reward_target;
+  /// Write the plots (SVG) of the runs into this folder.
+  std::string plots;
+  /// Write one Markdown report (tables and links to the plots) to this file.
+  std::string markdown;
+  /// Write a Chrome trace-event / Perfetto JSON timeline of one run to this file.
+  std::string timeline;
   /// Write the runs' trajectories as a JSONL trace to this file instead of printing tables.
   std::string export_trajectories;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "common/strings.h"
@@ -235,6 +236,66 @@ Table StepTable(const RunView& view) {
         Cell::Integer(s.max_lag),
         Cell::Text(StrFormat("%d/%d", s.train_gpus, s.rollout_gpus)),
     });
+  }
+  return table;
+}
+
+Table RouterActivityTable(const std::vector<std::tuple<int, std::string, double>>& metrics) {
+  Table table({{"metric", "router counter", false},
+               {"final", "after the last step", true},
+               {"max", "largest", true}});
+  std::map<std::string, std::pair<double, double>> by_name;  // name -> (last, max)
+  for (const auto& [step, name, value] : metrics) {
+    auto [it, fresh] = by_name.try_emplace(name, value, value);
+    it->second.first = value;  // rows come ordered by step
+    if (!fresh) it->second.second = std::max(it->second.second, value);
+  }
+  for (const auto& [name, values] : by_name) {
+    table.AddRow({Cell::Text(name), Cell::Number(values.first, 0), Cell::Number(values.second, 0)});
+  }
+  return table;
+}
+
+Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
+                           const std::vector<store::StepRecord>& steps) {
+  Table table({{"step", "step", true},
+               {"at_s", "at s", true},
+               {"trigger", "trigger", false},
+               {"applied", "applied", false},
+               {"layout", "layout", false},
+               {"predicted_step_s", "predicted step s", true},
+               {"current_step_s", "current step s", true},
+               {"gain_s", "gain s", true},
+               {"transition_s", "transition s", true},
+               {"measured_step_s", "measured step s", true},
+               {"reason", "reason", false}});
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    const store::DecisionRecord& d = decisions[i];
+    std::optional<double> measured;
+    if (d.applied) {
+      // The steps that started after it and before the next applied decision.
+      double next = std::numeric_limits<double>::infinity();
+      for (size_t j = i + 1; j < decisions.size(); ++j) {
+        if (decisions[j].applied) {
+          next = decisions[j].at_s;
+          break;
+        }
+      }
+      double sum = 0;
+      int n = 0;
+      for (const store::StepRecord& s : steps) {
+        if (s.start_s + 1e-9 >= d.at_s && s.start_s < next) {
+          sum += s.end_s - s.start_s;
+          ++n;
+        }
+      }
+      if (n > 0) measured = sum / n;
+    }
+    table.AddRow({Cell::Integer(d.step), Cell::Number(d.at_s, 1), Cell::Text(d.trigger),
+                  Cell::Text(d.applied ? "yes" : "no"), Cell::Text(d.layout),
+                  Cell::Number(d.predicted_step_s, 1), Cell::Number(d.current_step_s, 1),
+                  Cell::Number(d.gain_s, 1), Cell::Number(d.transition_s, 1),
+                  Cell::Number(measured, 1), Cell::Text(d.reason)});
   }
   return table;
 }

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/status.h"
@@ -66,6 +67,17 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
 
 /// One row per step of a run.
 Table StepTable(const RunView& view);
+
+/// The router's counters (store::Store::RouterMetrics rows: step, name, value; each a running
+/// total or a gauge as the router reports it): one row per counter with its value after the
+/// last step and its largest value.
+Table RouterActivityTable(const std::vector<std::tuple<int, std::string, double>>& metrics);
+
+/// One row per planner decision, with what the planner predicted and, for an applied one, the
+/// measured mean step time of the steps it governed (until the next applied decision), so that
+/// predicted and measured can be read side by side.
+Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
+                           const std::vector<store::StepRecord>& steps);
 
 /// One row per run: what the database holds.
 Table ListTable(const std::vector<store::RunInfo>& runs);

@@ -2,10 +2,12 @@
 #include <algorithm>
 
 #include "cli/cli_fixture.h"
+#include "common/json.h"
 #include "common/strings.h"
 #include "store/db.h"
 #include "store/schema.h"
 #include "store/store.h"
+#include "support/xml_wellformed.h"
 
 namespace libra::test {
 namespace {
@@ -128,6 +130,45 @@ TEST_F(CmdReportTest, ReadsADatabaseOfSchemaVersion1) {
             "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,gpu_util,"
             "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,of_bound\n"
             "1,sys,ok,1,20.0,0.400,25.0,,20.0,12.0,6.0,1.0,1.0,0.500,\n");
+}
+
+TEST_F(CmdReportTest, PlotsMarkdownAndTimeline) {
+  // --markdown writes the report and its plots (linked relative to it); --plots the SVGs alone;
+  // --timeline one run's trace. Every plot is well-formed; the trace is valid JSON.
+  ASSERT_EQ(
+      Libra({"compare", "-q", "--steps", "3", "--set", "sim.record_events=true", "quickstart.toml"})
+          .exit_code,
+      0);
+  const CommandResult md = Libra({"report", "--markdown", "out/report.md"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_EQ(md.out, "wrote out/report.md with 4 runs and 11 plots in out/report-plots\n");
+  const std::string text = ReadFile(dir_.File("out/report.md"));
+  EXPECT_EQ(text.rfind("# comparison 1: quickstart, 4 runs (", 0), 0u) << text;
+  int linked = 0;
+  for (size_t at = text.find("](report-plots/"); at != std::string::npos;
+       at = text.find("](report-plots/", at + 1)) {
+    const size_t end = text.find(')', at);
+    const std::string svg = ReadFile(dir_.File("out/" + text.substr(at + 2, end - at - 2)));
+    EXPECT_EQ(XmlWellFormed(svg), "") << text.substr(at, end - at);
+    ++linked;
+  }
+  EXPECT_EQ(linked, 11);
+  EXPECT_NE(text.find("### planner decisions (grp)"), std::string::npos);
+
+  const CommandResult plots = Libra({"report", "--plots", "p", "5"});
+  ASSERT_EQ(plots.exit_code, 0) << plots.err;
+  EXPECT_EQ(plots.out,
+            "wrote 5 plots to p: reward.svg, throughput.svg, breakdown.svg, allocation-run5.svg, "
+            "lengths-run5.svg\n");
+
+  const CommandResult timeline = Libra({"report", "--timeline", "t.json", "libra"});
+  ASSERT_EQ(timeline.exit_code, 0) << timeline.err;
+  EXPECT_EQ(timeline.out.rfind("wrote the timeline of run 5 (", 0), 0u) << timeline.out;
+  EXPECT_OK(ParseJson(ReadFile(dir_.File("t.json"))));
+  const CommandResult two = Libra({"report", "--timeline", "t.json"});
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_EQ(two.err,
+            "libra: error: --timeline draws one run; this report has 4 (name one run id)\n");
 }
 
 TEST_F(CmdReportTest, List) {

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/strings.h"
@@ -186,6 +187,55 @@ TEST(SummaryTest, RewardTargetChoosesWhatTimeToRewardTimes) {
   EXPECT_EQ(time_to_reward(std::nullopt), "30.0");
   EXPECT_EQ(time_to_reward(0.2), "10.0");
   EXPECT_EQ(time_to_reward(0.9), "");
+}
+
+TEST(SummaryTest, RouterActivityShowsFinalAndLargestValues) {
+  const std::vector<std::tuple<int, std::string, double>> metrics = {{0, "moves/tree", 2},
+                                                                     {0, "episodes_in_flight", 40},
+                                                                     {1, "moves/tree", 5},
+                                                                     {1, "episodes_in_flight", 12}};
+  EXPECT_EQ(RouterActivityTable(metrics).Render(Format::kCsv),
+            "metric,final,max\nepisodes_in_flight,12,40\nmoves/tree,5,5\n");
+  EXPECT_EQ(RouterActivityTable({}).rows(), 0u);
+}
+
+TEST(SummaryTest, PlannerActivityPutsMeasuredNextToPredicted) {
+  // The applied move at 10 s governs steps 1 and 2 (10 s and 14 s long): measured 12 s; a kept
+  // decision has no measurement; missing predictions stay missing.
+  std::vector<store::StepRecord> steps = {Step(0, 10, 8, 1000, 0.2), Step(1, 20, 8, 1000, 0.2),
+                                          Step(2, 34, 8, 1000, 0.2)};
+  steps[1].start_s = 10;
+  steps[2].start_s = 20;
+  store::DecisionRecord initial;
+  initial.trigger = "initial";
+  initial.applied = true;
+  initial.layout = "train 8 | rollout tp1x8";
+  initial.predicted_step_s = 9.5;
+  initial.reason = "initial plan";
+  store::DecisionRecord move;
+  move.step = 1;
+  move.at_s = 10;
+  move.trigger = "imbalance";
+  move.applied = true;
+  move.layout = "train 4 | rollout tp1x12";
+  move.predicted_step_s = 8;
+  move.current_step_s = 10;
+  move.gain_s = 12.5;
+  move.transition_s = 3.5;
+  move.reason = "gain 12.5 s over 8 steps";
+  store::DecisionRecord kept = move;
+  kept.step = 2;
+  kept.at_s = 20;
+  kept.trigger = "interval";
+  kept.applied = false;
+  kept.reason = "no better candidate";
+  EXPECT_EQ(PlannerActivityTable({initial, move, kept}, steps).Render(Format::kCsv),
+            "step,at_s,trigger,applied,layout,predicted_step_s,current_step_s,gain_s,"
+            "transition_s,measured_step_s,reason\n"
+            "0,0.0,initial,yes,train 8 | rollout tp1x8,9.5,,,,10.0,initial plan\n"
+            "1,10.0,imbalance,yes,train 4 | rollout tp1x12,8.0,10.0,12.5,3.5,12.0,"
+            "gain 12.5 s over 8 steps\n"
+            "2,20.0,interval,no,train 4 | rollout tp1x12,8.0,10.0,12.5,3.5,,no better candidate\n");
 }
 
 TEST(SummaryTest, StepTableHasOneRowPerStep) {
