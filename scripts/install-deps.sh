@@ -17,6 +17,9 @@ packages=(
   "libcurl4-openssl-dev:HTTP clients for rollout engines (libcurl)"
   "libgtest-dev:unit tests (GoogleTest)"
   "libgmock-dev:unit tests (GoogleMock)"
+  "openssh-client:the cluster backend's ssh launcher"
+  "openssh-server:the ssh launcher's tests run a private sshd on localhost"
+  "python3-torch:the CPU rollout and training workers (workers/), PyTorch on CPU"
 )
 
 missing=()
