@@ -219,6 +219,76 @@ int Main(int argc, char** argv) {
       ->type_name("X");
   workload_cmd->callback([&] { exit_code = RunWorkload(*wl, io); });
 
+  auto probe = std::make_shared<ProbeOptions>();
+  CLI::App* probe_cmd =
+      app.add_subcommand("probe", "Measure this node's GPUs (or import probes) for calibration");
+  probe_cmd->footer(
+      "Inventory, HBM copy bandwidth, bf16 GEMM throughput, host<->device bandwidth and NCCL\n"
+      "all-reduce / broadcast bus bandwidth across this node's GPUs; recorded in --db. Needs a\n"
+      "libra built with -DLIBRA_WITH_CUDA=ON (and -DLIBRA_WITH_NCCL=ON for NCCL); otherwise it\n"
+      "exits 1 and probes measured elsewhere can be imported with --import. Only this node is\n"
+      "probed: other hosts need the cluster backend. docs/calibration.md.\n\n" +
+      std::string(kFooter));
+  probe_cmd
+      ->add_option("recipe", probe->recipe,
+                   "Recipe whose GPU numbers --calibration starts from (default: the catalog\n"
+                   "GPU the device name matches)")
+      ->type_name("RECIPE");
+  probe_cmd->add_option("--db", probe->db, "Results database (created if missing)")
+      ->capture_default_str()
+      ->type_name("PATH");
+  probe_cmd->add_option("--json", probe->json, "Also write the probes as JSON (for --import)")
+      ->type_name("FILE");
+  probe_cmd
+      ->add_option("--import", probe->import,
+                   "Record probes from a JSON file written by --json instead of measuring")
+      ->type_name("FILE");
+  probe_cmd
+      ->add_option("--calibration", probe->calibration,
+                   "Write a calibration TOML from these probes for a recipe to include")
+      ->type_name("FILE");
+  probe_cmd->add_option("--gpus", probe->gpus, "Only these device indices (comma separated)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("N,N,...");
+  probe_cmd->add_flag("--quick", probe->quick,
+                      "Small sizes, few repetitions: a smoke test, not a measurement");
+  probe_cmd->add_flag("-q,--quiet", probe->quiet, "Print nothing but errors");
+  probe_cmd->callback([&] { exit_code = RunProbe(*probe, io); });
+
+  auto calibrate = std::make_shared<CalibrateOptions>();
+  CLI::App* calibrate_cmd = app.add_subcommand(
+      "calibrate", "Fit the cost model's efficiency factors to recorded runs and probes");
+  calibrate_cmd->footer(
+      "Derives measurements from the runs in --db (turn times, train steps, weight syncs) and,\n"
+      "with --probes, takes the GPU numbers of the newest probe session; fits the roofline\n"
+      "model's factors and prints predicted against measured per term, before and after, with\n"
+      "the remaining error. Factors the data cannot identify are left as they are, and say why.\n"
+      "--write FILE saves the result for a recipe's include = [...]. docs/calibration.md.\n\n" +
+      std::string(kFooter));
+  calibrate_cmd
+      ->add_option("recipe", calibrate->common.recipe,
+                   "Recipe whose GPU, model and cost model are calibrated")
+      ->required()
+      ->type_name("RECIPE");
+  calibrate_cmd->add_option("--db", calibrate->common.db, "Results database")
+      ->capture_default_str()
+      ->type_name("PATH");
+  calibrate_cmd->add_option("--set", calibrate->common.sets, "Override a recipe field; repeatable")
+      ->type_name("KEY.PATH=VALUE")
+      ->take_all()
+      ->allow_extra_args(false);
+  calibrate_cmd
+      ->add_option("--runs", calibrate->runs,
+                   "Run ids to fit to (default: every finished run on the recipe's GPU)")
+      ->delimiter(',')
+      ->type_name("ID,ID,...");
+  calibrate_cmd->add_flag("--probes", calibrate->probes,
+                          "Also use the newest probe session in the database");
+  calibrate_cmd->add_option("--write", calibrate->write, "Write the calibration TOML to FILE")
+      ->type_name("FILE");
+  calibrate_cmd->callback([&] { exit_code = RunCalibrate(*calibrate, io); });
+
   CLI::App* version_cmd =
       app.add_subcommand("version", "Version, source revision, build features and policies");
   version_cmd->callback([&] { exit_code = RunVersion(io); });

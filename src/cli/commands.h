@@ -83,6 +83,35 @@ struct WorkloadOptions {
   double skill = -1;
 };
 
+struct ProbeOptions {
+  /// Optional recipe: the GPU whose numbers --calibration starts from (default: the catalog GPU
+  /// the device name matches).
+  std::string recipe;
+  std::string db = "results/libra.db";
+  /// Also write the probes as JSON to this file (for `libra probe --import` elsewhere).
+  std::string json;
+  /// Import probes from this JSON file instead of measuring.
+  std::string import;
+  /// Write a calibration TOML from these probes to this file.
+  std::string calibration;
+  /// Device indices (default: every GPU).
+  std::vector<int> gpus;
+  /// Small sizes and few repetitions: a smoke test, not a measurement.
+  bool quick = false;
+  bool quiet = false;
+};
+
+struct CalibrateOptions {
+  /// The recipe (its GPU, model and cost model are what is calibrated), --db and --set.
+  RecipeOptions common;
+  /// Run ids to fit to (default: every finished run of the recipe's GPU in the database).
+  std::vector<int64_t> runs;
+  /// Also use the newest probe session in the database.
+  bool probes = false;
+  /// Write the calibration TOML to this file.
+  std::string write;
+};
+
 /// Where output goes: stdout and stderr, swappable in tests.
 struct Io {
   std::ostream& out;
@@ -99,6 +128,8 @@ int RunValidate(const RecipeOptions& options, const Io& io);
 int RunVersion(const Io& io);
 int RunCost(const CostOptions& options, const Io& io);
 int RunWorkload(const WorkloadOptions& options, const Io& io);
+int RunProbe(const ProbeOptions& options, const Io& io);
+int RunCalibrate(const CalibrateOptions& options, const Io& io);
 
 /// Parses the command line and runs the subcommand; returns the exit code.
 int Main(int argc, char** argv);

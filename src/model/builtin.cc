@@ -30,8 +30,11 @@ Result<CostModelContext> ContextFor(const recipe::Recipe& recipe) {
   CostModelContext context;
   context.gpus_per_node = recipe.cluster.gpus_per_node;
   if (!recipe.cluster.gpu_spec.entries.empty()) {
-    LIBRA_ASSIGN_OR_RETURN(context.gpu,
-                           GpuFromOptions(recipe.cluster.gpu, recipe.cluster.gpu_spec));
+    // A catalog GPU's numbers can be overridden one by one (a calibration does); another GPU
+    // needs them all.
+    const Result<GpuSpec> catalog = FindGpu(recipe.cluster.gpu);
+    LIBRA_ASSIGN_OR_RETURN(context.gpu, GpuFromOptions(recipe.cluster.gpu, recipe.cluster.gpu_spec,
+                                                       catalog.ok() ? &*catalog : nullptr));
   } else if (auto gpu = FindGpu(recipe.cluster.gpu); gpu.ok()) {
     context.gpu = *gpu;
   } else {

@@ -129,24 +129,34 @@ Result<GpuSpec> FindGpu(const std::string& name) { return Find(GpuCatalog(), nam
 
 Result<ModelArch> FindModel(const std::string& name) { return Find(ModelCatalog(), name, "model"); }
 
-Result<GpuSpec> GpuFromOptions(const std::string& name, const recipe::OptionTable& table) {
+Result<GpuSpec> GpuFromOptions(const std::string& name, const recipe::OptionTable& table,
+                               const GpuSpec* base) {
   recipe::OptionReader r(table);
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  auto required = [&](const std::string& key, double scale) {
-    if (!r.Has(key)) r.Error(key, "required field is missing");
-    return r.Double(key, 0, 1e-9, kInf) * scale;
+  // A field of `base` (in the key's units), or required when there is no base.
+  auto field = [&](const std::string& key, double scale, const double* from_base) {
+    if (from_base == nullptr && !r.Has(key)) r.Error(key, "required field is missing");
+    return r.Double(key, from_base != nullptr ? *from_base / scale : 0, 1e-9, kInf) * scale;
+  };
+  auto of = [&](const double GpuSpec::*member) {
+    return base != nullptr ? &(base->*member) : nullptr;
   };
   GpuSpec gpu;
   gpu.name = name;
-  gpu.bf16_flops = required("bf16_tflops", kTera);
-  gpu.hbm_bandwidth = required("hbm_gbps", kGB);
-  gpu.hbm_bytes = required("hbm_gb", kGB);
-  gpu.nvlink_bandwidth = required("nvlink_gbps", kGB);
-  gpu.allreduce_bandwidth = required("allreduce_gbps", kGB);
-  gpu.allreduce_latency_s = r.Double("allreduce_latency_us", 5, 0, 1e6) * 1e-6;
-  gpu.inter_node_bandwidth = required("inter_node_gbps", kGB);
-  gpu.h2d_bandwidth = required("h2d_gbps", kGB);
-  gpu.d2h_bandwidth = r.Has("d2h_gbps") ? required("d2h_gbps", kGB) : gpu.h2d_bandwidth;
+  gpu.bf16_flops = field("bf16_tflops", kTera, of(&GpuSpec::bf16_flops));
+  gpu.hbm_bandwidth = field("hbm_gbps", kGB, of(&GpuSpec::hbm_bandwidth));
+  gpu.hbm_bytes = field("hbm_gb", kGB, of(&GpuSpec::hbm_bytes));
+  gpu.nvlink_bandwidth = field("nvlink_gbps", kGB, of(&GpuSpec::nvlink_bandwidth));
+  gpu.allreduce_bandwidth = field("allreduce_gbps", kGB, of(&GpuSpec::allreduce_bandwidth));
+  gpu.allreduce_latency_s =
+      r.Double("allreduce_latency_us", base != nullptr ? base->allreduce_latency_s * 1e6 : 5, 0,
+               1e6) *
+      1e-6;
+  gpu.inter_node_bandwidth = field("inter_node_gbps", kGB, of(&GpuSpec::inter_node_bandwidth));
+  gpu.h2d_bandwidth = field("h2d_gbps", kGB, of(&GpuSpec::h2d_bandwidth));
+  gpu.d2h_bandwidth = r.Has("d2h_gbps") || base != nullptr
+                          ? field("d2h_gbps", kGB, of(&GpuSpec::d2h_bandwidth))
+                          : gpu.h2d_bandwidth;
   LIBRA_RETURN_IF_ERROR(r.Finish());
   return gpu;
 }

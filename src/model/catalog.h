@@ -83,8 +83,11 @@ Result<GpuSpec> FindGpu(const std::string& name);
 Result<ModelArch> FindModel(const std::string& name);
 
 /// Decodes a custom GPU table (recipe [cluster.gpu_spec]); units are the human ones documented in
-/// docs/cost-model.md (TFLOP/s, GB/s, GB, microseconds). Missing fields are errors.
-Result<GpuSpec> GpuFromOptions(const std::string& name, const recipe::OptionTable& table);
+/// docs/cost-model.md (TFLOP/s, GB/s, GB, microseconds). Without `base`, missing fields are
+/// errors; with it (the catalog entry the recipe names), the table overrides some of its numbers
+/// and the rest are `base`'s.
+Result<GpuSpec> GpuFromOptions(const std::string& name, const recipe::OptionTable& table,
+                               const GpuSpec* base = nullptr);
 /// Decodes a custom model table (recipe [model.arch]).
 Result<ModelArch> ModelFromOptions(const std::string& name, const recipe::OptionTable& table);
 

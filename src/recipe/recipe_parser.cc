@@ -127,6 +127,71 @@ Status ApplyOverride(toml::table& root, const std::string& spec,
   return Status();
 }
 
+/// Moves every key of `from` that `into` lacks into `into`; tables present in both merge key by
+/// key, and any other value already in `into` wins. Moved nodes keep their source positions, so
+/// messages name the file a value came from.
+void MergeMissing(toml::table& into, toml::table&& from) {
+  for (auto&& [key, node] : from) {
+    toml::node* mine = into.get(key);
+    if (mine == nullptr) {
+      into.insert(key, std::move(node));
+    } else if (mine->is_table() && node.is_table()) {
+      MergeMissing(*mine->as_table(), std::move(*node.as_table()));
+    }
+  }
+}
+
+/// Applies the top-level `include = ["file.toml", ...]`: each file (relative to the recipe's
+/// folder) is merged under the recipe, whose own keys win; a later include wins over an earlier
+/// one. An included file cannot include others. The key itself is removed, so that the effective
+/// recipe is self-contained. kInvalidRecipe naming the include entry and the file.
+Status ApplyIncludes(toml::table& root, const std::string& source) {
+  const toml::node* node = root.get("include");
+  if (node == nullptr) return Status();
+  const std::string where = Position(source, node->source().begin);
+  const toml::array* list = node->as_array();
+  if (list == nullptr) {
+    return Status::InvalidRecipe(
+        where, "include: expected an array of file names, got " + TypeName(*node));
+  }
+  const std::filesystem::path folder = std::filesystem::path(source).parent_path();
+  std::vector<toml::table> included;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const toml::node& entry = *list->get(i);
+    const std::string entry_where =
+        entry.source().begin.line > 0 ? Position(source, entry.source().begin) : where;
+    const std::string key = StrFormat("include[%zu]", i);
+    const std::optional<std::string> name = entry.value_exact<std::string>();
+    if (!name || name->empty()) {
+      return Status::InvalidRecipe(entry_where,
+                                   key + ": expected a file name, got " + TypeName(entry));
+    }
+    const std::string path = (folder / *name).string();
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in || in.bad()) {
+      return Status::InvalidRecipe(entry_where,
+                                   key + ": cannot read '" + *name + "' (" + path + ")");
+    }
+    try {
+      included.push_back(toml::parse(text.str(), path));
+    } catch (const toml::parse_error& e) {
+      return Status::InvalidRecipe(Position(path, e.source().begin),
+                                   "not valid TOML: " + std::string(e.description()) +
+                                       " (included by " + entry_where + " " + key + ")");
+    }
+    if (const toml::node* nested = included.back().get("include"); nested != nullptr) {
+      return Status::InvalidRecipe(Position(path, nested->source().begin),
+                                   "include: an included file cannot include others (included by " +
+                                       entry_where + " " + key + ")");
+    }
+  }
+  root.erase("include");
+  for (auto it = included.rbegin(); it != included.rend(); ++it) MergeMissing(root, std::move(*it));
+  return Status();
+}
+
 /// Converts the TOML document into a Recipe, collecting every problem as a Diagnostic.
 class Converter {
  public:
@@ -148,7 +213,9 @@ class Converter {
       p = cut == std::string::npos ? "" : p.substr(0, cut);
     }
     if (node != nullptr && node->source().begin.line > 0) {
-      return Position(source_, node->source().begin);
+      // A node from an included file carries that file's path.
+      const auto& file = node->source().path;
+      return Position(file != nullptr ? *file : source_, node->source().begin);
     }
     return fallback;
   }
@@ -532,6 +599,7 @@ Result<ParsedRecipe> ParseRecipe(const std::string& text, const std::string& sou
     return Status::InvalidRecipe(Position(source, e.source().begin),
                                  "not valid TOML: " + std::string(e.description()));
   }
+  LIBRA_RETURN_IF_ERROR(ApplyIncludes(root, source));
   std::map<std::string, std::string> override_where;
   for (const std::string& spec : overrides) {
     LIBRA_RETURN_IF_ERROR(ApplyOverride(root, spec, &override_where));

@@ -164,6 +164,22 @@ struct StepBatch {
   bool operator==(const StepBatch&) const = default;
 };
 
+/// One GPU measurement of a node (table `probes`, written by `libra probe`): a probe session is
+/// the rows of one host with one recorded_at. Values in SI units (src/gpu/probe.h lists the kinds).
+struct ProbeRecord {
+  int64_t id = 0;           // assigned by the store
+  std::string host;         // the node that was probed
+  int gpu = -1;             // CUDA device index; -1 for a node-wide probe (NCCL)
+  std::string kind;         // "hbm_copy", "gemm_bf16", "allreduce", ...
+  double value = 0;         // in `unit`
+  std::string unit;         // "B/s", "FLOP/s", "B", "s"
+  std::string detail;       // JSON object: how it was measured
+  std::string recorded_at;  // ISO 8601 UTC, the session's start
+  std::string libra_version;
+
+  bool operator==(const ProbeRecord&) const = default;
+};
+
 /// Runs that belong together (tables `comparisons`, `comparison_runs`).
 struct ComparisonInfo {
   int64_t id = 0;

@@ -178,6 +178,23 @@ constexpr char kSchemaV6[] = R"sql(
 ALTER TABLE runs ADD COLUMN throughput_bound REAL;
 )sql";
 
+// Version 7: GPU measurements from `libra probe` (docs/calibration.md), one row per probe; a
+// session is the rows of one host and one recorded_at.
+constexpr char kSchemaV7[] = R"sql(
+CREATE TABLE probes (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  host          TEXT    NOT NULL,
+  gpu           INTEGER NOT NULL,  -- CUDA device index; -1 for a node-wide probe (NCCL)
+  kind          TEXT    NOT NULL,
+  value         REAL    NOT NULL,
+  unit          TEXT    NOT NULL,
+  detail        TEXT    NOT NULL,  -- JSON object: how it was measured
+  recorded_at   TEXT    NOT NULL,
+  libra_version TEXT    NOT NULL
+);
+CREATE INDEX idx_probes_host_recorded ON probes (host, recorded_at);
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -195,6 +212,7 @@ const std::vector<Migration>& SchemaMigrations() {
       {5, "steps.predicted_step_s, decisions.trigger/current_step_s/gain_s/transition_s",
        kSchemaV5},
       {6, "runs.throughput_bound", kSchemaV6},
+      {7, "probes", kSchemaV7},
   };
   return *migrations;
 }

@@ -28,6 +28,7 @@ constexpr char kDecisionColumns[] =
     "seq, at_s, step, planner, reason, train_gpus, rollout_gpus, layout, predicted_step_s, "
     "applied, \"trigger\", current_step_s, gain_s, transition_s";
 constexpr char kEventColumns[] = "seq, kind, start_s, end_s, resource, trajectory, step, detail";
+constexpr char kProbeColumns[] = "host, gpu, kind, value, unit, detail, recorded_at, libra_version";
 constexpr char kTurnColumns[] =
     "trajectory, turn, instance, start_s, end_s, generated_tokens, \"end\", tool, tool_status, "
     "tool_output_tokens, tool_latency_s";
@@ -181,6 +182,21 @@ TurnRecord ReadTurn(const Statement& statement) {
   return turn;
 }
 
+ProbeRecord ReadProbe(const Statement& statement) {
+  RowReader row(statement);
+  ProbeRecord probe;
+  probe.id = row.Int64();
+  probe.host = row.Text();
+  probe.gpu = row.Int();
+  probe.kind = row.Text();
+  probe.value = row.Double();
+  probe.unit = row.Text();
+  probe.detail = row.Text();
+  probe.recorded_at = row.Text();
+  probe.libra_version = row.Text();
+  return probe;
+}
+
 /// Every row of a per-run SELECT, read by `read`.
 template <typename T>
 Result<std::vector<T>> SelectRunRows(Statement& select, T (*read)(const Statement&),
@@ -228,6 +244,7 @@ class Store::Impl {
   std::optional<Statement> insert_comparison;
   std::optional<Statement> append_comparison_run;
   std::optional<Statement> set_run_comparison;
+  std::optional<Statement> insert_probe;
   // Read path.
   std::optional<Statement> run_exists;
   std::optional<Statement> comparison_exists;
@@ -242,6 +259,7 @@ class Store::Impl {
   std::optional<Statement> select_comparisons;
   std::optional<Statement> select_comparison;
   std::optional<Statement> select_comparison_runs;
+  std::optional<Statement> select_probes;
 
  private:
   Status Prepare(std::optional<Statement>& slot, const std::string& sql, const std::string& name);
@@ -329,6 +347,11 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparison,
                                 "SELECT id, name, created_at FROM comparisons WHERE id = ?",
                                 "select from comparisons"));
+  LIBRA_RETURN_IF_ERROR(
+      Prepare(insert_probe, InsertSql("probes", kProbeColumns), "insert into probes"));
+  LIBRA_RETURN_IF_ERROR(Prepare(
+      select_probes, std::string("SELECT id, ") + kProbeColumns + " FROM probes ORDER BY id",
+      "select from probes"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(select_comparison_runs,
               "SELECT run_id FROM comparison_runs WHERE comparison_id = ? ORDER BY position",
@@ -509,6 +532,20 @@ Status Store::AddToComparison(int64_t comparison_id, int64_t run_id) {
   return transaction.Commit();
 }
 
+Result<std::vector<int64_t>> Store::RecordProbes(const std::vector<ProbeRecord>& probes) {
+  Db& db = *impl_->db;
+  LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
+                         Transaction::Begin(db, Transaction::Mode::kWrite));
+  std::vector<int64_t> ids;
+  for (const ProbeRecord& p : probes) {
+    LIBRA_RETURN_IF_ERROR(impl_->insert_probe->Execute(p.host, p.gpu, p.kind, p.value, p.unit,
+                                                       p.detail, p.recorded_at, p.libra_version));
+    ids.push_back(db.LastInsertRowid());
+  }
+  LIBRA_RETURN_IF_ERROR(transaction.Commit());
+  return ids;
+}
+
 // --- Reading -------------------------------------------------------------------------------------
 
 Result<std::vector<RunInfo>> Store::ListRuns() {
@@ -566,6 +603,15 @@ Result<std::vector<std::tuple<int, std::string, double>>> Store::RouterMetrics(i
 
 Result<std::vector<EventRecord>> Store::Events(int64_t run_id) {
   return SelectRunRows(*impl_->select_events, &ReadEvent, run_id);
+}
+
+Result<std::vector<ProbeRecord>> Store::Probes() {
+  std::vector<ProbeRecord> probes;
+  LIBRA_RETURN_IF_ERROR(impl_->select_probes->ForEachRow([&probes](const Statement& row) {
+    probes.push_back(ReadProbe(row));
+    return Status();
+  }));
+  return probes;
 }
 
 Result<std::vector<ComparisonInfo>> Store::ListComparisons() {

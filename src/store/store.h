@@ -1,11 +1,11 @@
 // Store: the results database (SQLite). The only module that includes sqlite3.h.
 //
-// One file holds every run, comparison, step, trajectory, planner decision and event. It is opened
-// in WAL mode so that reports can read while a run writes. The schema version lives in
-// PRAGMA user_version and is moved forward by an ordered list of migrations; a database from a
-// newer libra is refused, and a corrupt or locked file gives a clear error and is never
-// overwritten. Every write of a step happens in one transaction, so a crash never leaves half a
-// step behind.
+// One file holds every run, comparison, step, trajectory, planner decision and event, and the GPU
+// probes of `libra probe`. It is opened in WAL mode so that reports can read while a run writes.
+// The schema version lives in PRAGMA user_version and is moved forward by an ordered list of
+// migrations; a database from a newer libra is refused, and a corrupt or locked file gives a clear
+// error and is never overwritten. Every write of a step happens in one transaction, so a crash
+// never leaves half a step behind.
 #pragma once
 
 #include <memory>
@@ -73,6 +73,8 @@ class Store {
   Result<int64_t> CreateComparison(const std::string& name, const std::string& created_at);
   /// Adds a run to a comparison (appended after the runs already in it).
   Status AddToComparison(int64_t comparison_id, int64_t run_id);
+  /// Records probes (their ids are ignored) in one transaction; returns their new ids in order.
+  Result<std::vector<int64_t>> RecordProbes(const std::vector<ProbeRecord>& probes);
 
   // --- Reading ---------------------------------------------------------------------------------
 
@@ -92,6 +94,8 @@ class Store {
   Result<std::vector<DecisionRecord>> Decisions(int64_t run_id);
   /// The events of a run, by seq.
   Result<std::vector<EventRecord>> Events(int64_t run_id);
+  /// Every probe, oldest first (by id).
+  Result<std::vector<ProbeRecord>> Probes();
   /// All comparisons, oldest first.
   Result<std::vector<ComparisonInfo>> ListComparisons();
   /// kNotFound for an unknown id.

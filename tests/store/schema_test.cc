@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
 #include "store/db.h"
 #include "support/test_util.h"
 
@@ -84,9 +85,9 @@ TEST(SchemaTest, NewFileIsVersionZeroAndMigratesToTheLatest) {
   EXPECT_EQ(*migrated, SchemaMigrations().back().version);
   EXPECT_EQ(QueryOrDie(*db, "PRAGMA user_version"), SchemaMigrations().back().version);
   EXPECT_EQ(QueryOrDie(*db, "PRAGMA application_id"), kApplicationId);
-  EXPECT_EQ(Tables(*db),
-            (std::vector<std::string>{"comparison_runs", "comparisons", "decisions", "events",
-                                      "router_metrics", "runs", "steps", "trajectories", "turns"}));
+  EXPECT_EQ(Tables(*db), (std::vector<std::string>{"comparison_runs", "comparisons", "decisions",
+                                                   "events", "probes", "router_metrics", "runs",
+                                                   "steps", "trajectories", "turns"}));
   // Once libra's, the file passes the check at its version.
   auto again = CheckSchema(*db, SchemaMigrations());
   ASSERT_OK(again);
@@ -130,14 +131,15 @@ TEST(SchemaTest, NewerVersionIsRefused) {
   auto db = OpenOrDie(path);
   ASSERT_NE(db, nullptr);
   ASSERT_OK(ApplyMigrations(*db, SchemaMigrations()));
-  ASSERT_OK(db->Exec("PRAGMA user_version = 7", "set version"));
+  const int newer = SchemaMigrations().back().version + 1;
+  ASSERT_OK(db->Exec(StrFormat("PRAGMA user_version = %d", newer), "set version"));
   auto version = CheckSchema(*db, SchemaMigrations());
   ASSERT_FALSE(version.ok());
   EXPECT_EQ(version.status().code(), StatusCode::kStore);
   EXPECT_EQ(version.status().message(),
-            path + ": schema version 7 is newer than this libra supports (" +
-                std::to_string(SchemaMigrations().back().version) +
-                "); use a newer libra or another --db");
+            path + StrFormat(": schema version %d is newer than this libra supports (%d); use a "
+                             "newer libra or another --db",
+                             newer, newer - 1));
 }
 
 TEST(SchemaTest, ForeignDatabaseIsRefusedUnchanged) {

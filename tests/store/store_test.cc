@@ -170,7 +170,7 @@ TEST(StoreTest, FreshDatabaseIsAtLatestVersionWithAllTables) {
   EXPECT_EQ(store->schema_version(), SchemaMigrations().back().version);
   EXPECT_EQ(store->path(), path);
   for (const char* table : {"runs", "steps", "trajectories", "turns", "decisions", "events",
-                            "router_metrics", "comparisons", "comparison_runs"}) {
+                            "router_metrics", "comparisons", "comparison_runs", "probes"}) {
     EXPECT_FALSE(Columns(path, table).empty()) << table;
   }
   auto user_version = RawOpen(path)->QueryInt64("PRAGMA user_version", "version");
@@ -211,6 +211,8 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
                                            "tool_status", "tool_output_tokens", "tool_latency_s"}));
   EXPECT_EQ(Columns(path, "comparisons"), (Names{"id", "name", "created_at"}));
   EXPECT_EQ(Columns(path, "comparison_runs"), (Names{"comparison_id", "run_id", "position"}));
+  EXPECT_EQ(Columns(path, "probes"), (Names{"id", "host", "gpu", "kind", "value", "unit", "detail",
+                                            "recorded_at", "libra_version"}));
 }
 
 TEST(StoreTest, UsesWriteAheadLogging) {
@@ -327,15 +329,18 @@ TEST(StoreTest, NewerSchemaIsRefused) {
   {
     auto raw = RawOpen(path);
     ASSERT_NE(raw, nullptr);
-    ASSERT_OK(raw->Exec("PRAGMA user_version = 7", "set version"));
+    ASSERT_OK(
+        raw->Exec(StrFormat("PRAGMA user_version = %d", SchemaMigrations().back().version + 1),
+                  "set version"));
   }
   auto store = Store::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), StatusCode::kStore);
-  EXPECT_EQ(store.status().message(), path +
-                                          ": schema version 7 is newer than this libra supports (" +
-                                          std::to_string(SchemaMigrations().back().version) +
-                                          "); use a newer libra or another --db");
+  EXPECT_EQ(
+      store.status().message(),
+      path + StrFormat(": schema version %d is newer than this libra supports (%d); use a "
+                       "newer libra or another --db",
+                       SchemaMigrations().back().version + 1, SchemaMigrations().back().version));
 }
 
 TEST(StoreTest, StagedMigrationKeepsDataAndAppliesTheChange) {
@@ -880,6 +885,69 @@ TEST(StoreTest, RunCreatedInAComparisonKeepsItsId) {
   auto bad = store->BeginRun(run);
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(Contains(bad.status(), "FOREIGN KEY constraint failed")) << bad.status().message();
+}
+
+ProbeRecord MakeProbe(int gpu, const std::string& kind, double value) {
+  ProbeRecord p;
+  p.host = "gpu-01";
+  p.gpu = gpu;
+  p.kind = kind;
+  p.value = value;
+  p.unit = "B/s";
+  p.detail = R"({"bytes":1073741824})";
+  p.recorded_at = "2026-01-01T00:00:00Z";
+  p.libra_version = "0.1.0";
+  return p;
+}
+
+TEST(StoreTest, ProbesRoundTripInOrder) {
+  // Probes read back as written, oldest first, with their new ids.
+  ScopedTempDir dir;
+  auto store = OpenOrDie(dir.File("libra.db"));
+  ASSERT_NE(store, nullptr);
+  ProbeRecord copy = MakeProbe(0, "hbm_copy", 2.9e12);
+  ProbeRecord allreduce = MakeProbe(-1, "allreduce", 3.6e11);
+  auto ids = store->RecordProbes({copy, allreduce});
+  ASSERT_OK(ids);
+  ASSERT_EQ(ids->size(), 2u);
+  copy.id = (*ids)[0];
+  allreduce.id = (*ids)[1];
+  EXPECT_LT(copy.id, allreduce.id);
+  auto probes = store->Probes();
+  ASSERT_OK(probes);
+  EXPECT_EQ(*probes, (std::vector<ProbeRecord>{copy, allreduce}));
+}
+
+TEST(StoreTest, Version6FileGainsTheProbesTable) {
+  // A database at schema version 6 with a run opens, migrates to the latest version, keeps the
+  // run, and records probes from then on.
+  ScopedTempDir dir;
+  const std::string path = dir.File("libra.db");
+  {
+    auto db = Db::Open(path, Db::Options());
+    ASSERT_OK(db);
+    const std::vector<Migration> v6(SchemaMigrations().begin(), SchemaMigrations().begin() + 6);
+    ASSERT_EQ(v6.back().version, 6);
+    ASSERT_OK(CheckSchema(**db, v6));
+    ASSERT_OK(ApplyMigrations(**db, v6));
+    ASSERT_OK((*db)->Exec(
+        "INSERT INTO runs (name, system, router, planner, backend, seed, steps_planned, gpus, "
+        "recipe_source, recipe_toml, git_revision, libra_version, started_at, status) VALUES "
+        "('old', 's', 'least-conn', 'static', 'sim', 1, 2, 8, 'r.toml', '', 'abc', '0.1.0', "
+        "'2026-01-01T00:00:00Z', 'ok')",
+        "insert an old run"));
+  }
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schema_version(), SchemaMigrations().back().version);
+  auto runs = store->ListRuns();
+  ASSERT_OK(runs);
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->front().name, "old");
+  auto probes = store->Probes();
+  ASSERT_OK(probes);
+  EXPECT_TRUE(probes->empty());
+  ASSERT_OK(store->RecordProbes({MakeProbe(0, "h2d", 2.5e10)}));
 }
 
 }  // namespace

@@ -1,0 +1,182 @@
+#include "calibrate/probes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "common/json.h"
+#include "common/strings.h"
+#include "gpu/probe.h"
+
+namespace libra::calibrate {
+namespace {
+
+constexpr double kGB = 1e9;
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+/// A field of a probe's JSON detail, or empty.
+std::string DetailText(const store::ProbeRecord& probe, const std::string& key) {
+  const Result<JsonValue> detail = ParseJson(probe.detail);
+  if (!detail.ok()) return "";
+  const JsonValue* value = detail->Find(key);
+  if (value == nullptr) return "";
+  return value->is_string() ? value->as_string() : ToJson(*value);
+}
+
+/// "256 MiB" for a message size.
+std::string Size(double bytes) {
+  if (bytes >= 1 << 30) return StrFormat("%g GiB", bytes / (1 << 30));
+  if (bytes >= 1 << 20) return StrFormat("%g MiB", bytes / (1 << 20));
+  return StrFormat("%g B", bytes);
+}
+
+/// The largest message size of a collective probe, from its detail.
+std::string LargestSize(const store::ProbeRecord& probe) {
+  const Result<JsonValue> detail = ParseJson(probe.detail);
+  if (!detail.ok()) return "";
+  const JsonValue* sizes = detail->Find("sizes");
+  if (sizes == nullptr || !sizes->is_array() || sizes->as_array().empty()) return "";
+  const JsonValue* bytes = sizes->as_array().back().Find("bytes");
+  return bytes != nullptr && bytes->is_number() ? ", " + Size(bytes->as_double()) : "";
+}
+
+}  // namespace
+
+std::vector<store::ProbeRecord> NewestProbeSession(const std::vector<store::ProbeRecord>& probes) {
+  if (probes.empty()) return {};
+  const store::ProbeRecord* newest = &probes.front();
+  for (const store::ProbeRecord& p : probes) {
+    if (p.id > newest->id) newest = &p;
+  }
+  std::vector<store::ProbeRecord> session;
+  for (const store::ProbeRecord& p : probes) {
+    if (p.host == newest->host && p.recorded_at == newest->recorded_at) session.push_back(p);
+  }
+  return session;
+}
+
+std::optional<model::GpuSpec> CatalogGpuForDevice(const std::string& device_name) {
+  std::optional<model::GpuSpec> match;
+  for (const model::GpuSpec& gpu : model::GpuCatalog()) {
+    // "H100-80G" -> "H100": the model number a CUDA device name carries.
+    const std::string number = gpu.name.substr(0, gpu.name.find('-'));
+    if (device_name.find(number) == std::string::npos) continue;
+    if (match) return std::nullopt;
+    match = gpu;
+  }
+  return match;
+}
+
+Result<ProbeCalibration> CalibrateFromProbes(const std::vector<store::ProbeRecord>& probes,
+                                             const model::GpuSpec& gpu) {
+  if (probes.empty()) return Status::InvalidArgument("no probes to calibrate from");
+  std::map<std::string, std::vector<const store::ProbeRecord*>> by_kind;
+  for (const store::ProbeRecord& p : probes) {
+    if (!(p.value > 0) || !std::isfinite(p.value)) {
+      return Status::InvalidArgument(StrFormat("probe %lld (%s) has value %g: not positive",
+                                               static_cast<long long>(p.id), p.kind.c_str(),
+                                               p.value));
+    }
+    by_kind[p.kind].push_back(&p);
+  }
+  auto median = [&](std::string_view kind) -> std::optional<double> {
+    auto it = by_kind.find(std::string(kind));
+    if (it == by_kind.end()) return std::nullopt;
+    std::vector<double> values;
+    for (const store::ProbeRecord* p : it->second) values.push_back(p->value);
+    return Median(values);
+  };
+  auto node_wide = [&](std::string_view kind) -> const store::ProbeRecord* {
+    auto it = by_kind.find(std::string(kind));
+    return it == by_kind.end() ? nullptr : it->second.back();
+  };
+
+  ProbeCalibration c;
+  c.host = probes.front().host;
+  c.recorded_at = probes.front().recorded_at;
+  c.gpu = gpu;
+  const auto inventory = by_kind.find(std::string(gpu::kInventory));
+  if (inventory != by_kind.end()) {
+    c.gpus = static_cast<int>(inventory->second.size());
+    c.device = DetailText(*inventory->second.front(), "name");
+  }
+  const std::string of_gpus = c.gpus > 0 ? StrFormat(" of %d GPUs", c.gpus) : "";
+  if (!c.device.empty()) {
+    const std::optional<model::GpuSpec> catalog = CatalogGpuForDevice(c.device);
+    if (catalog && catalog->name != gpu.name) {
+      c.notes.push_back("the probes are of a " + c.device + " (catalog " + catalog->name +
+                        "), not of the recipe's " + gpu.name);
+    }
+  }
+
+  auto set = [&](const std::string& key, double* field, double value_si, double unit,
+                 const std::string& source) {
+    c.overrides.push_back(GpuOverride{key, *field / unit, value_si / unit, source});
+    *field = value_si;
+  };
+
+  if (inventory != by_kind.end()) {
+    double smallest = inventory->second.front()->value;
+    for (const store::ProbeRecord* p : inventory->second) smallest = std::min(smallest, p->value);
+    set("hbm_gb", &c.gpu.hbm_bytes, smallest, kGB,
+        "GPU memory the CUDA runtime reports" + std::string(c.gpus > 1 ? " (smallest" : "") +
+            (c.gpus > 1 ? of_gpus + ")" : ""));
+  }
+  if (const auto copy = median(gpu::kHbmCopy)) {
+    const std::string source = "device-to-device copy, median" + of_gpus;
+    if (*copy > c.gpu.hbm_bandwidth) {
+      c.notes.push_back(StrFormat(
+          "the device copy (%.0f GB/s) beats the GPU's HBM bandwidth (%.0f GB/s): its numbers are "
+          "wrong, so hbm_gbps becomes the measurement",
+          *copy / kGB, c.gpu.hbm_bandwidth / kGB));
+      set("hbm_gbps", &c.gpu.hbm_bandwidth, *copy, kGB, source);
+    }
+    c.decode_bw_util = *copy / c.gpu.hbm_bandwidth;
+    c.decode_bw_source = StrFormat("%s %.0f GB/s over hbm_gbps %.0f", source.c_str(), *copy / kGB,
+                                   c.gpu.hbm_bandwidth / kGB);
+  } else {
+    c.notes.push_back("no device-copy probe: decode_bw_util is not set from probes");
+  }
+  if (const auto gemm = median(gpu::kGemmBf16)) {
+    if (*gemm > c.gpu.bf16_flops) {
+      c.notes.push_back(StrFormat(
+          "the bf16 GEMM (%.0f TFLOP/s) beats the GPU's bf16_tflops (%.0f): its numbers are "
+          "wrong, so bf16_tflops becomes the measurement",
+          *gemm / 1e12, c.gpu.bf16_flops / 1e12));
+      set("bf16_tflops", &c.gpu.bf16_flops, *gemm, 1e12, "bf16 GEMM (cuBLAS), median" + of_gpus);
+    }
+    c.gemm_efficiency = *gemm / c.gpu.bf16_flops;
+  }
+  if (const auto h2d = median(gpu::kH2d)) {
+    set("h2d_gbps", &c.gpu.h2d_bandwidth, *h2d, kGB,
+        "pinned host-to-device copy, median" + of_gpus);
+  }
+  if (const auto d2h = median(gpu::kD2h)) {
+    set("d2h_gbps", &c.gpu.d2h_bandwidth, *d2h, kGB,
+        "pinned device-to-host copy, median" + of_gpus);
+  }
+  if (const store::ProbeRecord* p = node_wide(gpu::kAllReduce)) {
+    set("allreduce_gbps", &c.gpu.allreduce_bandwidth, p->value, kGB,
+        "NCCL all-reduce bus bandwidth, " + DetailText(*p, "gpus") + " GPUs" + LargestSize(*p));
+  } else {
+    c.notes.push_back(
+        "no NCCL probes (one GPU, or libra built without NCCL): allreduce_gbps, "
+        "allreduce_latency_us and nvlink_gbps keep their values");
+  }
+  if (const store::ProbeRecord* p = node_wide(gpu::kAllReduceLatency)) {
+    set("allreduce_latency_us", &c.gpu.allreduce_latency_s, p->value, 1e-6,
+        "NCCL all-reduce of 8 bytes, " + DetailText(*p, "gpus") + " GPUs");
+  }
+  if (const store::ProbeRecord* p = node_wide(gpu::kBroadcast)) {
+    set("nvlink_gbps", &c.gpu.nvlink_bandwidth, p->value, kGB,
+        "NCCL broadcast bus bandwidth, " + DetailText(*p, "gpus") + " GPUs" + LargestSize(*p));
+  }
+  return c;
+}
+
+}  // namespace libra::calibrate
