@@ -36,16 +36,16 @@ namespace libra::calibrate {
 /// A roofline parameter calibration can fit.
 struct Factor {
   /// Its [cost_model] key, e.g. "iteration_overhead_ms".
-  std::string_view key;
-  double model::RooflineParams::*field;
+  std::string_view key{};
+  double model::RooflineParams::*field = nullptr;
   /// Key units per field unit (1e3 for a key in ms over a field in s).
-  double scale;
-  Term term;
+  double scale = 1;
+  Term term = Term::kRollout;
   /// The range searched, in field units (within what RooflineCostModel::Create accepts).
-  double min;
-  double max;
+  double min = 0;
+  double max = 1;
   /// Whether `min` is a plausible value rather than a limit the model hit (an overhead of 0).
-  bool min_is_plausible;
+  bool min_is_plausible = false;
 };
 
 /// Every factor, by term and priority (the table above).
@@ -54,8 +54,8 @@ const Factor* FindFactor(std::string_view key);
 
 /// A GPU and the factors: what predictions are made with.
 struct ModelPoint {
-  model::GpuSpec gpu;
-  model::RooflineParams params;
+  model::GpuSpec gpu{};
+  model::RooflineParams params{};
 };
 
 /// The GPU and factors of a recipe's cost model. kInvalidRecipe as model::MakeCostModel;

@@ -322,8 +322,10 @@ Result<MeasurementSet> MeasurementsFromRun(const RunRecords& records,
                               static_cast<long long>(self.turn->trajectory), self.turn->turn)});
   }
   if (paused > 0) {
-    set.notes.push_back(StrFormat("%s: %zu turns left out: they overlap a pause (weight sync%s)",
-                                  name.c_str(), paused, colocated ? " or train step" : ""));
+    set.notes.push_back(StrFormat("%s: %zu %s left out: %s a pause (weight sync%s)", name.c_str(),
+                                  paused, paused == 1 ? "turn" : "turns",
+                                  paused == 1 ? "it overlaps" : "they overlap",
+                                  colocated ? " or train step" : ""));
   }
   if (unknown > 0) {
     set.notes.push_back(
@@ -331,7 +333,7 @@ Result<MeasurementSet> MeasurementsFromRun(const RunRecords& records,
   }
   if (stride > 1) {
     set.notes.push_back(
-        StrFormat("%s: every %zu-th of %zu turns used", name.c_str(), stride, candidates.size()));
+        StrFormat("%s: one turn in %zu used (%zu turns)", name.c_str(), stride, candidates.size()));
   }
   return set;
 }

@@ -109,8 +109,15 @@ Result<ProbeCalibration> CalibrateFromProbes(const std::vector<store::ProbeRecor
   if (!c.device.empty()) {
     const std::optional<model::GpuSpec> catalog = CatalogGpuForDevice(c.device);
     if (catalog && catalog->name != gpu.name) {
-      c.notes.push_back("the probes are of a " + c.device + " (catalog " + catalog->name +
-                        "), not of the recipe's " + gpu.name);
+      const std::string what = "the probed GPUs are " + c.device + " (catalog " + catalog->name +
+                               "), not the recipe's " + gpu.name;
+      // A catalog GPU's numbers must not be overwritten with another GPU's; a GPU the recipe
+      // describes itself may be a variant the catalog does not tell apart.
+      if (model::FindGpu(gpu.name).ok()) {
+        return Status::InvalidArgument(
+            what + ": probe that GPU, or calibrate a recipe whose cluster.gpu is " + catalog->name);
+      }
+      c.notes.push_back(what);
     }
   }
 
@@ -137,7 +144,7 @@ Result<ProbeCalibration> CalibrateFromProbes(const std::vector<store::ProbeRecor
       set("hbm_gbps", &c.gpu.hbm_bandwidth, *copy, kGB, source);
     }
     c.decode_bw_util = *copy / c.gpu.hbm_bandwidth;
-    c.decode_bw_source = StrFormat("%s %.0f GB/s over hbm_gbps %.0f", source.c_str(), *copy / kGB,
+    c.decode_bw_source = StrFormat("%s: %.0f GB/s over hbm_gbps %.0f", source.c_str(), *copy / kGB,
                                    c.gpu.hbm_bandwidth / kGB);
   } else {
     c.notes.push_back("no device-copy probe: decode_bw_util is not set from probes");

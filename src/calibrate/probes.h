@@ -56,7 +56,8 @@ struct ProbeCalibration {
 std::vector<store::ProbeRecord> NewestProbeSession(const std::vector<store::ProbeRecord>& probes);
 
 /// What the session `probes` says about `gpu` (the recipe's GPU). kInvalidArgument when the
-/// session has no probes, or a value is not positive.
+/// session has no probes, a value is not positive, or the probed device is another catalog GPU
+/// than `gpu` (a GPU the recipe describes itself only gets a note).
 Result<ProbeCalibration> CalibrateFromProbes(const std::vector<store::ProbeRecord>& probes,
                                              const model::GpuSpec& gpu);
 

@@ -44,10 +44,10 @@ inline constexpr std::string_view kBroadcast = "broadcast";
 
 /// What a kind measures: its unit and whether it is per GPU or node-wide.
 struct ProbeKind {
-  std::string_view name;
-  std::string_view unit;  // "B", "B/s", "FLOP/s", "s"
+  std::string_view name{};
+  std::string_view unit{};  // "B", "B/s", "FLOP/s", "s"
   bool per_gpu = true;
-  std::string_view description;
+  std::string_view description{};
 };
 
 /// Every kind, in the order probes run and print.

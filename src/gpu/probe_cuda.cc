@@ -24,11 +24,10 @@
 namespace libra::gpu {
 namespace {
 
-// ---- Errors and RAII handles
-// ---------------------------------------------------------------------
+// ---- Errors and RAII handles ----
 
 /// "gpu N" or "node" for messages.
-std::string Where(int gpu) { return gpu < 0 ? "gpu node" : StrFormat("gpu %d", gpu); }
+std::string Where(int gpu) { return gpu < 0 ? "node" : StrFormat("gpu %d", gpu); }
 
 Status Check(cudaError_t error, int gpu, const std::string& call) {
   if (error == cudaSuccess) return Status();
@@ -138,8 +137,7 @@ std::string Gib(int64_t bytes) {
              : StrFormat("%.0f MiB", static_cast<double>(bytes) / (1 << 20));
 }
 
-// ---- Per-GPU probes
-// ------------------------------------------------------------------------------
+// ---- Per-GPU probes ----
 
 Result<ProbeResult> ProbeInventory(int gpu, int driver, int runtime) {
   cudaDeviceProp prop{};
@@ -229,8 +227,7 @@ Result<ProbeResult> ProbeTransfer(int gpu, bool to_device, const ProbeOptions& o
                      static_cast<double>(bytes) / seconds, "B/s", std::move(detail)};
 }
 
-// ---- NCCL
-// ----------------------------------------------------------------------------------------
+// ---- NCCL ----
 
 #if LIBRA_HAVE_NCCL
 
