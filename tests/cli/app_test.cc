@@ -8,7 +8,8 @@ class AppTest : public CliFixture {};
 
 TEST_F(AppTest, HelpOfEverySubcommand) {
   // `libra --help` and `libra <cmd> --help` exit 0 and show what a user learns from.
-  for (const std::string cmd : {"", "run", "compare", "report", "plan", "validate", "version"}) {
+  for (const std::string cmd :
+       {"", "run", "compare", "report", "plan", "validate", "version", "probe", "calibrate"}) {
     SCOPED_TRACE(cmd);
     std::vector<std::string> args;
     if (!cmd.empty()) args.push_back(cmd);
