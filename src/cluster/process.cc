@@ -2,13 +2,18 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -16,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 #include "common/strings.h"
 
@@ -126,6 +132,196 @@ struct Spawned {
   UniqueFd stdin_pipe;
 };
 
+// Everything a child needs, prepared before it is started: a forked child must not allocate.
+struct ChildSetup {
+  const char* program = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  // Its stdin, stdout and stderr.
+  std::array<int, 3> stdio = {-1, -1, -1};
+  // nullptr: ours.
+  const char* cwd = nullptr;
+  // (resource, limit) for setrlimit.
+  std::vector<std::pair<int, rlimit>> limits;
+  // Above every fd of ours (for closing them where close_range is missing).
+  int max_fd = 0;
+};
+
+std::vector<std::pair<int, rlimit>> Rlimits(const ProcessLimits& limits) {
+  std::vector<std::pair<int, rlimit>> result;
+  const auto add = [&](int resource, int64_t soft, int64_t hard) {
+    if (soft > 0) {
+      result.emplace_back(resource, rlimit{static_cast<rlim_t>(soft), static_cast<rlim_t>(hard)});
+    }
+  };
+  // SIGXCPU at the soft limit lets the program report it; SIGKILL a second later if it does not
+  // die of it (or at once when libra's own hard limit allows no more).
+  rlimit cpu{};
+  getrlimit(RLIMIT_CPU, &cpu);
+  const int64_t cpu_hard = limits.cpu_seconds + 1;
+  add(RLIMIT_CPU, limits.cpu_seconds,
+      cpu.rlim_max != RLIM_INFINITY && static_cast<rlim_t>(cpu_hard) > cpu.rlim_max
+          ? std::max(limits.cpu_seconds, static_cast<int64_t>(cpu.rlim_max))
+          : cpu_hard);
+  add(RLIMIT_AS, limits.address_space_bytes, limits.address_space_bytes);
+  add(RLIMIT_NOFILE, limits.open_files, limits.open_files);
+  add(RLIMIT_FSIZE, limits.file_size_bytes, limits.file_size_bytes);
+  return result;
+}
+
+Status SpawnError(const ProcessSpec& spec, const std::string& program, const std::string& why) {
+  return Status::Backend(spec.name,
+                         StrFormat("cannot start '%s': %s", program.c_str(), why.c_str()));
+}
+
+// A child without limits starts with posix_spawn, whose clone(CLONE_VM | CLONE_VFORK) costs the
+// same however much memory libra maps.
+Result<pid_t> PosixSpawnChild(const ProcessSpec& spec, const ChildSetup& setup) {
+  SpawnActions actions;
+  for (int target = 0; target < 3; ++target) {
+    posix_spawn_file_actions_adddup2(actions.get(), setup.stdio[target], target);
+  }
+  if (setup.cwd != nullptr) posix_spawn_file_actions_addchdir_np(actions.get(), setup.cwd);
+  // Our sockets, pipes and pidfds are no business of the child's.
+  posix_spawn_file_actions_addclosefrom_np(actions.get(), STDERR_FILENO + 1);
+
+  SpawnAttr attr;
+  sigset_t signals;
+  sigemptyset(&signals);
+  posix_spawnattr_setsigmask(attr.get(), &signals);
+  // Every signal at its default disposition, even one libra ignores (SIGPIPE).
+  sigfillset(&signals);
+  posix_spawnattr_setsigdefault(attr.get(), &signals);
+  posix_spawnattr_setpgroup(attr.get(), 0);
+  posix_spawnattr_setflags(attr.get(),
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  pid_t pid = 0;
+  const int rc =
+      posix_spawn(&pid, setup.program, actions.get(), attr.get(), setup.argv, setup.envp);
+  if (rc != 0) return SpawnError(spec, setup.program, std::strerror(rc));
+  return pid;
+}
+
+// A child with limits cannot use posix_spawn, which has no hook between its clone and the exec;
+// and setting the limits afterwards with prlimit(2) on the child's pid would race: posix_spawn
+// returns once the exec has happened, so by then the program already runs unlimited and may have
+// mapped memory (RLIMIT_AS does not apply to what is already mapped), burnt CPU, opened files or
+// started children of its own, which would keep the limits of the time they were started. So a
+// limited child is forked and calls setrlimit on itself before the exec: the program's first
+// instruction, and everything it ever starts, already runs under the limits, with no window.
+// Between fork and exec the child makes only async-signal-safe calls (plain system calls on
+// memory prepared before the fork, no allocation, no lock), since another thread of libra may
+// have held a lock at the fork. It reports a failed step to the parent through a close-on-exec
+// pipe, so that Spawn fails exactly when posix_spawn would: end-of-file means the exec happened.
+// The cost over posix_spawn is fork's copy of libra's page tables, small for the controller.
+enum ChildStep { kSetGroup, kRedirect, kChdir, kSetLimits, kExec };
+struct ChildFailure {
+  int step = 0;
+  int error = 0;
+};
+
+const char* ChildStepName(int step) {
+  switch (step) {
+    case kSetGroup:
+      return "cannot create its process group: ";
+    case kRedirect:
+      return "cannot redirect its stdio: ";
+    case kChdir:
+      return "cannot enter its working directory: ";
+    case kSetLimits:
+      return "cannot set its resource limits: ";
+    default:
+      return "";
+  }
+}
+
+// Closes our fds from `first` up, except `keep`.
+void CloseFdsFrom(int first, int keep, int max_fd) {
+  const auto close_range = [max_fd](int low, int high) {
+    if (low > high) return;
+    if (syscall(SYS_close_range, static_cast<unsigned>(low), static_cast<unsigned>(high), 0) != 0) {
+      // Linux < 5.9.
+      for (int fd = low; fd <= std::min(high, max_fd); ++fd) close(fd);
+    }
+  };
+  close_range(first, keep - 1);
+  close_range(keep + 1, INT32_MAX);
+}
+
+[[noreturn]] void RunForkedChild(const ChildSetup& setup, int report_fd) {
+  const auto fail = [&report_fd](int step) {
+    const ChildFailure failure{step, errno};
+    if (write(report_fd, &failure, sizeof(failure)) < 0) {
+      // The parent then sees end-of-file and the child's exit code 127.
+    }
+    _exit(127);
+  };
+  if (setpgid(0, 0) != 0) fail(kSetGroup);
+  // Every signal at its default disposition, even one libra ignores (SIGPIPE). This fails,
+  // harmlessly, for SIGKILL, SIGSTOP and glibc's own signals.
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  for (int signo = 1; signo < NSIG; ++signo) sigaction(signo, &default_action, nullptr);
+  // Nothing to redirect may sit on fds 0-2 while they are being replaced.
+  std::array<int, 3> stdio = setup.stdio;
+  for (int& fd : stdio) {
+    if (fd <= STDERR_FILENO && (fd = fcntl(fd, F_DUPFD, STDERR_FILENO + 1)) < 0) fail(kRedirect);
+  }
+  if (report_fd <= STDERR_FILENO &&
+      (report_fd = fcntl(report_fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1)) < 0) {
+    _exit(127);
+  }
+  for (int target = 0; target < 3; ++target) {
+    if (dup2(stdio[target], target) < 0) fail(kRedirect);
+  }
+  if (setup.cwd != nullptr && chdir(setup.cwd) != 0) fail(kChdir);
+  // Our sockets, pipes and pidfds are no business of the child's; the report pipe closes on exec.
+  CloseFdsFrom(STDERR_FILENO + 1, report_fd, setup.max_fd);
+  for (const auto& [resource, limit] : setup.limits) {
+    if (setrlimit(static_cast<__rlimit_resource_t>(resource), &limit) != 0) fail(kSetLimits);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  execve(setup.program, setup.argv, setup.envp);
+  fail(kExec);
+  _exit(127);  // Unreachable: fail exits.
+}
+
+Result<pid_t> ForkChild(const ProcessSpec& spec, const ChildSetup& setup) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return SpawnError(spec, setup.program, "cannot create a pipe: " + Errno());
+  }
+  UniqueFd report_read(fds[0]);
+  UniqueFd report_write(fds[1]);
+  // Every signal blocked across the fork, so that no handler of libra's runs in the child (the
+  // shutdown handler would write into libra's self-pipe) before the child has reset them.
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  const pid_t pid = fork();
+  if (pid == 0) RunForkedChild(setup, report_write.get());
+  const int fork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  report_write.reset();
+  if (pid < 0) return SpawnError(spec, setup.program, std::strerror(fork_errno));
+  ChildFailure failure;
+  ssize_t n;
+  do {
+    n = read(report_read.get(), &failure, sizeof(failure));
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) return pid;
+  waitpid(pid, nullptr, 0);
+  if (n != sizeof(failure)) {
+    return SpawnError(spec, setup.program, "the child failed before its exec");
+  }
+  return SpawnError(spec, setup.program,
+                    std::string(ChildStepName(failure.step)) + std::strerror(failure.error));
+}
+
 }  // namespace
 
 Status ValidateProcessSpec(const ProcessSpec& spec) {
@@ -147,13 +343,22 @@ Status ValidateProcessSpec(const ProcessSpec& spec) {
           StrFormat("%s: the value of %s holds a NUL byte", spec.name.c_str(), name.c_str()));
     }
   }
+  const ProcessLimits& limits = spec.limits;
+  if (limits.cpu_seconds < 0 || limits.address_space_bytes < 0 || limits.open_files < 0 ||
+      limits.file_size_bytes < 0) {
+    return Status::InvalidArgument(spec.name + ": a resource limit is negative");
+  }
+  if (!spec.stdin_file.empty() && spec.stop_by == StopBy::kCloseStdin) {
+    return Status::InvalidArgument(spec.name +
+                                   ": a stdin file and StopBy::kCloseStdin exclude each other");
+  }
   return Status();
 }
 
 namespace {
 
-// Starts the child in its own process group, with its stdio on the logs (stdin: /dev/null or a
-// pipe) and no other fd of ours.
+// Starts the child in its own process group, with its stdout and stderr on the logs, its stdin on
+// /dev/null, the stdin file or a pipe, and no other fd of ours.
 Result<Spawned> SpawnChild(const ProcessSpec& spec) {
   LIBRA_RETURN_IF_ERROR(ValidateProcessSpec(spec));
   const std::map<std::string, std::string> env = ChildEnv(spec);
@@ -169,7 +374,6 @@ Result<Spawned> SpawnChild(const ProcessSpec& spec) {
   LIBRA_ASSIGN_OR_RETURN(UniqueFd out, OpenLog(spec, ".out"));
   LIBRA_ASSIGN_OR_RETURN(UniqueFd err, OpenLog(spec, ".err"));
 
-  SpawnActions actions;
   UniqueFd stdin_read;
   UniqueFd stdin_write;
   if (spec.stop_by == StopBy::kCloseStdin) {
@@ -179,26 +383,15 @@ Result<Spawned> SpawnChild(const ProcessSpec& spec) {
     }
     stdin_read.reset(fds[0]);
     stdin_write.reset(fds[1]);
-    posix_spawn_file_actions_adddup2(actions.get(), stdin_read.get(), STDIN_FILENO);
   } else {
-    posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    const std::string path = spec.stdin_file.empty() ? "/dev/null" : spec.stdin_file;
+    stdin_read.reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!stdin_read.valid()) {
+      return SpawnError(
+          spec, spec.argv[0],
+          StrFormat("cannot open the stdin file %s: %s", path.c_str(), Errno().c_str()));
+    }
   }
-  posix_spawn_file_actions_adddup2(actions.get(), out.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(actions.get(), err.get(), STDERR_FILENO);
-  if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(actions.get(), spec.cwd.c_str());
-  // Our sockets, pipes and pidfds are no business of the child's.
-  posix_spawn_file_actions_addclosefrom_np(actions.get(), STDERR_FILENO + 1);
-
-  SpawnAttr attr;
-  sigset_t signals;
-  sigemptyset(&signals);
-  posix_spawnattr_setsigmask(attr.get(), &signals);
-  // Every signal at its default disposition, even one libra ignores (SIGPIPE).
-  sigfillset(&signals);
-  posix_spawnattr_setsigdefault(attr.get(), &signals);
-  posix_spawnattr_setpgroup(attr.get(), 0);
-  posix_spawnattr_setflags(attr.get(),
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
   std::vector<char*> argv;
   for (const std::string& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -209,13 +402,20 @@ Result<Spawned> SpawnChild(const ProcessSpec& spec) {
   for (std::string& entry : env_entries) envp.push_back(entry.data());
   envp.push_back(nullptr);
 
-  pid_t pid = 0;
-  const int rc =
-      posix_spawn(&pid, program.c_str(), actions.get(), attr.get(), argv.data(), envp.data());
-  if (rc != 0) {
-    return Status::Backend(spec.name,
-                           StrFormat("cannot start '%s': %s", program.c_str(), std::strerror(rc)));
-  }
+  ChildSetup setup;
+  setup.program = program.c_str();
+  setup.argv = argv.data();
+  setup.envp = envp.data();
+  setup.stdio = {stdin_read.get(), out.get(), err.get()};
+  if (!spec.cwd.empty()) setup.cwd = spec.cwd.c_str();
+  setup.limits = Rlimits(spec.limits);
+  rlimit open_files{};
+  getrlimit(RLIMIT_NOFILE, &open_files);
+  setup.max_fd = open_files.rlim_cur == RLIM_INFINITY
+                     ? 65536
+                     : static_cast<int>(std::min<rlim_t>(open_files.rlim_cur, INT32_MAX));
+  LIBRA_ASSIGN_OR_RETURN(const pid_t pid, setup.limits.empty() ? PosixSpawnChild(spec, setup)
+                                                               : ForkChild(spec, setup));
   return Spawned{pid, std::move(stdin_write)};
 }
 
@@ -314,6 +514,16 @@ void ProcessSet::Stop(ProcessId id, std::chrono::milliseconds grace) {
     found->second.kill_timer = 0;
     kill(-found->second.pid, SIGKILL);
   });
+}
+
+void ProcessSet::Kill(ProcessId id) {
+  const auto it = children_.find(id);
+  if (it == children_.end()) return;
+  const pid_t pid = it->second.pid;
+  if (it->second.kill_timer != 0) loop_->CancelTimer(it->second.kill_timer);
+  loop_->UnwatchChild(pid);
+  children_.erase(it);
+  KillAndReap({pid});
 }
 
 void ProcessSet::StopAll(std::chrono::milliseconds grace) {

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -44,6 +45,24 @@ enum class StopBy {
   kCloseStdin,
 };
 
+/// Kernel resource limits (setrlimit) on a child and everything it starts; 0 leaves a limit as
+/// libra's own (usually unlimited). A child over a limit is stopped by the kernel: SIGXCPU once
+/// it has used cpu_seconds of CPU time and SIGKILL one second later; allocations past
+/// address_space_bytes fail (ENOMEM: malloc returns null, Python raises MemoryError); opening a
+/// file past open_files fails (EMFILE); writing past file_size_bytes into any file, its stdout and
+/// stderr logs included, fails with SIGXFSZ.
+struct ProcessLimits {
+  int64_t cpu_seconds = 0;
+  int64_t address_space_bytes = 0;
+  int64_t open_files = 0;
+  int64_t file_size_bytes = 0;
+  /// Whether any limit is set.
+  bool any() const {
+    return cpu_seconds != 0 || address_space_bytes != 0 || open_files != 0 || file_size_bytes != 0;
+  }
+  bool operator==(const ProcessLimits&) const = default;
+};
+
 /// What to run and how.
 struct ProcessSpec {
   /// Names the process in messages and its log files, e.g. "engine-0": letters, digits, '-',
@@ -58,13 +77,19 @@ struct ProcessSpec {
   /// Folder (created if missing) of the logs <name>.out (stdout) and <name>.err (stderr),
   /// appended to. Default: empty, the output is discarded.
   std::string log_dir;
+  /// File the child reads as its stdin. Default: empty, /dev/null (with StopBy::kCloseStdin, a
+  /// pipe libra holds, so the two exclude each other).
+  std::string stdin_file;
+  /// Default: no limits.
+  ProcessLimits limits{};
   /// Default: SIGTERM.
   StopBy stop_by = StopBy::kSigterm;
   bool operator==(const ProcessSpec&) const = default;
 };
 
 /// Checks what Spawn would refuse before trying: kInvalidArgument for a bad name, an empty argv,
-/// a bad variable name, or a NUL byte in an argument or value.
+/// a bad variable name, a NUL byte in an argument or value, a negative limit, or a stdin_file
+/// with StopBy::kCloseStdin.
 Status ValidateProcessSpec(const ProcessSpec& spec);
 
 using ProcessId = StrongId<struct ProcessIdTag>;
@@ -86,12 +111,16 @@ class ProcessSet {
   /// Starts `spec`. `on_exit` runs on the loop once the process has exited, on its own or
   /// stopped, after anything left in its process group has been killed.
   /// kInvalidArgument for an empty argv, a bad name or variable name; kBackend
-  /// "<name>: cannot start '<program>': <why>" when the program is not found, the logs cannot be
-  /// opened or the spawn fails.
+  /// "<name>: cannot start '<program>': <why>" when the program is not found, the logs or the
+  /// stdin file cannot be opened, a limit cannot be set or the spawn fails.
   Result<ProcessId> Spawn(const ProcessSpec& spec, ExitCallback on_exit);
   /// Asks the process to stop (its StopBy), and SIGKILLs its process group after `grace` if it
   /// has not exited by then. Its on_exit runs when it is gone. No-op when `id` is not running.
   void Stop(ProcessId id, std::chrono::milliseconds grace);
+  /// SIGKILLs the process group of `id` and waits until its leader is gone (at most a couple of
+  /// seconds), blocking and without running the loop, like StopAll for one process: for
+  /// destructors of the set's users. Its on_exit never runs. No-op when `id` is not running.
+  void Kill(ProcessId id);
   /// Stops every running process and waits until all are gone, blocking and without running the
   /// loop, so that it is safe on error paths and in destructors: asks each to stop, waits up to
   /// `grace`, then SIGKILLs each remaining process group. No on_exit callback runs.

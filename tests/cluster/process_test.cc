@@ -1,6 +1,7 @@
 #include "cluster/process.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -159,6 +160,133 @@ TEST_F(ProcessSetTest, DestructorStopsEveryChild) {
   EXPECT_FALSE(IsAlive(pid));
 }
 
+TEST_F(ProcessSetTest, StdinComesFromTheStdinFile) {
+  // The child reads spec.stdin_file; without one it reads an empty /dev/null.
+  test::WriteFile(dir_.File("in"), "line one\nline two\n");
+  ProcessSpec spec;
+  spec.name = "cat";
+  spec.argv = {"cat"};
+  spec.stdin_file = dir_.File("in");
+  spec.log_dir = dir_.path();
+  EXPECT_TRUE(RunToExit(Start(spec)).success());
+  EXPECT_EQ(Log("cat", ".out"), "line one\nline two\n");
+
+  spec.name = "cat-null";
+  spec.stdin_file.clear();
+  EXPECT_TRUE(RunToExit(Start(spec)).success());
+  EXPECT_EQ(Log("cat-null", ".out"), "");
+}
+
+TEST_F(ProcessSetTest, MissingStdinFileIsAClearError) {
+  // A stdin file that cannot be opened fails at Spawn, naming the file.
+  ProcessSpec spec = Shell("reader", "cat");
+  spec.stdin_file = dir_.File("absent");
+  const auto id = processes_->Spawn(spec, [](const ExitStatus&) {});
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), StatusCode::kBackend);
+  EXPECT_NE(id.status().message().find("reader: cannot start 'sh': cannot open the stdin file " +
+                                       dir_.File("absent")),
+            std::string::npos)
+      << id.status().ToString();
+}
+
+TEST_F(ProcessSetTest, LimitsApplyToTheChildFromItsFirstInstruction) {
+  // The limits are in force when the program starts (the shell reads them back) and are the
+  // child's alone: libra's own stay as they were.
+  rlimit before{};
+  getrlimit(RLIMIT_NOFILE, &before);
+  ProcessSpec spec =
+      Shell("limited",
+            "ulimit -t; ulimit -H -t; ulimit -v; ulimit -n; ulimit -f; echo $(ps -o pgid= -p $$)",
+            dir_.path());
+  spec.limits = {.cpu_seconds = 7,
+                 .address_space_bytes = 512 << 20,
+                 .open_files = 32,
+                 .file_size_bytes = 1 << 20};
+  const ProcessId id = Start(spec);
+  const pid_t pid = processes_->pid(id).value();
+  EXPECT_TRUE(RunToExit(id).success()) << Log("limited", ".err");
+  // The shell's own view: SIGKILL a second after SIGXCPU, -v in KiB, -f in 512-byte blocks; and
+  // the child still leads its own process group.
+  EXPECT_EQ(Log("limited", ".out"), "7\n8\n524288\n32\n2048\n" + std::to_string(pid) + "\n");
+  rlimit after{};
+  getrlimit(RLIMIT_NOFILE, &after);
+  EXPECT_EQ(after.rlim_cur, before.rlim_cur);
+}
+
+TEST_F(ProcessSetTest, CpuLimitKillsABusyLoop) {
+  // Past cpu_seconds of CPU time the kernel stops the child: SIGXCPU, then SIGKILL.
+  ProcessSpec spec = Shell("busy", "while :; do :; done", dir_.path());
+  spec.limits.cpu_seconds = 1;
+  const ProcessId id = Start(spec);
+  const size_t n = static_cast<size_t>(id.value);
+  ASSERT_OK(loop_->RunUntil([&] { return exits_[n].has_value(); },
+                            Clock::now() + std::chrono::seconds(10)));
+  EXPECT_TRUE(exits_[n]->signal == SIGXCPU || exits_[n]->signal == SIGKILL)
+      << exits_[n]->ToString();
+}
+
+TEST_F(ProcessSetTest, FileSizeLimitStopsAWriter) {
+  // Writing past file_size_bytes, into the stdout log too, kills the child with SIGXFSZ.
+  ProcessSpec spec = Shell("writer", "exec yes", dir_.path());
+  spec.limits.file_size_bytes = 64 << 10;
+  EXPECT_EQ(RunToExit(Start(spec)).signal, SIGXFSZ);
+  EXPECT_EQ(Log("writer", ".out").size(), 64u << 10);
+}
+
+TEST_F(ProcessSetTest, LimitFailuresAndExecFailuresAreClearErrors) {
+  // With limits the child is forked: a failure before or at its exec is still Spawn's error.
+  // More open files than the kernel allows anyone (fs.nr_open): refused even to root.
+  ProcessSpec too_high = Shell("greedy", "true");
+  too_high.limits.open_files = int64_t{1} << 40;
+  const auto refused = processes_->Spawn(too_high, [](const ExitStatus&) {});
+  ASSERT_FALSE(refused.ok());
+  const std::string message = refused.status().message();
+  EXPECT_EQ(message.find("greedy: cannot start '"), 0u) << message;
+  EXPECT_NE(message.find("sh': cannot set its resource limits: "), std::string::npos) << message;
+
+  test::WriteFile(dir_.File("not-executable"), "#!/bin/sh\n");
+  ProcessSpec spec;
+  spec.name = "noexec";
+  spec.argv = {dir_.File("not-executable")};
+  spec.limits.cpu_seconds = 5;
+  const auto failed = processes_->Spawn(spec, [](const ExitStatus&) {});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("noexec: cannot start '" + dir_.File("not-executable") +
+                                           "': Permission denied"),
+            std::string::npos)
+      << failed.status().ToString();
+  EXPECT_EQ(processes_->running(), 0u);
+}
+
+TEST_F(ProcessSetTest, LimitedChildGetsOnlyItsStdioAndDefaultSignals) {
+  // The forked path matches posix_spawn's: no fd of ours beyond 0-2, SIGPIPE at its default even
+  // though libra ignores it, and no signal blocked.
+  const sighandler_t previous = signal(SIGPIPE, SIG_IGN);
+  ProcessSpec spec =
+      Shell("clean", "ls /proc/self/fd; grep -E '^Sig(Blk|Ign)' /proc/self/status", dir_.path());
+  spec.limits.cpu_seconds = 5;
+  EXPECT_TRUE(RunToExit(Start(spec)).success());
+  signal(SIGPIPE, previous);
+  // ls's own fd on /proc/self/fd is 3.
+  EXPECT_EQ(Log("clean", ".out"),
+            "0\n1\n2\n3\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+}
+
+TEST_F(ProcessSetTest, KillStopsOneChildAtOnceWithoutItsCallback) {
+  // Kill SIGKILLs the group and returns once it is gone; on_exit never runs, others keep going.
+  const ProcessId doomed = Start(Shell("doomed", "trap '' TERM; exec sleep 100"));
+  const ProcessId other = Start(Shell("other", "exec sleep 100"));
+  const pid_t pid = processes_->pid(doomed).value();
+  processes_->Kill(doomed);
+  EXPECT_FALSE(IsAlive(pid));
+  EXPECT_FALSE(processes_->pid(doomed).has_value());
+  EXPECT_EQ(processes_->running(), 1u);
+  processes_->Stop(other, milliseconds(2000));
+  EXPECT_EQ(RunToExit(other).signal, SIGTERM);
+  EXPECT_FALSE(exits_[static_cast<size_t>(doomed.value)].has_value());
+}
+
 TEST_F(ProcessSetTest, MissingProgramIsAClearError) {
   // A program not on PATH fails at Spawn, naming the process and the program.
   ProcessSpec spec;
@@ -185,10 +313,17 @@ TEST_F(ProcessSetTest, InvalidSpecsAreRefused) {
   ProcessSpec bad_env = Shell("x", "true");
   bad_env.env["1BAD"] = "v";
   ProcessSpec nul_arg = Shell("x", std::string("a\0b", 3));
+  ProcessSpec negative_limit = Shell("x", "true");
+  negative_limit.limits.cpu_seconds = -1;
+  ProcessSpec stdin_twice = Shell("x", "true");
+  stdin_twice.stdin_file = "/dev/null";
+  stdin_twice.stop_by = StopBy::kCloseStdin;
   const std::vector<Case> cases = {{"bad name", bad_name},
                                    {"empty argv", empty_argv},
                                    {"bad env", bad_env},
-                                   {"nul in argument", nul_arg}};
+                                   {"nul in argument", nul_arg},
+                                   {"negative limit", negative_limit},
+                                   {"stdin file and kCloseStdin", stdin_twice}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const auto id = processes_->Spawn(c.spec, [](const ExitStatus&) {});

@@ -1,0 +1,115 @@
+// Sandbox: runs the tools of agentic rollouts as short-lived, confined subprocesses. Each call is
+// one fork/exec of the tool's argv (no shell, so an argument holding ';', quotes or "$(...)" is
+// one literal argument and runs nothing), in a fresh private working directory that is also its
+// HOME and TMPDIR, with only the allow-listed environment (kInheritedEnv) plus the call's own
+// variables, its input on stdin, and kernel limits on CPU time, memory, open files and file size.
+// A wall-clock timeout kills the call's whole process group. The tool's stdout is its result.
+//
+// What it does not do: isolate the file system or the network (the tool runs as libra's user and
+// sees what libra sees); use containers or namespaces for that.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/event_loop.h"
+#include "cluster/process.h"
+#include "common/status.h"
+
+namespace libra::cluster {
+
+/// What one call may use. Every field but timeout_s may be 0 for "no limit" (libra's own).
+struct SandboxLimits {
+  /// Wall-clock time, from the start to the exit (> 0).
+  double timeout_s = 10;
+  /// CPU time: SIGXCPU when used up, SIGKILL one second later.
+  int cpu_seconds = 10;
+  /// Address space: allocations beyond it fail.
+  int64_t memory_bytes = 1LL << 30;
+  /// Open file descriptors.
+  int open_files = 64;
+  /// Bytes of stdout the caller accepts; more is an error.
+  int64_t max_output_bytes = 1 << 20;
+  /// Size of any file the tool writes, its stdout and stderr included (SIGXFSZ beyond it).
+  int64_t file_size_bytes = 16 << 20;
+};
+
+/// One tool invocation.
+struct SandboxCall {
+  /// Names the call in messages, e.g. "tool-traj42-t3": letters, digits, '-', '_' and '.'.
+  std::string name;
+  /// The program and its arguments, already expanded (CommandTemplate); argv[0] is looked up on
+  /// PATH when it has no '/'.
+  std::vector<std::string> argv;
+  /// Written to the tool's stdin.
+  std::string input;
+  /// Variables on top of kInheritedEnv. HOME and TMPDIR are always the call's directory.
+  std::map<std::string, std::string> env;
+  SandboxLimits limits{};
+};
+
+/// Runs sandboxed calls on an event loop, each as a child of a ProcessSet.
+class Sandbox {
+ public:
+  using Callback = std::function<void(Result<std::string>)>;
+
+  /// Each call gets its own fresh empty working directory (mode 0700) under `scratch_dir`
+  /// (created if missing), removed after the call together with its input and output files.
+  /// REQUIRES: `loop` and `processes` outlive the sandbox.
+  Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir);
+  /// Kills the calls still running and waits for them to be gone (blocking, at most a couple of
+  /// seconds), removing their directories; their callbacks never run.
+  ~Sandbox();
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+
+  /// Runs `call`. `done` runs once, on the loop (never inside Run), with the tool's stdout when
+  /// it exited with code 0, or:
+  ///   kTimeout "<name>: timed out after <t> s" (its process group killed);
+  ///   kBackend "<name>: output exceeds <n> bytes";
+  ///   kBackend "<name>: <exit status>: <last line(s) of stderr, cut to 300 bytes>", e.g.
+  ///     "exit code 2", "killed by SIGXCPU";
+  ///   kBackend "<name>: cannot start '<program>': <why>" (ProcessSet::Spawn), or when its
+  ///     directory or input file cannot be made;
+  ///   kInvalidArgument for a bad name, an empty argv, a bad variable name or bad limits.
+  /// `done` may call Run, and may destroy the sandbox.
+  void Run(const SandboxCall& call, Callback done);
+  /// Calls whose `done` has not run yet.
+  size_t running() const { return calls_.size(); }
+
+ private:
+  struct Call {
+    std::string name;
+    SandboxLimits limits{};
+    // The call's directory: its input, its stdout and stderr logs, and work/, the tool's
+    // working directory. Empty when none was made.
+    std::string dir;
+    // The tool's process; nullopt when it was not started (or is gone).
+    std::optional<ProcessId> process;
+    // The timeout, or the timer that delivers a failure to start; 0 when none.
+    EventLoop::TimerId timer = 0;
+    bool timed_out = false;
+    Callback done;
+  };
+
+  // Delivers `result` to the call's callback on the loop's next turn.
+  void FailLater(uint64_t id, Status status);
+  void OnTimeout(uint64_t id);
+  void OnExit(uint64_t id, const ExitStatus& status);
+  // The result of a call whose tool has exited.
+  Result<std::string> Outcome(const Call& call, const ExitStatus& status) const;
+  // Removes the call and runs its callback; `this` may be gone afterwards.
+  void Finish(uint64_t id, Result<std::string> result);
+
+  EventLoop* loop_;
+  ProcessSet* processes_;
+  std::string scratch_dir_;
+  uint64_t next_id_ = 0;
+  std::map<uint64_t, Call> calls_;
+};
+
+}  // namespace libra::cluster
