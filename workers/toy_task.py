@@ -36,9 +36,8 @@ import random
 import sys
 from typing import List, Optional, Sequence, Tuple
 
-import torch
-
-import tiny_lm
+# torch and tiny_lm are imported where they are used (the warm start): the prompt, tool and
+# reward commands run as a subprocess per call and must start in milliseconds, not seconds.
 
 # Token ids. The rest of the 64-token vocabulary is unused (a policy that emits it is wrong).
 PAD, BOS, EOS, KEYS, GO, CALL, END_CALL, RESULT, END_RESULT, ANSWER, ERROR = range(11)
@@ -183,11 +182,15 @@ def demonstration(prompt: Prompt, rng: random.Random, noise: float) -> Tuple[Lis
     return ids + answer, mask + [1] * len(answer)
 
 
-def warm_start(model: tiny_lm.TinyLM, seed: int, steps: int = 400, batch: int = 64,
+def warm_start(model: "tiny_lm.TinyLM", seed: int, steps: int = 400, batch: int = 64,
                noise: float = 0.5, max_keys: int = 2, lr: float = 3e-3) -> float:
     """Supervised warm start on noisy demonstrations (cross-entropy on the model's tokens).
     Returns the last batch's loss. Deterministic for a seed."""
     rng = random.Random(f"warm-start:{seed}")
+    import torch  # pylint: disable=import-outside-toplevel
+
+    import tiny_lm  # pylint: disable=import-outside-toplevel
+
     torch.manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
@@ -242,6 +245,10 @@ def _main(argv: Sequence[str]) -> int:
         else:
             print(json.dumps({"reward": reward(prompt, [int(t) for t in request["answer"]])}))
     else:
+        import torch  # pylint: disable=import-outside-toplevel
+
+        import tiny_lm  # pylint: disable=import-outside-toplevel
+
         torch.set_num_threads(1)
         model = tiny_lm.build_model(args.seed)
         loss = warm_start(model, args.seed, steps=args.steps)

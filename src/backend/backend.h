@@ -76,6 +76,8 @@ struct RunTool {
 struct Train {
   int step = 0;
   std::vector<int64_t> sequence_tokens;
+  /// The trajectory of each sequence (a real trainer trains on their token ids).
+  std::vector<TrajectoryId> trajectories{};
   /// Group-normalised advantage of each sequence (a real trainer weighs its loss by them).
   std::vector<double> advantages{};
 };
@@ -100,6 +102,35 @@ struct TurnDone {
   double reward = 0;
   /// When generation of this turn started (after any queueing on the instance).
   double started_at = 0;
+  /// The prompt's real length in tokens, reported by real backends on a trajectory's first turn
+  /// (the workload model's prompt length is only an estimate there).
+  std::optional<int64_t> prompt_tokens{};
+};
+
+/// A turn that could not finish (its engine died, or was dropped from the plan). Nothing of it
+/// is kept: the trajectory is as it was before the turn, and the coordinator routes the turn
+/// again.
+struct TurnFailed {
+  TrajectoryId trajectory;
+  InstanceId instance;
+  std::string reason;
+};
+
+/// An instance stopped (up = false) or resumed taking turns: an engine died and is being
+/// restarted, was restarted, or was dropped for good. Its turns in flight fail separately.
+struct InstanceHealth {
+  InstanceId instance;
+  bool up = true;
+  std::string reason;
+};
+
+/// Something a run's record should show that is not a turn, a tool call, a step or a sync: a
+/// fault, a restart, a role switch of real processes ("fault", "restart", "switch").
+struct Incident {
+  std::string kind;
+  std::string resource;
+  std::string detail;
+  double started_at = 0;
 };
 
 struct ToolDone {
@@ -121,10 +152,13 @@ struct SyncDone {
 
 struct LayoutApplied {};
 
+using EventWhat = std::variant<TurnDone, ToolDone, TrainDone, SyncDone, LayoutApplied, TurnFailed,
+                               InstanceHealth, Incident>;
+
 struct Event {
   /// Seconds since the run started (virtual in the simulator).
   double at = 0;
-  std::variant<TurnDone, ToolDone, TrainDone, SyncDone, LayoutApplied> what;
+  EventWhat what;
 };
 
 class Backend {

@@ -30,10 +30,11 @@ void AddRewardTarget(CLI::App* sub, std::optional<double>* target) {
       ->type_name("R");
 }
 
-void AddRecipeOptions(CLI::App* sub, RecipeOptions* o) {
-  sub->add_option("recipe", o->recipe, "Recipe file (TOML), e.g. recipes/quickstart.toml")
-      ->required()
-      ->type_name("RECIPE");
+void AddRecipeOptions(CLI::App* sub, RecipeOptions* o, bool recipe_required = true) {
+  CLI::Option* recipe =
+      sub->add_option("recipe", o->recipe, "Recipe file (TOML), e.g. recipes/quickstart.toml")
+          ->type_name("RECIPE");
+  if (recipe_required) recipe->required();
   sub->add_option("--db", o->db, "Results database (created if missing)")
       ->capture_default_str()
       ->type_name("PATH");
@@ -64,9 +65,16 @@ int Main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "Run the recipe's [system] and record it");
   run_cmd->footer(
       "Prints a summary; `libra report` shows the steps. A progress line is drawn when stdout\n"
-      "is a terminal. Ctrl-C stops cleanly: the run is recorded as interrupted.\n\n" +
+      "is a terminal. Ctrl-C stops cleanly: the run is recorded as interrupted, and\n"
+      "`libra run --resume RUN` continues it (the simulator replays the recorded steps and\n"
+      "checks them; the cluster backend restarts from the last step's checkpoint).\n\n" +
       std::string(kFooter));
-  AddRecipeOptions(run_cmd, run.get());
+  AddRecipeOptions(run_cmd, run.get(), /*recipe_required=*/false);
+  run_cmd
+      ->add_option("--resume", run->resume,
+                   "Continue this interrupted or failed run of --db (its recorded recipe\n"
+                   "and system; no RECIPE)")
+      ->type_name("RUN");
   run_cmd->callback([&] { exit_code = RunRun(*run, io); });
 
   auto compare = std::make_shared<CompareOptions>();

@@ -6,6 +6,7 @@
 #include "cli/exit_codes.h"
 #include "common/strings.h"
 #include "recipe/presets.h"
+#include "recipe/recipe_parser.h"
 #include "report/summary.h"
 #include "store/store.h"
 
@@ -16,7 +17,8 @@ namespace {
 /// summary and returns the exit code.
 int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe& recipe,
                const std::vector<const recipe::SystemSpec*>& systems, bool compare, int repeat = 1,
-               std::optional<double> reward_target = std::nullopt) {
+               std::optional<double> reward_target = std::nullopt,
+               std::optional<int64_t> resume_run = std::nullopt) {
   auto store = store::Store::Open(options.db);
   if (!store.ok()) return Fail(io, store.status());
   std::optional<int64_t> comparison_id;
@@ -27,7 +29,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
   }
 
   InterruptGuard guard;
-  const experiment::BackendFactory backend = MakeBackendFactory();
+  const experiment::BackendFactory backend = MakeBackendFactory(options.db);
   std::vector<report::RunView> views;
   int exit_code = kExitOk;
   // Seed k of a repeat runs the recipe with seed + k; the systems share each seed's workload.
@@ -50,6 +52,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
     request.comparison_id = comparison_id;
     request.interrupted = &InterruptGuard::Interrupted;
     request.progress = [&](const experiment::Progress& p) { progress.Update(p); };
+    request.resume_run = resume_run;
     auto outcome = experiment::RunSystem(**store, request, backend);
     progress.Clear();
     if (!outcome.ok()) return Fail(io, outcome.status());
@@ -65,7 +68,8 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
                << ") failed: " << outcome->status.message() << "\n";
       } else {
         io.err << "libra: interrupted; run " << outcome->run_id << " is recorded as interrupted in "
-               << options.db << "\n";
+               << options.db << " (continue it: libra run --resume " << outcome->run_id << " --db "
+               << options.db << ")\n";
         break;
       }
     }
@@ -98,9 +102,42 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
   return exit_code;
 }
 
+// `libra run --resume RUN`: the run's recipe as recorded, and its system.
+int ResumeRun(const RecipeOptions& options, const Io& io) {
+  if (!options.recipe.empty() || options.seed || options.steps || !options.sets.empty()) {
+    return Fail(io, Status::InvalidArgument(
+                        "--resume continues a run with the recipe it recorded: give no RECIPE, "
+                        "--seed, --steps or --set"));
+  }
+  auto store = store::Store::Open(options.db, store::Store::Options{.create_if_missing = false});
+  if (!store.ok()) return Fail(io, store.status());
+  auto run = (*store)->GetRun(*options.resume);
+  if (!run.ok()) return Fail(io, run.status());
+  store->reset();  // RunSystems opens it again
+  auto parsed = recipe::ParseRecipe(run->recipe_toml, run->recipe_source, {});
+  if (!parsed.ok()) return Fail(io, parsed.status());
+  experiment::ValidateWithRegistries(parsed->recipe, &parsed->diagnostics);
+  if (!parsed->diagnostics.empty()) {
+    return Fail(io, recipe::DiagnosticsToStatus(parsed->diagnostics));
+  }
+  const recipe::Recipe& recipe = parsed->recipe;
+  for (const recipe::SystemSpec* system : experiment::AllSystems(recipe)) {
+    if (system->name != run->system) continue;
+    return RunSystems(options, io, recipe, {system}, /*compare=*/false, 1, std::nullopt,
+                      *options.resume);
+  }
+  return Fail(io, Status::InvalidArgument(StrFormat(
+                      "run %lld ran system '%s', which its recorded recipe does not define",
+                      static_cast<long long>(*options.resume), run->system.c_str())));
+}
+
 }  // namespace
 
 int RunRun(const RecipeOptions& options, const Io& io) {
+  if (options.resume) return ResumeRun(options, io);
+  if (options.recipe.empty()) {
+    return Fail(io, Status::InvalidArgument("run needs a RECIPE (or --resume RUN)"));
+  }
   auto recipe = LoadRecipe(options);
   if (!recipe.ok()) return Fail(io, recipe.status());
   return RunSystems(options, io, *recipe, {&recipe->system}, /*compare=*/false);

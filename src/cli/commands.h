@@ -18,6 +18,8 @@ struct RecipeOptions {
   std::optional<int64_t> steps;
   std::vector<std::string> sets;
   bool quiet = false;
+  /// `libra run --resume RUN`: continue that run of the database.
+  std::optional<int64_t> resume;
 };
 
 struct CompareOptions {

@@ -1,9 +1,11 @@
 #include "cli/common.h"
 
 #include <csignal>
+#include <filesystem>
 #include <ostream>
 
 #include "cli/exit_codes.h"
+#include "cluster/cluster_backend.h"
 #include "common/strings.h"
 #include "recipe/recipe_parser.h"
 #include "sim/cluster_sim.h"
@@ -23,6 +25,9 @@ Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options) {
   experiment::ValidateWithRegistries(parsed.recipe, &parsed.diagnostics);
   recipe::SortDiagnostics(&parsed.diagnostics);
   if (!parsed.diagnostics.empty()) return recipe::DiagnosticsToStatus(parsed.diagnostics);
+  if (parsed.recipe.backend == "cluster") {
+    LIBRA_RETURN_IF_ERROR(cluster::DecodeClusterOptions(parsed.recipe).status());
+  }
   return std::move(parsed.recipe);
 }
 
@@ -40,16 +45,33 @@ int Fail(const Io& io, const Status& status) {
   return ExitCodeFor(status);
 }
 
-experiment::BackendFactory MakeBackendFactory() {
-  return [](const recipe::Recipe& recipe, const workload::Workload& workload,
-            const model::CostModel& cost) -> Result<std::unique_ptr<backend::Backend>> {
-    if (recipe.backend == "sim") {
-      return std::unique_ptr<backend::Backend>(
-          std::make_unique<sim::ClusterSim>(recipe.sim, workload, cost));
-    }
-    return Status::InvalidRecipe(recipe.Where("backend"),
-                                 "backend '" + recipe.backend + "' is not available");
-  };
+std::string RunDir(const std::string& db_path, int64_t run_id) {
+  const std::filesystem::path parent = std::filesystem::path(db_path).parent_path();
+  return (parent / "runs" / std::to_string(run_id)).string();
+}
+
+experiment::BackendFactory MakeBackendFactory(const std::string& db_path) {
+  return
+      [db_path](
+          const recipe::Recipe& recipe, const workload::Workload& workload,
+          const model::CostModel& cost,
+          const experiment::BackendContext& context) -> Result<std::unique_ptr<backend::Backend>> {
+        if (recipe.backend == "sim") {
+          return std::unique_ptr<backend::Backend>(
+              std::make_unique<sim::ClusterSim>(recipe.sim, workload, cost));
+        }
+        if (recipe.backend == "cluster") {
+          LIBRA_ASSIGN_OR_RETURN(cluster::ClusterOptions options,
+                                 cluster::DecodeClusterOptions(recipe));
+          LIBRA_ASSIGN_OR_RETURN(
+              auto made, cluster::ClusterBackend::Create(recipe, std::move(options),
+                                                         RunDir(db_path, context.run_id),
+                                                         context.start_version));
+          return std::unique_ptr<backend::Backend>(std::move(made));
+        }
+        return Status::InvalidRecipe(recipe.Where("backend"),
+                                     "backend '" + recipe.backend + "' is not available");
+      };
 }
 
 namespace {

@@ -21,8 +21,11 @@ Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options);
 /// count) to io.err and returns the exit code for `status` (0, printing nothing, when it is OK).
 int Fail(const Io& io, const Status& status);
 
-/// Builds the backend a recipe names.
-experiment::BackendFactory MakeBackendFactory();
+/// The folder of a run's logs, weights and scratch files: runs/<id>/ beside the database.
+std::string RunDir(const std::string& db_path, int64_t run_id);
+
+/// Builds the backend a recipe names; a cluster run keeps its files in RunDir(db_path, run).
+experiment::BackendFactory MakeBackendFactory(const std::string& db_path);
 
 /// Installs a SIGINT/SIGTERM handler for the duration of a run; Interrupted() reports a signal.
 class InterruptGuard {

@@ -54,6 +54,19 @@ Coordinator::Coordinator(const CoordinatorConfig& config, const workload::Worklo
 Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
                                     const std::function<void(const Progress&)>& progress) {
   progress_ = progress;
+  if (config_.resume) {
+    const ResumeState& r = *config_.resume;
+    steps_done_ = r.steps_done;
+    next_train_step_ = r.steps_done;
+    rollout_version_ = r.steps_done;
+    summary_.steps = r.steps_done;
+    next_prompt_ = r.next_prompt;
+    next_trajectory_ = r.next_trajectory;
+    event_seq_ = r.next_event_seq;
+    decision_seq_ = r.next_decision_seq;
+    time_offset_ = r.elapsed_s;
+    step_start_ = trainer_free_since_ = r.elapsed_s;
+  }
   LIBRA_ASSIGN_OR_RETURN(planner::Plan plan, planner_.Initial(config_.plan));
   if (plan.layout.instances.empty()) {
     return Status::Unschedulable("the plan has no rollout instance: " + plan.layout.ToString());
@@ -65,8 +78,9 @@ Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
   store::DecisionRecord decision;
   decision.seq = decision_seq_++;
   decision.planner = std::string(planner_.Name());
-  decision.reason = "initial plan: " + plan.reason;
-  decision.trigger = "initial";
+  decision.reason = (config_.resume ? "resumed, initial plan: " : "initial plan: ") + plan.reason;
+  decision.trigger = config_.resume ? "resume" : "initial";
+  decision.at_s = time_offset_;
   decision.train_gpus = layout_.train_gpus;
   decision.rollout_gpus = layout_.rollout_gpus();
   decision.layout = layout_.ToString();
@@ -95,7 +109,7 @@ Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
 }
 
 Status Coordinator::Handle(const backend::Event& event) {
-  const double now = event.at;
+  const double now = event.at + time_offset_;
   LIBRA_RETURN_IF_ERROR(std::visit(
       [&](const auto& what) -> Status {
         using T = std::decay_t<decltype(what)>;
@@ -107,8 +121,16 @@ Status Coordinator::Handle(const backend::Event& event) {
           return OnToolDone(now, what);
         } else if constexpr (std::is_same_v<T, backend::TrainDone>) {
           return OnTrainDone(now, what);
-        } else {
+        } else if constexpr (std::is_same_v<T, backend::SyncDone>) {
           return OnSyncDone(now, what);
+        } else if constexpr (std::is_same_v<T, backend::TurnFailed>) {
+          return OnTurnFailed(now, what);
+        } else if constexpr (std::is_same_v<T, backend::InstanceHealth>) {
+          return OnInstanceHealth(now, what);
+        } else {
+          AddEvent(what.kind.c_str(), what.started_at, now, what.resource, std::nullopt,
+                   next_train_step_, what.detail);
+          return Status();
         }
       },
       event.what));
@@ -247,6 +269,10 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   if (sched::InstanceState* instance = FindInstance(done.instance)) {
     instance->active = std::max(0, instance->active - 1);
   }
+  if (t.turns == 0 && done.prompt_tokens) {
+    t.context_tokens += *done.prompt_tokens - t.prompt_tokens;
+    t.prompt_tokens = *done.prompt_tokens;
+  }
   ++t.turns;
   t.generated_tokens += done.generated_tokens;
   t.version_tokens +=
@@ -331,6 +357,36 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   live_.erase(it);
   LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
   return TryTrain(now);
+}
+
+Status Coordinator::OnTurnFailed(double now, const backend::TurnFailed& failed) {
+  auto it = live_.find(failed.trajectory);
+  if (it == live_.end()) {
+    return Status::Backend(std::string(backend_.Name()),
+                           "failed turn of unknown trajectory " + failed.trajectory.ToString());
+  }
+  Trajectory& t = it->second;
+  if (sched::InstanceState* instance = FindInstance(failed.instance)) {
+    instance->active = std::max(0, instance->active - 1);
+  }
+  if (!t.path.empty()) t.path.pop_back();
+  t.instance = t.path.empty() ? InstanceId() : InstanceId(t.path.back());
+  AddEvent("retry", now, now, "instance " + failed.instance.ToString(), t.id.value, t.step,
+           StrFormat("turn %d routed again: %s", t.turns, failed.reason.c_str()));
+  // Back to the router, ahead of turns that have not started.
+  waiting_.push_front(t.id);
+  return RouteWaiting(now);
+}
+
+Status Coordinator::OnInstanceHealth(double now, const backend::InstanceHealth& health) {
+  sched::InstanceState* instance = FindInstance(health.instance);
+  if (instance == nullptr) return Status();  // it has left the layout since
+  const bool leaving = pool_ && std::count(pool_->leaving().begin(), pool_->leaving().end(),
+                                           static_cast<size_t>(health.instance.value)) > 0;
+  instance->available = health.up && !leaving;
+  AddEvent(health.up ? "instance-up" : "instance-down", now, now,
+           "instance " + health.instance.ToString(), std::nullopt, next_train_step_, health.reason);
+  return health.up ? RouteWaiting(now) : Status();
 }
 
 Status Coordinator::OnToolDone(double now, const backend::ToolDone& done) {
@@ -451,7 +507,10 @@ Status Coordinator::TryTrain(double now) {
   trainer_busy_ = true;
   train_start_ = now;
   router_.OnStep(next_train_step_);
-  backend::Train train{next_train_step_, training_->sequence_tokens, {}};
+  backend::Train train{next_train_step_, training_->sequence_tokens, {}, {}};
+  for (const store::TrajectoryRecord& t : training_->done) {
+    train.trajectories.push_back(TrajectoryId(t.id));
+  }
   std::vector<double> rewards;
   for (const store::TrajectoryRecord& t : training_->done) rewards.push_back(t.reward);
   train.advantages = GroupAdvantages(rewards, config_.group_size);

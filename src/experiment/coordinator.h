@@ -67,6 +67,19 @@ struct Progress {
   int64_t generated_tokens = 0;
 };
 
+/// Where a resumed run continues (a backend that restarts from a checkpoint, not by replaying):
+/// the steps already recorded, and the counters that keep its records unique and in order.
+struct ResumeState {
+  int steps_done = 0;
+  /// When the last recorded step ended; the resumed run's times continue from there.
+  double elapsed_s = 0;
+  /// The first prompt not yet launched, and the next trajectory, event and decision ids.
+  int64_t next_prompt = 0;
+  int64_t next_trajectory = 0;
+  int64_t next_event_seq = 0;
+  int64_t next_decision_seq = 0;
+};
+
 struct CoordinatorConfig {
   int steps = 1;
   int prompts_per_step = 1;
@@ -85,6 +98,8 @@ struct CoordinatorConfig {
   /// set, a run whose throughput so far exceeds it fails: the simulator or the cost model is
   /// wrong.
   std::optional<double> throughput_bound;
+  /// Continue a recorded run at step resume->steps_done with the weights of that version.
+  std::optional<ResumeState> resume;
 };
 
 /// Totals of a finished run.
@@ -157,6 +172,8 @@ class Coordinator {
   Status OnLayout(double now);
   Status OnTurnDone(double now, const backend::TurnDone& done);
   Status OnToolDone(double now, const backend::ToolDone& done);
+  Status OnTurnFailed(double now, const backend::TurnFailed& failed);
+  Status OnInstanceHealth(double now, const backend::InstanceHealth& health);
   Status OnTrainDone(double now, const backend::TrainDone& done);
   Status OnSyncDone(double now, const backend::SyncDone& done);
   /// The instance with this id; null when the layout has none.
@@ -215,6 +232,8 @@ class Coordinator {
   int64_t trained_ = 0;                      // trajectories trained so far
   std::optional<double> rollout_busy_mark_;  // backend's rollout GPU-seconds at the last step
   int steps_done_ = 0;
+  /// Added to the backend's event times (a resumed run continues its clock).
+  double time_offset_ = 0;
   int64_t event_seq_ = 0;
   int64_t decision_seq_ = 0;
   std::vector<store::EventRecord> events_;

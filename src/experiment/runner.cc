@@ -1,6 +1,7 @@
 #include "experiment/runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 
 #include "common/strings.h"
@@ -25,6 +26,62 @@ class StoreRecorder : public Recorder {
   store::Store& store_;
   int64_t run_id_;
 };
+
+/// Resuming by replay: the steps already recorded are run again and checked against their
+/// records instead of being recorded twice; the rest are recorded.
+class ReplayRecorder : public Recorder {
+ public:
+  ReplayRecorder(store::Store& store, int64_t run_id, std::vector<store::StepRecord> recorded)
+      : inner_(store, run_id), run_id_(run_id), recorded_(std::move(recorded)) {}
+
+  Status RecordStep(const store::StepBatch& batch) override {
+    const auto index = static_cast<size_t>(batch.step.step);
+    if (index >= recorded_.size()) return inner_.RecordStep(batch);
+    const store::StepRecord& was = recorded_[index];
+    const store::StepRecord& now = batch.step;
+    if (was.trajectories != now.trajectories || was.generated_tokens != now.generated_tokens ||
+        std::abs(was.end_s - now.end_s) > 1e-6 * std::max(1.0, std::abs(was.end_s))) {
+      return Status::Internal(StrFormat(
+          "cannot resume run %lld: replaying step %d gave %d trajectories, %lld tokens, end "
+          "%.6f s; the record says %d, %lld, %.6f s (was it recorded by another libra version "
+          "or another recipe?)",
+          static_cast<long long>(run_id_), now.step, now.trajectories,
+          static_cast<long long>(now.generated_tokens), now.end_s, was.trajectories,
+          static_cast<long long>(was.generated_tokens), was.end_s));
+    }
+    return Status();
+  }
+
+ private:
+  StoreRecorder inner_;
+  int64_t run_id_;
+  std::vector<store::StepRecord> recorded_;
+};
+
+/// Where a run resumed from a checkpoint continues, from its records.
+Result<ResumeState> ResumeStateOf(store::Store& store, int64_t run_id,
+                                  const std::vector<store::StepRecord>& steps,
+                                  int prompts_per_step) {
+  ResumeState state;
+  state.steps_done = static_cast<int>(steps.size());
+  state.elapsed_s = steps.empty() ? 0 : steps.back().end_s;
+  state.next_prompt = static_cast<int64_t>(state.steps_done) * prompts_per_step;
+  LIBRA_ASSIGN_OR_RETURN(std::vector<store::TrajectoryRecord> trajectories,
+                         store.Trajectories(run_id));
+  for (const store::TrajectoryRecord& t : trajectories) {
+    state.next_prompt = std::max(state.next_prompt, t.prompt + 1);
+    state.next_trajectory = std::max(state.next_trajectory, t.id + 1);
+  }
+  LIBRA_ASSIGN_OR_RETURN(std::vector<store::EventRecord> events, store.Events(run_id));
+  for (const store::EventRecord& e : events) {
+    state.next_event_seq = std::max(state.next_event_seq, e.seq + 1);
+  }
+  LIBRA_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> decisions, store.Decisions(run_id));
+  for (const store::DecisionRecord& d : decisions) {
+    state.next_decision_seq = std::max(state.next_decision_seq, d.seq + 1);
+  }
+  return state;
+}
 
 /// Adds `d` unless its key already has a diagnostic (a field is reported once).
 void Add(recipe::Diagnostic d, std::vector<recipe::Diagnostic>* diagnostics) {
@@ -243,9 +300,31 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   if (recipe.backend == "sim" && made_workload.ok() && made_cost.ok()) {
     info.throughput_bound = PerfectBalanceBound(recipe, **made_cost, **made_workload);
   }
-  LIBRA_ASSIGN_OR_RETURN(int64_t run_id, store.BeginRun(info));
-  if (request.comparison_id) {
-    LIBRA_RETURN_IF_ERROR(store.AddToComparison(*request.comparison_id, run_id));
+  int64_t run_id = 0;
+  // A resumed run: its recorded steps, and whether the backend replays them.
+  std::vector<store::StepRecord> recorded;
+  const bool replay = recipe.backend == "sim";
+  if (request.resume_run) {
+    run_id = *request.resume_run;
+    LIBRA_ASSIGN_OR_RETURN(store::RunInfo was, store.GetRun(run_id));
+    if (was.status == store::kRunOk || was.status == store::kRunRunning) {
+      return Status::InvalidArgument(StrFormat(
+          "run %lld is %s: only an interrupted or failed run can be resumed",
+          static_cast<long long>(run_id),
+          was.status == store::kRunOk ? "complete" : "still running (or its libra was killed)"));
+    }
+    if (was.system != system.name) {
+      return Status::InvalidArgument(StrFormat("run %lld ran system '%s', not '%s'",
+                                               static_cast<long long>(run_id), was.system.c_str(),
+                                               system.name.c_str()));
+    }
+    LIBRA_ASSIGN_OR_RETURN(recorded, store.Steps(run_id));
+    LIBRA_RETURN_IF_ERROR(store.FinishRun(run_id, store::kRunRunning, "", ""));
+  } else {
+    LIBRA_ASSIGN_OR_RETURN(run_id, store.BeginRun(info));
+    if (request.comparison_id) {
+      LIBRA_RETURN_IF_ERROR(store.AddToComparison(*request.comparison_id, run_id));
+    }
   }
 
   RunOutcome outcome;
@@ -258,8 +337,17 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                                                           sched::RouterDeps{cost.get()}));
     LIBRA_ASSIGN_OR_RETURN(
         auto planner, planner::BuiltinPlanners().Create(system.planner, system.planner_options));
-    LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, *workload, *cost));
+    BackendContext context;
+    context.run_id = run_id;
+    std::optional<ResumeState> resume;
+    if (request.resume_run && !replay && !recorded.empty()) {
+      LIBRA_ASSIGN_OR_RETURN(resume,
+                             ResumeStateOf(store, run_id, recorded, recipe.rl.prompts_per_step));
+      context.start_version = resume->steps_done;
+    }
+    LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, *workload, *cost, context));
     CoordinatorConfig config;
+    config.resume = resume;
     config.steps = recipe.steps;
     config.prompts_per_step = recipe.rl.prompts_per_step;
     config.group_size = recipe.rl.group_size;
@@ -272,8 +360,13 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                         SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps));
     config.record_events = recipe.sim.record_events;
     config.throughput_bound = info.throughput_bound;
-    StoreRecorder recorder(store, run_id);
-    Coordinator coordinator(config, *workload, *router, *planner, *backend, recorder);
+    std::unique_ptr<Recorder> recorder;
+    if (request.resume_run && replay) {
+      recorder = std::make_unique<ReplayRecorder>(store, run_id, recorded);
+    } else {
+      recorder = std::make_unique<StoreRecorder>(store, run_id);
+    }
+    Coordinator coordinator(config, *workload, *router, *planner, *backend, *recorder);
     return coordinator.Run(request.interrupted, request.progress);
   };
   Result<RunSummary> summary = run();

@@ -18,10 +18,19 @@
 
 namespace libra::experiment {
 
+/// What a backend is built for.
+struct BackendContext {
+  /// The run it is recorded as.
+  int64_t run_id = 0;
+  /// The policy version it starts from: 0, or the steps done of a run resumed from a
+  /// checkpoint (the cluster backend then restarts from that version's saved weights).
+  int start_version = 0;
+};
+
 /// Builds the backend a recipe asks for (the CLI knows the concrete backends).
 using BackendFactory = std::function<Result<std::unique_ptr<backend::Backend>>(
-    const recipe::Recipe& recipe, const workload::Workload& workload,
-    const model::CostModel& cost)>;
+    const recipe::Recipe& recipe, const workload::Workload& workload, const model::CostModel& cost,
+    const BackendContext& context)>;
 
 /// Checks what the registries and the catalog know about a recipe: its GPU, model and cost model
 /// exist and accept their tables; each system's router and planner exist and accept their
@@ -64,6 +73,11 @@ struct RunRequest {
   std::optional<int64_t> comparison_id;
   std::function<bool()> interrupted;
   std::function<void(const Progress&)> progress;
+  /// Continue this recorded run (interrupted or failed) instead of starting a new one: the
+  /// simulator replays its recorded steps (deterministic for a seed; each replayed step is
+  /// checked against its record) and records the rest; the cluster backend restarts from the
+  /// checkpoint of the last recorded step. `system` must be the run's.
+  std::optional<int64_t> resume_run;
 };
 
 struct RunOutcome {

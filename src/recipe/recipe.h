@@ -104,6 +104,19 @@ struct SimSpec {
   bool operator==(const SimSpec&) const = default;
 };
 
+/// [launcher], [engine], [trainer] and [agent]: how the cluster backend (backend = "cluster")
+/// starts and drives real processes. Decoded by the cluster module, which owns their schema
+/// (docs/cluster.md); the simulator ignores them.
+struct ClusterBackendSpec {
+  OptionTable launcher;
+  OptionTable engine;
+  OptionTable trainer;
+  OptionTable agent;
+  /// The recipe's folder: relative paths and {recipe_dir} in command templates start there.
+  std::string base_dir;
+  bool operator==(const ClusterBackendSpec&) const = default;
+};
+
 /// [system] or one [[baselines]] entry: the mechanisms under test.
 struct SystemSpec {
   /// Name shown in reports; unique within a recipe. Default for [system]: "system"; for an
@@ -148,6 +161,7 @@ struct Recipe {
   WorkloadSpec workload;
   RlSpec rl;
   SimSpec sim;
+  ClusterBackendSpec cluster_backend;
   SystemSpec system;
   std::vector<SystemSpec> baselines;
 

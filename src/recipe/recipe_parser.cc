@@ -568,6 +568,10 @@ class Converter {
       t.Read("tool_concurrency", &s.tool_concurrency);
       t.Read("record_events", &s.record_events);
     });
+    top.Read("launcher", &r.cluster_backend.launcher);
+    top.Read("engine", &r.cluster_backend.engine);
+    top.Read("trainer", &r.cluster_backend.trainer);
+    top.Read("agent", &r.cluster_backend.agent);
     r.system.name = "system";
     r.system.path = "system";
     r.system.where = source_ + ":1:1";
@@ -608,6 +612,7 @@ Result<ParsedRecipe> ParseRecipe(const std::string& text, const std::string& sou
   ParsedRecipe parsed;
   parsed.recipe.source = source;
   parsed.recipe.workload.base_dir = std::filesystem::path(source).parent_path().string();
+  parsed.recipe.cluster_backend.base_dir = parsed.recipe.workload.base_dir;
   std::ostringstream effective;
   effective << root << "\n";
   parsed.recipe.effective_toml = effective.str();

@@ -58,7 +58,7 @@ class Checker {
 }  // namespace
 
 const std::vector<std::string>& KnownBackends() {
-  static const std::vector<std::string> kBackends = {"sim"};
+  static const std::vector<std::string> kBackends = {"sim", "cluster"};
   return kBackends;
 }
 

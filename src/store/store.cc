@@ -497,10 +497,17 @@ Status Store::RecordDecisions(int64_t run_id, const std::vector<DecisionRecord>&
 
 Status Store::FinishRun(int64_t run_id, const std::string& status, const std::string& error,
                         const std::string& ended_at) {
-  if (status != kRunOk && status != kRunFailed && status != kRunInterrupted) {
+  if (status != kRunOk && status != kRunFailed && status != kRunInterrupted &&
+      status != kRunRunning) {
     return Status::InvalidArgument(StrFormat(
-        "FinishRun(run %lld): status must be \"%s\", \"%s\" or \"%s\", not \"%s\"",
-        static_cast<long long>(run_id), kRunOk, kRunFailed, kRunInterrupted, status.c_str()));
+        "FinishRun(run %lld): status must be \"%s\", \"%s\", \"%s\" or \"%s\", not \"%s\"",
+        static_cast<long long>(run_id), kRunOk, kRunFailed, kRunInterrupted, kRunRunning,
+        status.c_str()));
+  }
+  if (status == kRunRunning && (!error.empty() || !ended_at.empty())) {
+    return Status::InvalidArgument(
+        StrFormat("FinishRun(run %lld): a run reopened as \"%s\" has no error and no end time",
+                  static_cast<long long>(run_id), kRunRunning));
   }
   Db& db = *impl_->db;
   LIBRA_ASSIGN_OR_RETURN(Transaction transaction,

@@ -66,7 +66,8 @@ class Store {
   Status RecordStep(int64_t run_id, const StepBatch& batch);
   /// Records decisions or events outside a step (for example the initial plan).
   Status RecordDecisions(int64_t run_id, const std::vector<DecisionRecord>& decisions);
-  /// Sets the final status (kRunOk, kRunFailed, kRunInterrupted), error text and end time.
+  /// Sets the final status (kRunOk, kRunFailed, kRunInterrupted), error text and end time;
+  /// kRunRunning (with no error and no end time) reopens a run that is being resumed.
   Status FinishRun(int64_t run_id, const std::string& status, const std::string& error,
                    const std::string& ended_at);
   /// Creates a comparison and returns its id.

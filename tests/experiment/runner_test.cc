@@ -57,8 +57,8 @@ std::vector<std::string> Validate(const std::vector<std::string>& sets) {
 }
 
 BackendFactory Sim() {
-  return [](const recipe::Recipe& r, const workload::Workload& w,
-            const model::CostModel& cost) -> Result<std::unique_ptr<backend::Backend>> {
+  return [](const recipe::Recipe& r, const workload::Workload& w, const model::CostModel& cost,
+            const BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
     return std::unique_ptr<backend::Backend>(std::make_unique<sim::ClusterSim>(r.sim, w, cost));
   };
 }
@@ -134,7 +134,8 @@ TEST(RunnerTest, FailuresAndInterruptsAreRecorded) {
   request.recipe = &r;
   request.system = &r.system;
   BackendFactory broken = [](const recipe::Recipe&, const workload::Workload&,
-                             const model::CostModel&) -> Result<std::unique_ptr<backend::Backend>> {
+                             const model::CostModel&,
+                             const BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
     return Status::Backend("test", "no backend today");
   };
   auto failed = RunSystem(**store, request, broken);
@@ -152,6 +153,44 @@ TEST(RunnerTest, FailuresAndInterruptsAreRecorded) {
   run = (*store)->GetRun(interrupted->run_id);
   ASSERT_OK(run);
   EXPECT_EQ(run->status, store::kRunInterrupted);
+}
+
+TEST(RunnerTest, AnInterruptedSimRunResumesToTheSameRecord) {
+  // Interrupted after 4 of 8 steps and resumed, a run records what an uninterrupted one does:
+  // the simulator replays the recorded steps (checked) and records the rest.
+  test::ScopedTempDir dir;
+  auto store = store::Store::Open(dir.File("r.db"));
+  ASSERT_OK(store);
+  const recipe::Recipe r = Parse(kRecipe, {"steps=8"});
+  RunRequest request;
+  request.recipe = &r;
+  request.system = &r.system;
+  auto whole = RunSystem(**store, request, Sim());
+  ASSERT_OK(whole);
+  ASSERT_OK(whole->status);
+
+  int done = 0;
+  request.progress = [&](const Progress& p) { done = p.steps_done; };
+  request.interrupted = [&] { return done >= 4; };
+  auto cut = RunSystem(**store, request, Sim());
+  ASSERT_OK(cut);
+  ASSERT_EQ(cut->status.code(), StatusCode::kInterrupted);
+  ASSERT_EQ((*store)->Steps(cut->run_id)->size(), 4u);
+
+  request.interrupted = nullptr;
+  request.resume_run = cut->run_id;
+  auto resumed = RunSystem(**store, request, Sim());
+  ASSERT_OK(resumed);
+  ASSERT_OK(resumed->status);
+  EXPECT_EQ(resumed->run_id, cut->run_id);
+  EXPECT_EQ((*store)->GetRun(cut->run_id)->status, store::kRunOk);
+  EXPECT_EQ(*(*store)->Steps(cut->run_id), *(*store)->Steps(whole->run_id));
+  EXPECT_EQ((*store)->Trajectories(cut->run_id)->size(),
+            (*store)->Trajectories(whole->run_id)->size());
+
+  // A complete run cannot be resumed.
+  auto again = RunSystem(**store, request, Sim());
+  EXPECT_EQ(again.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(RunnerTest, ComparisonRunsShareTheWorkload) {

@@ -546,7 +546,8 @@ TEST(StoreTest, FinishRunSetsStatusErrorAndEndTime) {
 }
 
 TEST(StoreTest, FinishRunRefusesBadStatusAndUnknownRun) {
-  // A status other than ok/failed/interrupted is kInvalidArgument; an unknown run is kNotFound.
+  // A status other than ok/failed/interrupted (or running, to reopen) is kInvalidArgument; an
+  // unknown run is kNotFound.
   ScopedTempDir dir;
   auto store = OpenOrDie(dir.File("libra.db"));
   ASSERT_NE(store, nullptr);
@@ -556,6 +557,12 @@ TEST(StoreTest, FinishRunRefusesBadStatusAndUnknownRun) {
   EXPECT_EQ(store->FinishRun(*id, kRunRunning, "", "t").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(store->FinishRun(*id + 100, kRunInterrupted, "", "t").code(), StatusCode::kNotFound);
   EXPECT_OK(store->FinishRun(*id, kRunInterrupted, "Ctrl-C", "t"));
+  // Reopened to be resumed: running again, with no error and no end time.
+  EXPECT_OK(store->FinishRun(*id, kRunRunning, "", ""));
+  auto run = store->GetRun(*id);
+  ASSERT_OK(run);
+  EXPECT_EQ(run->status, kRunRunning);
+  EXPECT_EQ(run->ended_at, "");
 }
 
 TEST(StoreTest, BadRunStatusIsRefusedByTheSchema) {

@@ -1,0 +1,246 @@
+#include "cluster/cluster_options.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/strings.h"
+
+namespace libra::cluster {
+namespace {
+
+using recipe::OptionReader;
+using recipe::OptionTable;
+using recipe::OptionValue;
+
+// The placeholders each template may use, besides the values every template gets.
+const std::vector<std::string> kCommon = {"recipe_dir", "run_dir", "model", "seed"};
+const std::vector<std::string> kEngine = {"port", "tp",      "gpus",    "node",
+                                          "host", "weights", "dialect", "instance"};
+const std::vector<std::string> kTrainer = {"port", "node", "host", "weights", "version", "replica"};
+const std::vector<std::string> kPrompt = {"prompt"};
+
+// Collects the problems of all four tables, so that a recipe shows every one at once.
+class Decoder {
+ public:
+  void Add(const Status& status) {
+    if (!status.ok()) errors_.push_back(status.message());
+  }
+  Status Finish() const {
+    if (errors_.empty()) return Status();
+    return Status(StatusCode::kInvalidRecipe, StrJoin(errors_, "\n"));
+  }
+
+  // A command template at `key`, using only `allowed` (and kCommon) placeholders.
+  CommandTemplate Template(OptionReader& reader, const std::string& key,
+                           const std::vector<std::string>& allowed, bool required) {
+    const std::string text = reader.String(key, "");
+    if (text.empty()) {
+      if (required) reader.Error(key, "is required (the command that starts it)");
+      return CommandTemplate();
+    }
+    Result<CommandTemplate> parsed = CommandTemplate::Parse(text);
+    if (!parsed.ok()) {
+      reader.Error(key, parsed.status().message());
+      return CommandTemplate();
+    }
+    std::vector<std::string> known = kCommon;
+    known.insert(known.end(), allowed.begin(), allowed.end());
+    for (const std::string& name : parsed->Placeholders()) {
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::sort(known.begin(), known.end());
+        reader.Error(
+            key, "unknown placeholder {" + name + "} (known here: " + StrJoin(known, ", ") + ")");
+      }
+    }
+    return *std::move(parsed);
+  }
+
+  // A table of strings at `key` (an environment).
+  std::map<std::string, std::string> StringMap(OptionReader& reader, const OptionTable& table,
+                                               const std::string& key) {
+    std::map<std::string, std::string> out;
+    if (!reader.Has(key)) return out;
+    const OptionValue* value = table.Find(key);
+    if (value->kind != OptionValue::Kind::kTable) {
+      reader.Error(key, "expected a table of strings, got " + value->KindName());
+      return out;
+    }
+    for (const recipe::OptionEntry& e : value->table) {
+      if (e.value.kind != OptionValue::Kind::kString) {
+        reader.Error(key, e.key + ": expected a string, got " + e.value.KindName());
+        continue;
+      }
+      out[e.key] = e.value.string_value;
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::string> errors_;
+};
+
+std::chrono::milliseconds Seconds(double s) {
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+}
+
+void DecodeLauncher(const recipe::Recipe& r, Decoder& d, LauncherOptions* out) {
+  const OptionTable& table = r.cluster_backend.launcher;
+  OptionReader reader(table);
+  out->kind = reader.String("kind", "local", {"local", "ssh"});
+  SshOptions& ssh = out->ssh;
+  ssh.strict_host_key_checking =
+      reader.String("strict_host_key_checking", "yes", {"yes", "accept-new", "no"});
+  ssh.known_hosts_file = reader.String("known_hosts_file", "");
+  ssh.config_file = reader.String("ssh_config", "");
+  ssh.connect_timeout = std::chrono::seconds(reader.Int("connect_timeout_s", 10, 1, 600));
+  ssh.ssh_program = reader.String("ssh_program", "ssh");
+  if (reader.Has("hosts")) {
+    const OptionValue* hosts = table.Find("hosts");
+    if (hosts->kind != OptionValue::Kind::kArray) {
+      reader.Error("hosts", "expected an array of tables ([[launcher.hosts]])");
+    } else {
+      for (size_t i = 0; i < hosts->array.size(); ++i) {
+        const OptionValue& host = hosts->array[i];
+        if (host.kind != OptionValue::Kind::kTable) {
+          reader.Error("hosts", StrFormat("hosts[%zu]: expected a table", i));
+          continue;
+        }
+        OptionTable entry{host.table, host.where, table.path + StrFormat(".hosts[%zu]", i)};
+        OptionReader h(entry);
+        HostOptions o;
+        o.ssh.host = h.String("host", "");
+        o.ssh.user = h.String("user", "");
+        o.ssh.port = static_cast<int>(h.Int("port", 0, 0, 65535));
+        o.ssh.identity_file = h.String("identity_file", "");
+        o.address = h.String("address", "");
+        if (o.ssh.host.empty() && out->kind == "ssh") h.Error("host", "is required for ssh");
+        if (!o.ssh.identity_file.empty() &&
+            std::filesystem::path(o.ssh.identity_file).is_relative()) {
+          o.ssh.identity_file =
+              (std::filesystem::path(r.cluster_backend.base_dir) / o.ssh.identity_file).string();
+        }
+        d.Add(h.Finish());
+        out->hosts.push_back(std::move(o));
+      }
+    }
+  }
+  if (out->kind == "ssh" && out->hosts.size() != static_cast<size_t>(r.cluster.nodes)) {
+    reader.Error("hosts", StrFormat("the ssh launcher needs one [[launcher.hosts]] per node: "
+                                    "%zu given, [cluster] has %d node(s)",
+                                    out->hosts.size(), r.cluster.nodes));
+  }
+  if (out->kind == "local" && !out->hosts.empty() &&
+      out->hosts.size() != static_cast<size_t>(r.cluster.nodes)) {
+    reader.Error("hosts",
+                 StrFormat("%zu hosts for %d node(s)", out->hosts.size(), r.cluster.nodes));
+  }
+  out->hosts.resize(static_cast<size_t>(std::max(0, r.cluster.nodes)));
+  for (HostOptions& host : out->hosts) {
+    if (host.address.empty()) {
+      host.address = out->kind == "ssh" ? host.ssh.host : "127.0.0.1";
+    }
+  }
+  d.Add(reader.Finish());
+}
+
+void DecodeEngine(const recipe::Recipe& r, Decoder& d, EngineOptions* out) {
+  const OptionTable& table = r.cluster_backend.engine;
+  OptionReader reader(table);
+  Result<EngineDialect> dialect = ParseEngineDialect(reader.String("dialect", "sglang"));
+  if (dialect.ok()) {
+    out->dialect = *dialect;
+  } else {
+    reader.Error("dialect", dialect.status().message());
+  }
+  out->command = d.Template(reader, "command", kEngine, true);
+  out->env = d.StringMap(reader, table, "env");
+  out->base_port = static_cast<int>(reader.Int("base_port", 18000, 1024, 65000));
+  out->health_timeout = Seconds(reader.Double("health_timeout_s", 300, 0.1, 86400));
+  out->restarts = static_cast<int>(reader.Int("restarts", 2, 0, 100));
+  out->client.model = reader.String("served_model_name", "");
+  out->client.vllm_sleep_level = static_cast<int>(reader.Int("vllm_sleep_level", 1, 1, 2));
+  out->client.control_timeout_s = reader.Double("control_timeout_s", 600, 0.1, 86400);
+  out->max_tokens_per_turn = static_cast<int>(reader.Int("max_tokens_per_turn", 512, 1, 1 << 20));
+  out->max_context_tokens = reader.Int("max_context_tokens", 32768, 2, int64_t{1} << 30);
+  out->temperature = reader.Double("temperature", 1.0, 0, 100);
+  out->top_p = reader.Double("top_p", 1.0, 0, 1);
+  out->turn_timeout_s = reader.Double("turn_timeout_s", 600, 0, 86400);
+  d.Add(reader.Finish());
+}
+
+void DecodeTrainer(const recipe::Recipe& r, Decoder& d, TrainerOptions* out) {
+  const OptionTable& table = r.cluster_backend.trainer;
+  OptionReader reader(table);
+  out->command = d.Template(reader, "command", kTrainer, true);
+  out->initial_weights = reader.String("initial_weights", "");
+  if (out->initial_weights.empty()) {
+    reader.Error("initial_weights", "is required (the weights the trainer starts from)");
+  } else if (std::filesystem::path(out->initial_weights).is_relative()) {
+    out->initial_weights =
+        std::filesystem::absolute(std::filesystem::path(r.cluster_backend.base_dir) /
+                                  out->initial_weights)
+            .lexically_normal()
+            .string();
+  }
+  out->policy_name = reader.String("policy_name", "policy.pt");
+  if (out->policy_name.empty() || out->policy_name.find('/') != std::string::npos) {
+    reader.Error("policy_name", "must be a file or folder name, without '/'");
+  }
+  out->has_prepare_command = reader.Has("prepare_command");
+  out->prepare_command = d.Template(reader, "prepare_command", {"weights", "node", "host"}, false);
+  out->env = d.StringMap(reader, table, "env");
+  out->node = static_cast<int>(reader.Int("node", 0, 0, std::max(0, r.cluster.nodes - 1)));
+  out->port = static_cast<int>(reader.Int("port", 18100, 1024, 65535));
+  out->health_timeout = Seconds(reader.Double("health_timeout_s", 300, 0.1, 86400));
+  out->restarts = static_cast<int>(reader.Int("restarts", 1, 0, 100));
+  out->weight_sync = reader.String("weight_sync", "disk", {"disk", "distributed"});
+  out->group_backend = reader.String("group_backend", "nccl", {"nccl", "gloo"});
+  out->master_port = static_cast<int>(reader.Int("master_port", 18200, 1024, 65535));
+  out->step_timeout_s = reader.Double("step_timeout_s", 0, 0, 86400 * 7);
+  d.Add(reader.Finish());
+}
+
+void DecodeAgent(const recipe::Recipe& r, Decoder& d, AgentOptions* out) {
+  const OptionTable& table = r.cluster_backend.agent;
+  OptionReader reader(table);
+  out->prompt_command = d.Template(reader, "prompt_command", kPrompt, true);
+  out->tool_command = d.Template(reader, "tool_command", {}, true);
+  out->reward_command = d.Template(reader, "reward_command", {}, true);
+  for (int64_t id : reader.IntList("stop_token_ids", {}, 0, (int64_t{1} << 31) - 1)) {
+    out->stop_token_ids.push_back(static_cast<TokenId>(id));
+  }
+  out->tool_call_token =
+      static_cast<TokenId>(reader.Int("tool_call_token", 0, 0, (int64_t{1} << 31) - 1));
+  if (!reader.Has("tool_call_token")) {
+    reader.Error("tool_call_token", "is required (the token that ends a tool call)");
+  }
+  out->tool_name = reader.String("tool_name", "tool");
+  out->max_turns = static_cast<int>(reader.Int("max_turns", 16, 1, 10000));
+  SandboxLimits& limits = out->limits;
+  limits.timeout_s = reader.Double("tool_timeout_s", limits.timeout_s, 0.01, 86400);
+  limits.cpu_seconds = static_cast<int>(reader.Int("tool_cpu_s", limits.cpu_seconds, 0, 86400));
+  limits.memory_bytes = reader.Int("tool_memory_mb", limits.memory_bytes >> 20, 0, 1 << 24) << 20;
+  out->env = d.StringMap(reader, table, "env");
+  d.Add(reader.Finish());
+}
+
+}  // namespace
+
+Result<ClusterOptions> DecodeClusterOptions(const recipe::Recipe& recipe) {
+  ClusterOptions options;
+  Decoder decoder;
+  DecodeLauncher(recipe, decoder, &options.launcher);
+  DecodeEngine(recipe, decoder, &options.engine);
+  DecodeTrainer(recipe, decoder, &options.trainer);
+  DecodeAgent(recipe, decoder, &options.agent);
+  LIBRA_RETURN_IF_ERROR(decoder.Finish());
+  std::filesystem::path dir = recipe.cluster_backend.base_dir.empty()
+                                  ? std::filesystem::current_path()
+                                  : std::filesystem::absolute(recipe.cluster_backend.base_dir);
+  options.values["recipe_dir"] = dir.lexically_normal().string();
+  options.values["model"] = recipe.model.name;
+  options.values["seed"] = std::to_string(recipe.seed);
+  return options;
+}
+
+}  // namespace libra::cluster

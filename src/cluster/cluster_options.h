@@ -1,0 +1,130 @@
+// ClusterOptions: the cluster backend's recipe tables ([launcher], [engine], [trainer], [agent]),
+// decoded and checked. The recipe module hands them over as option tables; this file owns their
+// schema, defaults and messages (docs/cluster.md, "Recipe tables", lists every key).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cluster/command.h"
+#include "cluster/engine_client.h"
+#include "cluster/launcher.h"
+#include "cluster/protocol.h"
+#include "cluster/sandbox.h"
+#include "common/status.h"
+#include "recipe/recipe.h"
+
+namespace libra::cluster {
+
+/// One node of [launcher]: how to reach it.
+struct HostOptions {
+  /// ssh destination (launcher "ssh"); unused by the local launcher.
+  SshTarget ssh{};
+  /// The address libra reaches the node's engines and trainer at. Default: the ssh host, or
+  /// 127.0.0.1 for the local launcher.
+  std::string address;
+};
+
+struct LauncherOptions {
+  /// "local" or "ssh". Default: "local".
+  std::string kind = "local";
+  /// One per recipe node ([cluster] nodes), in node order; the local launcher runs every node on
+  /// this machine.
+  std::vector<HostOptions> hosts{};
+  SshOptions ssh{};
+};
+
+struct EngineOptions {
+  EngineDialect dialect = EngineDialect::kSglang;
+  /// The engine's command; placeholders in docs/cluster.md.
+  CommandTemplate command{};
+  /// Extra environment of every engine (CUDA_VISIBLE_DEVICES is set from its GPUs).
+  std::map<std::string, std::string> env{};
+  /// Engines listen on base_port, base_port + 1, ... in launch order. Default: 18000.
+  int base_port = 18000;
+  /// How long an engine may take to answer its health check. Default: 300 s.
+  std::chrono::milliseconds health_timeout{300000};
+  /// Times an engine that died is started again before it is dropped. Default: 2.
+  int restarts = 2;
+  EngineClientOptions client{};
+  /// Tokens a turn may generate at most. Default: 512.
+  int max_tokens_per_turn = 512;
+  /// A trajectory's context limit (the engine's max model length). Default: 32768.
+  int64_t max_context_tokens = 32768;
+  double temperature = 1.0;
+  double top_p = 1.0;
+  /// Timeout of one turn's request; 0 means none. Default: 600 s.
+  double turn_timeout_s = 600;
+};
+
+struct TrainerOptions {
+  CommandTemplate command{};
+  /// The weights the trainer starts from ({weights} of its first start); relative to the recipe's
+  /// folder. Required.
+  std::string initial_weights;
+  /// Run once before the trainer's first start when initial_weights does not exist yet, to make
+  /// it (e.g. a supervised warm start); {weights} is initial_weights. Default: none.
+  CommandTemplate prepare_command{};
+  bool has_prepare_command = false;
+  /// Name, inside the run's weights/ folder, of the synced weights the engines load ({weights}
+  /// of an engine): a file, or a folder for engines that load a model directory (vLLM). Every
+  /// version's checkpoint is v<k> with the same extension. Default: "policy.pt".
+  std::string policy_name = "policy.pt";
+  std::map<std::string, std::string> env{};
+  /// The node it runs on. Default: 0.
+  int node = 0;
+  /// Default: 18100.
+  int port = 18100;
+  std::chrono::milliseconds health_timeout{300000};
+  /// Times a trainer that died is started again (from the last checkpoint). Default: 1.
+  int restarts = 1;
+  /// "disk" (save, then every engine reloads) or "distributed" (a broadcast from the trainer in a
+  /// process group with the engines). Default: "disk".
+  std::string weight_sync = "disk";
+  /// The group's backend for "distributed": "nccl" on GPUs, "gloo" on CPUs. Default: "nccl".
+  std::string group_backend = "nccl";
+  /// Where the trainer listens for the group's rendezvous. Default: 18200.
+  int master_port = 18200;
+  /// Timeout of one train step; 0 means none. Default: 0.
+  double step_timeout_s = 0;
+};
+
+struct AgentOptions {
+  /// Prints a prompt's token ids ({"tokens": [...]}); placeholders {prompt} and {seed}.
+  CommandTemplate prompt_command{};
+  /// Runs the tool the last turn called: JSON on stdin, {"tokens", "status"} on stdout.
+  CommandTemplate tool_command{};
+  /// Scores a finished trajectory: JSON on stdin, {"reward"} on stdout.
+  CommandTemplate reward_command{};
+  /// Tokens that end a turn besides the model's EOS.
+  std::vector<TokenId> stop_token_ids{};
+  /// A turn that ends with this token calls the tool.
+  TokenId tool_call_token = 0;
+  /// The tool's name in records and for the router. Default: "tool".
+  std::string tool_name = "tool";
+  /// Turns per trajectory at most; a trajectory still calling tools then is truncated.
+  /// Default: 16.
+  int max_turns = 16;
+  /// Limits of the tool and reward subprocesses.
+  SandboxLimits limits{};
+  /// Extra environment of the tool and reward subprocesses (nothing else is inherited but
+  /// PATH, HOME and the locale).
+  std::map<std::string, std::string> env{};
+};
+
+struct ClusterOptions {
+  LauncherOptions launcher{};
+  EngineOptions engine{};
+  TrainerOptions trainer{};
+  AgentOptions agent{};
+  /// Values every command template may use: {recipe_dir}, {model}, {seed}.
+  std::map<std::string, std::string> values{};
+};
+
+/// Decodes and checks the recipe's cluster tables against its [cluster] (hosts per node,
+/// placeholders of every template). kInvalidRecipe listing every problem with its location.
+Result<ClusterOptions> DecodeClusterOptions(const recipe::Recipe& recipe);
+
+}  // namespace libra::cluster

@@ -1,0 +1,214 @@
+// The cluster backend end to end on CPU: recipes/cpu-local.toml with the real
+// workers (tiny LM engines, GRPO trainer, the toy tool task) through the
+// coordinator, recorded in a store. Slow for a unit test (seconds per run), so
+// each test runs a few steps only. Skipped where /usr/bin/python3 cannot import
+// torch.
+#include "cluster/cluster_backend.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "cluster/cluster_test_util.h"
+#include "experiment/runner.h"
+#include "gtest/gtest.h"
+#include "recipe/recipe_parser.h"
+#include "store/store.h"
+#include "support/python_workers.h"
+#include "support/test_util.h"
+
+namespace libra::test {
+namespace {
+
+// The warm-started weights, made once per machine by the recipe's
+// prepare_command (about 20 s) and shared by every test.
+std::string WarmStart() {
+  return (std::filesystem::temp_directory_path() / "libra-test-toy-warm-start-s0.pt").string();
+}
+
+// Overrides that make recipes/cpu-local.toml a short test run on free ports;
+// `trainer_port` receives the trainer's.
+std::vector<std::string> TestOverrides(int steps, int* trainer_port = nullptr) {
+  const int engine_port = FreePort();
+  const int trainer = FreePort();
+  if (trainer_port != nullptr) *trainer_port = trainer;
+  return {"steps=" + std::to_string(steps), "trainer.initial_weights=\"" + WarmStart() + "\"",
+          "engine.base_port=" + std::to_string(engine_port),
+          "trainer.port=" + std::to_string(trainer)};
+}
+
+// Every process whose command line mentions `needle`.
+std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadIfExists(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    const pid_t pid = std::stoi(name);
+    if (pid != getpid() && cmdline.find(needle) != std::string::npos && IsAlive(pid)) {
+      found.push_back(pid);
+    }
+  }
+  return found;
+}
+
+class ClusterBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = WorkersUnavailable()) GTEST_SKIP() << *why;
+  }
+
+  recipe::Recipe Recipe(int steps) {
+    std::vector<std::string> overrides = TestOverrides(steps);
+    auto parsed = recipe::ParseRecipeFile(SourcePath("recipes/cpu-local.toml"), overrides);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    EXPECT_TRUE(parsed->diagnostics.empty())
+        << recipe::DiagnosticsToStatus(parsed->diagnostics).message();
+    return parsed->recipe;
+  }
+
+  ScopedTempDir dir_;
+};
+
+TEST_F(ClusterBackendTest, CpuLocalRunsEndToEndAndRecordsEverything) {
+  // libra run on the CPU recipe: multi-turn tool use, C-MLFQ moves, a role
+  // switch, weight syncs and real rewards, all in the store.
+  std::vector<std::string> args = {"run", SourcePath("recipes/cpu-local.toml"), "--db",
+                                   dir_.File("r.db")};
+  for (const std::string& o : TestOverrides(3)) {
+    args.push_back("--set");
+    args.push_back(o);
+  }
+  const CommandResult r = RunLibra(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  auto store = store::Store::Open(dir_.File("r.db"));
+  ASSERT_TRUE(store.ok());
+  auto steps = (*store)->Steps(1);
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 3u);
+  for (const store::StepRecord& s : *steps) EXPECT_EQ(s.trajectories, 8 * 4);
+  auto trajectories = (*store)->Trajectories(1);
+  ASSERT_TRUE(trajectories.ok());
+  int with_tools = 0, moved = 0;
+  for (const store::TrajectoryRecord& t : *trajectories) {
+    EXPECT_GE(t.reward, 0.0);
+    EXPECT_LE(t.reward, 1.0);
+    // The prompt's real length: BOS KEYS k1 [k2] GO.
+    EXPECT_GE(t.prompt_tokens, 4);
+    EXPECT_LE(t.prompt_tokens, 5);
+    with_tools += t.tool_calls > 0;
+    moved += t.migrations > 0;
+  }
+  EXPECT_GT(with_tools, 0) << "no trajectory called the tool";
+  EXPECT_GT(moved, 0) << "C-MLFQ moved no trajectory between instances";
+  auto events = (*store)->Events(1);
+  ASSERT_TRUE(events.ok());
+  std::multiset<std::string> kinds;
+  for (const store::EventRecord& e : *events) kinds.insert(e.kind);
+  EXPECT_GT(kinds.count("lend"), 0u);
+  EXPECT_GT(kinds.count("switch"), 0u) << "no role switch of real processes";
+  EXPECT_GT(kinds.count("sync"), 0u);
+  EXPECT_EQ(kinds.count("fault"), 0u);
+  // Every process is gone.
+  EXPECT_TRUE(Eventually([&] { return ProcessesMentioning(dir_.path().string()).empty(); }))
+      << "left behind: " << ProcessesMentioning(dir_.path().string()).size();
+}
+
+TEST_F(ClusterBackendTest, KillingAnEngineMidRunLosesNoTrajectory) {
+  // SIGKILL the engine of instance 0 after the first step, while the next steps
+  // roll out: its turns go back to the router, it is restarted, and every step
+  // still trains whole groups.
+  const recipe::Recipe recipe = Recipe(3);
+  auto store = store::Store::Open(dir_.File("r.db"));
+  ASSERT_TRUE(store.ok());
+  cluster::ClusterBackend* backend = nullptr;
+  experiment::BackendFactory factory =
+      [&](const recipe::Recipe& r, const workload::Workload&, const model::CostModel&,
+          const experiment::BackendContext& context) -> Result<std::unique_ptr<backend::Backend>> {
+    LIBRA_ASSIGN_OR_RETURN(cluster::ClusterOptions options, cluster::DecodeClusterOptions(r));
+    LIBRA_ASSIGN_OR_RETURN(
+        auto made, cluster::ClusterBackend::Create(
+                       r, std::move(options), dir_.File("runs/" + std::to_string(context.run_id))));
+    backend = made.get();
+    return std::unique_ptr<backend::Backend>(std::move(made));
+  };
+  bool killed = false;
+  experiment::RunRequest request;
+  request.recipe = &recipe;
+  request.system = &recipe.system;
+  request.progress = [&](const experiment::Progress& p) {
+    if (p.steps_done != 1 || killed) return;
+    const std::optional<pid_t> pid = backend->EnginePid(InstanceId(0));
+    ASSERT_TRUE(pid.has_value());
+    ASSERT_EQ(kill(*pid, SIGKILL), 0);
+    killed = true;
+  };
+  auto outcome = experiment::RunSystem(**store, request, factory);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  ASSERT_TRUE(outcome->status.ok()) << outcome->status.message();
+  EXPECT_TRUE(killed);
+  auto steps = (*store)->Steps(outcome->run_id);
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 3u);
+  for (const store::StepRecord& s : *steps) EXPECT_EQ(s.trajectories, 8 * 4);
+  auto events = (*store)->Events(outcome->run_id);
+  ASSERT_TRUE(events.ok());
+  std::multiset<std::string> kinds;
+  for (const store::EventRecord& e : *events) kinds.insert(e.kind);
+  EXPECT_GT(kinds.count("fault"), 0u);
+  EXPECT_GT(kinds.count("restart"), 0u);
+  EXPECT_GT(kinds.count("instance-down"), 0u);
+  EXPECT_GT(kinds.count("instance-up"), 0u);
+}
+
+TEST_F(ClusterBackendTest, CtrlCLeavesNoProcessBehind) {
+  // SIGINT once the engines serve: libra exits 130, records the run as
+  // interrupted, and every process it started is gone.
+  std::vector<std::string> argv = {LIBRA_BINARY, "run", SourcePath("recipes/cpu-local.toml"),
+                                   "--db", dir_.File("r.db")};
+  int trainer_port = 0;
+  for (const std::string& o : TestOverrides(50, &trainer_port)) {
+    argv.push_back("--set");
+    argv.push_back(o);
+  }
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    freopen("/dev/null", "w", stdout);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  const std::string run_dir = dir_.File("runs/1");
+  // Engines run once they log that they listen.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return ReadIfExists(run_dir + "/logs/engine-1.out").find("listening") != std::string::npos;
+      },
+      std::chrono::seconds(120)))
+      << ReadIfExists(run_dir + "/logs/trainer.err");
+  ASSERT_FALSE(ProcessesMentioning(run_dir).empty());
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_TRUE(ProcessesMentioning(run_dir).empty());
+  EXPECT_TRUE(ProcessesMentioning("--port " + std::to_string(trainer_port)).empty());
+  auto store = store::Store::Open(dir_.File("r.db"));
+  ASSERT_TRUE(store.ok());
+  auto run = (*store)->GetRun(1);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->status, store::kRunInterrupted);
+}
+
+}  // namespace
+}  // namespace libra::test
