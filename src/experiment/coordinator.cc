@@ -66,6 +66,11 @@ Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
     decision_seq_ = r.next_decision_seq;
     time_offset_ = r.elapsed_s;
     step_start_ = trainer_free_since_ = r.elapsed_s;
+    // The modelled skill drives simulated rewards only; a backend resumed from a checkpoint
+    // measures its rewards, so the skipped steps add no modelled samples.
+    for (int step = 0; step < r.steps_done; ++step) {
+      skill_.RecordStep(step, {}, config_.staleness);
+    }
   }
   LIBRA_ASSIGN_OR_RETURN(planner::Plan plan, planner_.Initial(config_.plan));
   if (plan.layout.instances.empty()) {

@@ -72,6 +72,21 @@ class ClusterBackendTest : public ::testing::Test {
     return parsed->recipe;
   }
 
+  // Builds cluster backends with their files under the test's folder; `*made` is the last.
+  experiment::BackendFactory Factory(cluster::ClusterBackend** made) {
+    return [this, made](const recipe::Recipe& r, const workload::Workload&, const model::CostModel&,
+                        const experiment::BackendContext& context)
+               -> Result<std::unique_ptr<backend::Backend>> {
+      LIBRA_ASSIGN_OR_RETURN(cluster::ClusterOptions options, cluster::DecodeClusterOptions(r));
+      LIBRA_ASSIGN_OR_RETURN(auto backend, cluster::ClusterBackend::Create(
+                                               r, std::move(options),
+                                               dir_.File("runs/" + std::to_string(context.run_id)),
+                                               context.start_version));
+      *made = backend.get();
+      return std::unique_ptr<backend::Backend>(std::move(backend));
+    };
+  }
+
   ScopedTempDir dir_;
 };
 
@@ -128,16 +143,6 @@ TEST_F(ClusterBackendTest, KillingAnEngineMidRunLosesNoTrajectory) {
   auto store = store::Store::Open(dir_.File("r.db"));
   ASSERT_TRUE(store.ok());
   cluster::ClusterBackend* backend = nullptr;
-  experiment::BackendFactory factory =
-      [&](const recipe::Recipe& r, const workload::Workload&, const model::CostModel&,
-          const experiment::BackendContext& context) -> Result<std::unique_ptr<backend::Backend>> {
-    LIBRA_ASSIGN_OR_RETURN(cluster::ClusterOptions options, cluster::DecodeClusterOptions(r));
-    LIBRA_ASSIGN_OR_RETURN(
-        auto made, cluster::ClusterBackend::Create(
-                       r, std::move(options), dir_.File("runs/" + std::to_string(context.run_id))));
-    backend = made.get();
-    return std::unique_ptr<backend::Backend>(std::move(made));
-  };
   bool killed = false;
   experiment::RunRequest request;
   request.recipe = &recipe;
@@ -149,7 +154,7 @@ TEST_F(ClusterBackendTest, KillingAnEngineMidRunLosesNoTrajectory) {
     ASSERT_EQ(kill(*pid, SIGKILL), 0);
     killed = true;
   };
-  auto outcome = experiment::RunSystem(**store, request, factory);
+  auto outcome = experiment::RunSystem(**store, request, Factory(&backend));
   ASSERT_TRUE(outcome.ok()) << outcome.status().message();
   ASSERT_TRUE(outcome->status.ok()) << outcome->status.message();
   EXPECT_TRUE(killed);
@@ -165,6 +170,73 @@ TEST_F(ClusterBackendTest, KillingAnEngineMidRunLosesNoTrajectory) {
   EXPECT_GT(kinds.count("restart"), 0u);
   EXPECT_GT(kinds.count("instance-down"), 0u);
   EXPECT_GT(kinds.count("instance-up"), 0u);
+}
+
+TEST_F(ClusterBackendTest, ATrainerThatDiesIsRestartedFromItsCheckpoint) {
+  // SIGKILL the trainer after the first step: it is restarted from the checkpoint of the version
+  // it held, the step in flight is sent again, and the run completes with every step.
+  const recipe::Recipe recipe = Recipe(3);
+  auto store = store::Store::Open(dir_.File("r.db"));
+  ASSERT_TRUE(store.ok());
+  cluster::ClusterBackend* backend = nullptr;
+  bool killed = false;
+  experiment::RunRequest request;
+  request.recipe = &recipe;
+  request.system = &recipe.system;
+  request.progress = [&](const experiment::Progress& p) {
+    if (p.steps_done != 1 || killed) return;
+    const std::optional<pid_t> pid = backend->TrainerPid();
+    ASSERT_TRUE(pid.has_value());
+    ASSERT_EQ(kill(*pid, SIGKILL), 0);
+    killed = true;
+  };
+  auto outcome = experiment::RunSystem(**store, request, Factory(&backend));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  ASSERT_TRUE(outcome->status.ok()) << outcome->status.message();
+  EXPECT_TRUE(killed);
+  EXPECT_EQ((*store)->Steps(outcome->run_id)->size(), 3u);
+  auto events = (*store)->Events(outcome->run_id);
+  ASSERT_TRUE(events.ok());
+  std::multiset<std::string> kinds;
+  for (const store::EventRecord& e : *events) kinds.insert(e.kind);
+  EXPECT_GT(kinds.count("fault"), 0u);
+  EXPECT_GT(kinds.count("restart"), 0u);
+}
+
+TEST_F(ClusterBackendTest, AnInterruptedRunResumesFromItsLastCheckpoint) {
+  // Interrupted after 2 of 4 steps, the run goes on from step 2 with the trainer restarted from
+  // weights/v2 and ends with 4 steps recorded, their times continuing.
+  const recipe::Recipe recipe = Recipe(4);
+  auto store = store::Store::Open(dir_.File("r.db"));
+  ASSERT_TRUE(store.ok());
+  cluster::ClusterBackend* backend = nullptr;
+  int done = 0;
+  experiment::RunRequest request;
+  request.recipe = &recipe;
+  request.system = &recipe.system;
+  request.progress = [&](const experiment::Progress& p) { done = p.steps_done; };
+  request.interrupted = [&] { return done >= 2; };
+  auto cut = experiment::RunSystem(**store, request, Factory(&backend));
+  ASSERT_TRUE(cut.ok()) << cut.status().message();
+  ASSERT_EQ(cut->status.code(), StatusCode::kInterrupted) << cut->status.message();
+  ASSERT_EQ((*store)->Steps(cut->run_id)->size(), 2u);
+
+  request.interrupted = nullptr;
+  request.resume_run = cut->run_id;
+  auto resumed = experiment::RunSystem(**store, request, Factory(&backend));
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  ASSERT_TRUE(resumed->status.ok()) << resumed->status.message();
+  auto steps = (*store)->Steps(cut->run_id);
+  ASSERT_EQ(steps->size(), 4u);
+  for (size_t i = 0; i < steps->size(); ++i) {
+    EXPECT_EQ((*steps)[i].step, static_cast<int>(i));
+    EXPECT_EQ((*steps)[i].policy_version, static_cast<int>(i));
+    if (i > 0) {
+      EXPECT_GT((*steps)[i].end_s, (*steps)[i - 1].end_s);
+    }
+  }
+  EXPECT_EQ((*store)->Trajectories(cut->run_id)->size(), 4u * 8 * 4);
+  EXPECT_EQ((*store)->GetRun(cut->run_id)->status, store::kRunOk);
 }
 
 TEST_F(ClusterBackendTest, CtrlCLeavesNoProcessBehind) {
