@@ -140,7 +140,11 @@ Result<ProcessSpec> ClusterBackend::MakeSpec(int node, const std::string& name,
   LIBRA_ASSIGN_OR_RETURN(spec.argv, command.Expand(values));
   spec.env = std::move(env);
   spec.log_dir = run_dir_ + "/logs";
-  return launchers_.at(static_cast<size_t>(node))->Wrap(spec);
+  LIBRA_ASSIGN_OR_RETURN(ProcessSpec wrapped, launchers_.at(static_cast<size_t>(node))->Wrap(spec));
+  // Even if libra crashes, no engine or trainer outlives it (over ssh: the ssh client, whose
+  // end stops the remote process group).
+  wrapped.die_with_libra = true;
+  return wrapped;
 }
 
 std::string ClusterBackend::LogHint(const std::string& name) const {

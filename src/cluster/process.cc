@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -145,6 +146,8 @@ struct ChildSetup {
   std::vector<std::pair<int, rlimit>> limits;
   // Above every fd of ours (for closing them where close_range is missing).
   int max_fd = 0;
+  // SIGTERM to the child when `parent` (libra) dies; 0: no parent-death signal.
+  pid_t parent = 0;
 };
 
 std::vector<std::pair<int, rlimit>> Rlimits(const ProcessLimits& limits) {
@@ -215,7 +218,7 @@ Result<pid_t> PosixSpawnChild(const ProcessSpec& spec, const ChildSetup& setup) 
 // have held a lock at the fork. It reports a failed step to the parent through a close-on-exec
 // pipe, so that Spawn fails exactly when posix_spawn would: end-of-file means the exec happened.
 // The cost over posix_spawn is fork's copy of libra's page tables, small for the controller.
-enum ChildStep { kSetGroup, kRedirect, kChdir, kSetLimits, kExec };
+enum ChildStep { kSetGroup, kRedirect, kChdir, kSetLimits, kDeathSignal, kExec };
 struct ChildFailure {
   int step = 0;
   int error = 0;
@@ -231,6 +234,8 @@ const char* ChildStepName(int step) {
       return "cannot enter its working directory: ";
     case kSetLimits:
       return "cannot set its resource limits: ";
+    case kDeathSignal:
+      return "cannot set its parent-death signal: ";
     default:
       return "";
   }
@@ -258,6 +263,11 @@ void CloseFdsFrom(int first, int keep, int max_fd) {
     _exit(127);
   };
   if (setpgid(0, 0) != 0) fail(kSetGroup);
+  if (setup.parent != 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) fail(kDeathSignal);
+    // libra died before the signal was armed: the signal will never come.
+    if (getppid() != setup.parent) _exit(127);
+  }
   // Every signal at its default disposition, even one libra ignores (SIGPIPE). This fails,
   // harmlessly, for SIGKILL, SIGSTOP and glibc's own signals.
   struct sigaction default_action {};
@@ -414,8 +424,11 @@ Result<Spawned> SpawnChild(const ProcessSpec& spec) {
   setup.max_fd = open_files.rlim_cur == RLIM_INFINITY
                      ? 65536
                      : static_cast<int>(std::min<rlim_t>(open_files.rlim_cur, INT32_MAX));
-  LIBRA_ASSIGN_OR_RETURN(const pid_t pid, setup.limits.empty() ? PosixSpawnChild(spec, setup)
-                                                               : ForkChild(spec, setup));
+  if (spec.die_with_libra) setup.parent = getpid();
+  // posix_spawn has no hook for limits or the parent-death signal: those children are forked.
+  LIBRA_ASSIGN_OR_RETURN(const pid_t pid, setup.limits.empty() && setup.parent == 0
+                                              ? PosixSpawnChild(spec, setup)
+                                              : ForkChild(spec, setup));
   return Spawned{pid, std::move(stdin_write)};
 }
 

@@ -82,6 +82,11 @@ struct ProcessSpec {
   std::string stdin_file;
   /// Default: no limits.
   ProcessLimits limits{};
+  /// The child gets SIGTERM if libra dies without stopping it (a crash, SIGKILL): Linux's
+  /// parent-death signal, set before the exec. Covers the child itself, not what it starts
+  /// (which its own SIGTERM handling must stop), and is cleared if the child changes its
+  /// credentials (setuid programs). Default: false.
+  bool die_with_libra = false;
   /// Default: SIGTERM.
   StopBy stop_by = StopBy::kSigterm;
   bool operator==(const ProcessSpec&) const = default;

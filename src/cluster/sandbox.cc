@@ -194,6 +194,7 @@ void Sandbox::Run(const SandboxCall& call, Callback done) {
   spec.limits.address_space_bytes = call.limits.memory_bytes;
   spec.limits.open_files = call.limits.open_files;
   spec.limits.file_size_bytes = call.limits.file_size_bytes;
+  spec.die_with_libra = true;
   const Result<ProcessId> process =
       processes_->Spawn(spec, [this, id](const ExitStatus& status) { OnExit(id, status); });
   if (!process.ok()) return FailLater(id, process.status());

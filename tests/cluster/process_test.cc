@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -285,6 +286,39 @@ TEST_F(ProcessSetTest, KillStopsOneChildAtOnceWithoutItsCallback) {
   processes_->Stop(other, milliseconds(2000));
   EXPECT_EQ(RunToExit(other).signal, SIGTERM);
   EXPECT_FALSE(exits_[static_cast<size_t>(doomed.value)].has_value());
+}
+
+TEST(ProcessDieWithLibraTest, AChildOfACrashedLibraIsTerminated) {
+  // A "libra" (a forked copy of this test) starts `sleep 300` with die_with_libra and dies
+  // without stopping it, as a crash would: the kernel sends the child SIGTERM.
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t libra = fork();
+  ASSERT_GE(libra, 0);
+  if (libra == 0) {
+    close(fds[0]);
+    auto loop = EventLoop::Create();
+    if (!loop.ok()) _exit(2);
+    auto* processes = new ProcessSet(loop->get());  // never destroyed: a crash
+    ProcessSpec spec;
+    spec.name = "orphan";
+    spec.argv = {"sleep", "300"};
+    spec.die_with_libra = true;
+    Result<ProcessId> id = processes->Spawn(spec, [](const ExitStatus&) {});
+    const pid_t child = id.ok() ? processes->pid(*id).value_or(0) : 0;
+    if (write(fds[1], &child, sizeof child) != sizeof child) _exit(3);
+    _exit(0);
+  }
+  close(fds[1]);
+  pid_t child = 0;
+  ASSERT_EQ(read(fds[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(libra, &status, 0), libra);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(test::Eventually([&] { return !test::IsAlive(child); }))
+      << "pid " << child << " outlived its libra";
+  if (test::IsAlive(child)) kill(child, SIGKILL);
 }
 
 TEST_F(ProcessSetTest, MissingProgramIsAClearError) {
