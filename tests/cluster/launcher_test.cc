@@ -1,9 +1,6 @@
 #include "cluster/launcher.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <pwd.h>
-#include <sys/socket.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +10,7 @@
 
 #include "cluster/cluster_test_util.h"
 #include "common/strings.h"
+#include "support/private_sshd.h"
 #include "support/test_util.h"
 
 namespace libra::cluster {
@@ -23,10 +21,6 @@ using test::Eventually;
 using test::IsAlive;
 using test::ReadIfExists;
 using Clock = EventLoop::Clock;
-
-constexpr const char* kSshd = "/usr/sbin/sshd";
-// sshd running as root insists on its compiled-in privilege-separation folder.
-constexpr const char* kPrivsepDir = "/run/sshd";
 
 bool Contains(const std::vector<std::string>& argv, const std::string& word) {
   return std::find(argv.begin(), argv.end(), word) != argv.end();
@@ -115,19 +109,24 @@ TEST(LauncherSshArgvTest, RefusesTargetsThatCouldBeReadAsOptions) {
   }
 }
 
-// Starts a private sshd on a free port of 127.0.0.1 for the suite, with a generated host key and
-// an authorized client key, logging in as the current user. Tests are skipped (with the reason)
-// when sshd is not installed or cannot start here.
+// A private sshd (support/private_sshd.h) for the suite, logging in as the current user. Tests
+// are skipped (with the reason) when sshd is not installed or cannot start here.
 class LauncherSshTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    skip_reason_ = StartSshd();
-    if (!skip_reason_.empty()) TearDownTestSuite();
+    dir_ = std::make_unique<test::ScopedTempDir>();
+    auto sshd = test::PrivateSshd::Start(dir_->File("sshd"));
+    if (sshd.ok()) {
+      sshd_ = std::move(sshd).value();
+      skip_reason_.clear();
+    } else {
+      skip_reason_ = sshd.status().ToString();
+      TearDownTestSuite();
+    }
   }
 
   static void TearDownTestSuite() {
     sshd_.reset();
-    sshd_loop_.reset();
     dir_.reset();
   }
 
@@ -143,21 +142,9 @@ class LauncherSshTest : public ::testing::Test {
     logs_.reset();
   }
 
-  static SshTarget Target() {
-    const passwd* user = getpwuid(geteuid());
-    return SshTarget{.host = "127.0.0.1",
-                     .user = user != nullptr ? user->pw_name : "",
-                     .port = port_,
-                     .identity_file = dir_->File("client_key")};
-  }
+  static SshTarget Target() { return sshd_->Target(); }
 
-  static SshOptions Options() {
-    SshOptions options;
-    options.known_hosts_file = dir_->File("known_hosts");
-    options.config_file = "/dev/null";
-    options.remote_grace = std::chrono::seconds(1);
-    return options;
-  }
+  static SshOptions Options() { return sshd_->Options(); }
 
   static std::unique_ptr<SshLauncher> MakeLauncher(SshOptions options = Options()) {
     auto launcher = SshLauncher::Create(Target(), options);
@@ -181,105 +168,16 @@ class LauncherSshTest : public ::testing::Test {
   }
 
   // Logins sshd has accepted so far.
-  static int Logins() {
-    const std::string log = ReadIfExists(dir_->File("sshd.err"));
-    int count = 0;
-    for (size_t at = log.find("Accepted publickey"); at != std::string::npos;
-         at = log.find("Accepted publickey", at + 1)) {
-      ++count;
-    }
-    return count;
-  }
+  static int Logins() { return sshd_->AcceptedLogins(); }
 
   std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<ProcessSet> processes_;
   std::unique_ptr<test::ScopedTempDir> logs_;
 
  private:
-  static int FreePort() {
-    const UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t size = sizeof(addr);
-    if (bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &size) != 0) {
-      return 0;
-    }
-    return ntohs(addr.sin_port);
-  }
-
-  static bool Accepts(int port) {
-    const UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    return connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  }
-
-  static std::string Keygen(const std::string& path) {
-    ProcessSpec keygen;
-    keygen.name = "keygen";
-    keygen.argv = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path};
-    const auto status = RunToCompletion(keygen, milliseconds(4000));
-    if (!status.ok()) return status.status().ToString();
-    return status->success() ? "" : "ssh-keygen: " + status->ToString();
-  }
-
-  // Returns why the tests must be skipped, or "" once sshd answers.
-  static std::string StartSshd() {
-    if (!std::filesystem::exists(kSshd)) return std::string(kSshd) + " is not installed";
-    if (geteuid() == 0) {
-      // Left in place afterwards, as the system's sshd service does: another test process may
-      // be running its own sshd at the same time.
-      std::error_code error;
-      std::filesystem::create_directory(kPrivsepDir, error);
-      if (error) return std::string("cannot create ") + kPrivsepDir + ": " + error.message();
-    }
-    dir_ = std::make_unique<test::ScopedTempDir>();
-    for (const char* key : {"host_key", "client_key"}) {
-      const std::string error = Keygen(dir_->File(key));
-      if (!error.empty()) return error;
-    }
-    test::WriteFile(dir_->File("authorized_keys"), ReadIfExists(dir_->File("client_key.pub")));
-    port_ = FreePort();
-    test::WriteFile(dir_->File("known_hosts"), "[127.0.0.1]:" + std::to_string(port_) + " " +
-                                                   ReadIfExists(dir_->File("host_key.pub")));
-    sshd_loop_ = std::move(EventLoop::Create()).value();
-    sshd_ = std::make_unique<ProcessSet>(sshd_loop_.get());
-    ProcessSpec sshd;
-    sshd.name = "sshd";
-    sshd.log_dir = dir_->path();
-    sshd.argv = {kSshd,
-                 "-D",
-                 "-e",
-                 "-f",
-                 "/dev/null",
-                 "-p",
-                 std::to_string(port_),
-                 "-h",
-                 dir_->File("host_key")};
-    for (const std::string& option :
-         {std::string("ListenAddress=127.0.0.1"), "PidFile=" + dir_->File("sshd.pid"),
-          "AuthorizedKeysFile=" + dir_->File("authorized_keys"), std::string("UsePAM=no"),
-          std::string("StrictModes=no"), std::string("PasswordAuthentication=no"),
-          std::string("KbdInteractiveAuthentication=no"), std::string("MaxSessions=32")}) {
-      sshd.argv.insert(sshd.argv.end(), {"-o", option});
-    }
-    const auto started = sshd_->Spawn(sshd, [](const ExitStatus&) {});
-    if (!started.ok()) return started.status().ToString();
-    if (!Eventually([] { return Accepts(port_); })) {
-      return "sshd did not start: " + ReadIfExists(dir_->File("sshd.err"));
-    }
-    return "";
-  }
-
   static inline std::string skip_reason_;
   static inline std::unique_ptr<test::ScopedTempDir> dir_;
-  static inline std::unique_ptr<EventLoop> sshd_loop_;
-  static inline std::unique_ptr<ProcessSet> sshd_;
-  static inline int port_ = 0;
+  static inline std::unique_ptr<test::PrivateSshd> sshd_;
 };
 
 TEST_F(LauncherSshTest, HostileArgumentsAndVariablesArriveByteExact) {
