@@ -46,11 +46,10 @@ namespace libra::cluster {
 class ClusterBackend final : public backend::Backend {
  public:
   /// Sets up the loop, the launchers (ssh connections open lazily) and `run_dir` (logs/,
-  /// weights/, scratch/); starts nothing yet (the first ApplyLayout does). With `start_version`
+  /// weights/); starts nothing yet (the first ApplyLayout does). With `start_version`
   /// > 0 (a resumed run) the trainer starts from that version's checkpoint in `run_dir`.
   static Result<std::unique_ptr<ClusterBackend>> Create(const recipe::Recipe& recipe,
-                                                        ClusterOptions options,
-                                                        std::string run_dir,
+                                                        ClusterOptions options, std::string run_dir,
                                                         int start_version = 0);
   /// Stops every process it started, on every host.
   ~ClusterBackend() override;
@@ -201,6 +200,8 @@ class ClusterBackend final : public backend::Backend {
   std::string run_dir_;
   std::string policy_path_;
   int start_version_ = 0;
+  /// The sandboxes' working folders (on tmpfs when there is one); removed at the end.
+  std::string scratch_dir_;
   EventLoop::Clock::time_point start_;
 
   std::unique_ptr<EventLoop> loop_;

@@ -165,6 +165,7 @@ void DecodeEngine(const recipe::Recipe& r, Decoder& d, EngineOptions* out) {
   out->temperature = reader.Double("temperature", 1.0, 0, 100);
   out->top_p = reader.Double("top_p", 1.0, 0, 1);
   out->turn_timeout_s = reader.Double("turn_timeout_s", 600, 0, 86400);
+  out->max_connections = static_cast<int>(reader.Int("max_connections", 256, 0, 1 << 20));
   d.Add(reader.Finish());
 }
 
@@ -220,6 +221,7 @@ void DecodeAgent(const recipe::Recipe& r, Decoder& d, AgentOptions* out) {
   limits.timeout_s = reader.Double("tool_timeout_s", limits.timeout_s, 0.01, 86400);
   limits.cpu_seconds = static_cast<int>(reader.Int("tool_cpu_s", limits.cpu_seconds, 0, 86400));
   limits.memory_bytes = reader.Int("tool_memory_mb", limits.memory_bytes >> 20, 0, 1 << 24) << 20;
+  out->max_parallel_calls = static_cast<int>(reader.Int("max_parallel_calls", 0, 0, 1 << 20));
   out->env = d.StringMap(reader, table, "env");
   d.Add(reader.Finish());
 }

@@ -57,6 +57,10 @@ struct EngineOptions {
   double top_p = 1.0;
   /// Timeout of one turn's request; 0 means none. Default: 600 s.
   double turn_timeout_s = 600;
+  /// Connections open at once to one engine (or the trainer); more requests wait in libra, in
+  /// order. An engine runs at most its max_num_seqs (vLLM and SGLang: 256) at once anyway, and
+  /// libcurl's cost per request grows with the connections it holds. 0: no limit. Default: 256.
+  int max_connections = 256;
 };
 
 struct TrainerOptions {
@@ -109,6 +113,9 @@ struct AgentOptions {
   int max_turns = 16;
   /// Limits of the tool and reward subprocesses.
   SandboxLimits limits{};
+  /// Prompt, tool and reward subprocesses running at once; more wait (their timeout starts when
+  /// they start). 0: four per core of the controller's machine. Default: 0.
+  int max_parallel_calls = 0;
   /// Extra environment of the tool and reward subprocesses (nothing else is inherited but
   /// PATH, HOME and the locale).
   std::map<std::string, std::string> env{};

@@ -140,8 +140,11 @@ void RemoveTree(const std::string& path) {
 
 }  // namespace
 
-Sandbox::Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir)
-    : loop_(loop), processes_(processes), scratch_dir_(std::move(scratch_dir)) {}
+Sandbox::Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir, int max_running)
+    : loop_(loop),
+      processes_(processes),
+      scratch_dir_(std::move(scratch_dir)),
+      max_running_(max_running) {}
 
 Sandbox::~Sandbox() {
   for (auto& [id, call] : calls_) {
@@ -157,6 +160,17 @@ void Sandbox::Run(const SandboxCall& call, Callback done) {
   entry.name = call.name;
   entry.limits = call.limits;
   entry.done = std::move(done);
+  if (max_running_ > 0 && started_ >= max_running_) {
+    waiting_.emplace_back(id, call);
+    return;
+  }
+  Start(id, call);
+}
+
+void Sandbox::Start(uint64_t id, const SandboxCall& call) {
+  Call& entry = calls_.at(id);
+  entry.started = true;
+  ++started_;
 
   ProcessSpec spec;
   spec.name = call.name;
@@ -259,6 +273,12 @@ void Sandbox::Finish(uint64_t id, Result<std::string> result) {
   Call call = std::move(it->second);
   calls_.erase(it);
   if (!call.dir.empty()) RemoveTree(call.dir);
+  if (call.started) --started_;
+  while (!waiting_.empty() && (max_running_ == 0 || started_ < max_running_)) {
+    auto [next, next_call] = std::move(waiting_.front());
+    waiting_.pop_front();
+    Start(next, next_call);
+  }
   // Last: the callback may destroy the sandbox.
   call.done(std::move(result));
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -59,8 +60,9 @@ class Sandbox {
 
   /// Each call gets its own fresh empty working directory (mode 0700) under `scratch_dir`
   /// (created if missing), removed after the call together with its input and output files.
-  /// REQUIRES: `loop` and `processes` outlive the sandbox.
-  Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir);
+  /// At most `max_running` calls run at once (0: no limit); later ones wait their turn, and
+  /// their timeout starts when they start. REQUIRES: `loop` and `processes` outlive the sandbox.
+  Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir, int max_running = 0);
   /// Kills the calls still running and waits for them to be gone (blocking, at most a couple of
   /// seconds), removing their directories; their callbacks never run.
   ~Sandbox();
@@ -78,12 +80,14 @@ class Sandbox {
   ///   kInvalidArgument for a bad name, an empty argv, a bad variable name or bad limits.
   /// `done` may call Run, and may destroy the sandbox.
   void Run(const SandboxCall& call, Callback done);
-  /// Calls whose `done` has not run yet.
+  /// Calls whose `done` has not run yet (waiting to start included).
   size_t running() const { return calls_.size(); }
 
  private:
   struct Call {
     std::string name;
+    // Started (not waiting for a free slot).
+    bool started = false;
     SandboxLimits limits{};
     // The call's directory: its input, its stdout and stderr logs, and work/, the tool's
     // working directory. Empty when none was made.
@@ -97,6 +101,8 @@ class Sandbox {
   };
 
   // Delivers `result` to the call's callback on the loop's next turn.
+  // Starts a call (its slot is taken).
+  void Start(uint64_t id, const SandboxCall& call);
   void FailLater(uint64_t id, Status status);
   void OnTimeout(uint64_t id);
   void OnExit(uint64_t id, const ExitStatus& status);
@@ -110,6 +116,10 @@ class Sandbox {
   std::string scratch_dir_;
   uint64_t next_id_ = 0;
   std::map<uint64_t, Call> calls_;
+  int max_running_ = 0;
+  int started_ = 0;
+  // Calls waiting for a slot, in order.
+  std::deque<std::pair<uint64_t, SandboxCall>> waiting_;
 };
 
 }  // namespace libra::cluster

@@ -251,6 +251,29 @@ TEST_F(SandboxTest, DestructorStopsCallsInFlight) {
   EXPECT_EQ(callbacks, 0);
 }
 
+TEST_F(SandboxTest, AtMostMaxRunningCallsRunAndTheRestWait) {
+  // With room for 2, the third and fourth calls wait; their timeouts start when they start, so
+  // four 0.3 s calls with a 0.5 s timeout all succeed, in about 0.6 s.
+  sandbox_ = std::make_unique<Sandbox>(loop_.get(), processes_.get(), scratch_.File("calls"), 2);
+  int done = 0;
+  int ok = 0;
+  const Clock::time_point start = Clock::now();
+  for (int i = 0; i < 4; ++i) {
+    SandboxCall call = Shell("wait-" + std::to_string(i), "sleep 0.3; echo ok");
+    call.limits.timeout_s = 0.5;
+    sandbox_->Run(call, [&](Result<std::string> r) {
+      ++done;
+      ok += r.ok() && *r == "ok\n";
+    });
+  }
+  EXPECT_EQ(sandbox_->running(), 4u);
+  EXPECT_EQ(processes_->running(), 2u);
+  EXPECT_OK(loop_->RunUntil([&] { return done == 4; }, Clock::now() + std::chrono::seconds(10)));
+  EXPECT_EQ(ok, 4);
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(600));
+  EXPECT_TRUE(ScratchIsEmpty());
+}
+
 TEST_F(SandboxTest, SpawnFailureNamesTheProgram) {
   // A tool that is not installed fails on the loop, naming the program, and leaves no folder.
   const auto result = RunCall(Call("tool-x", {"libra-no-such-tool", "--flag"}));
