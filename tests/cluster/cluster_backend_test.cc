@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "recipe/recipe_parser.h"
 #include "store/store.h"
+#include "support/private_sshd.h"
 #include "support/python_workers.h"
 #include "support/test_util.h"
 
@@ -133,6 +134,42 @@ TEST_F(ClusterBackendTest, CpuLocalRunsEndToEndAndRecordsEverything) {
   // Every process is gone.
   EXPECT_TRUE(Eventually([&] { return ProcessesMentioning(dir_.path().string()).empty(); }))
       << "left behind: " << ProcessesMentioning(dir_.path().string()).size();
+}
+
+TEST_F(ClusterBackendTest, CpuSshRunsOverSshToAPrivateSshd) {
+  // recipes/cpu-ssh.toml: every process started over ssh (to a private sshd on localhost, named
+  // through an ssh config file, as on a real cluster), the run recorded, nothing left behind.
+  auto sshd = PrivateSshd::Start(dir_.File("sshd"));
+  if (!sshd.ok()) GTEST_SKIP() << sshd.status().message();
+  const SshdEndpoint& at = (*sshd)->endpoint();
+  WriteFile(dir_.File("ssh_config"),
+            "Host localhost\n  HostName " + at.host + "\n  Port " + std::to_string(at.port) +
+                "\n  User " + at.user + "\n  IdentityFile " + at.identity_file +
+                "\n  IdentitiesOnly yes\n  UserKnownHostsFile " + at.known_hosts_file + "\n");
+  std::vector<std::string> args = {
+      "run",   SourcePath("recipes/cpu-ssh.toml"),
+      "--db",  dir_.File("r.db"),
+      "--set", "launcher.ssh_config=\"" + dir_.File("ssh_config") + "\"",
+      "--set", "launcher.strict_host_key_checking=\"yes\""};
+  int trainer_port = 0;
+  for (const std::string& o : TestOverrides(2, &trainer_port)) {
+    args.push_back("--set");
+    args.push_back(o);
+  }
+  const CommandResult r = RunLibra(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << (*sshd)->Log();
+  auto store = store::Store::Open(dir_.File("r.db"));
+  ASSERT_TRUE(store.ok());
+  auto steps = (*store)->Steps(1);
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 2u);
+  for (const store::StepRecord& s : *steps) EXPECT_EQ(s.trajectories, 8 * 4);
+  // Start's check, then one login for the launcher's shared connection (every process a
+  // session over it).
+  EXPECT_GE((*sshd)->AcceptedLogins(), 2);
+  const std::string run_dir = dir_.File("runs/1");
+  EXPECT_TRUE(Eventually([&] { return ProcessesMentioning(run_dir).empty(); }));
+  EXPECT_TRUE(ProcessesMentioning("--port " + std::to_string(trainer_port)).empty());
 }
 
 TEST_F(ClusterBackendTest, KillingAnEngineMidRunLosesNoTrajectory) {
