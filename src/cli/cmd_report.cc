@@ -339,6 +339,18 @@ int RunReport(const ReportOptions& options, const Io& io) {
     io.out << (markdown ? "## " : "") << report::RunHeadline(views.front().run) << "\n\n";
   if (!options.steps) {
     io.out << report::SummaryTable(views, *baseline, options.reward_target).Render(*format);
+    // Simulated and real runs side by side: say which numbers were measured.
+    std::vector<std::string> simulated;
+    std::vector<std::string> real;
+    for (const report::RunView& v : views) {
+      (v.run.backend == "sim" ? simulated : real).push_back(std::to_string(v.run.id));
+    }
+    if (!simulated.empty() && !real.empty()) {
+      io.out << StrFormat(
+          "\nsimulated (times simulated, rewards modelled): run %s; measured on real processes "
+          "(backend cluster): run %s\n",
+          StrJoin(simulated, ", ").c_str(), StrJoin(real, ", ").c_str());
+    }
   }
   if (views.size() == 1) {
     if (!options.steps) io.out << "\n";

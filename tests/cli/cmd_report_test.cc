@@ -105,6 +105,43 @@ TEST_F(CmdReportTest, ReadsWhileARunIsStillWriting) {
   EXPECT_NE(again.out.find(",writer,running,2,20.0,0.400,"), std::string::npos) << again.out;
 }
 
+TEST_F(CmdReportTest, SimulatedAndRealRunsSideBySide) {
+  // A simulated run and a run of the cluster backend in one table, with a line saying which
+  // numbers were measured.
+  auto store = store::Store::Open(dir_.File("results/libra.db"));
+  ASSERT_OK(store);
+  store::RunInfo run;
+  run.name = "cpu-local";
+  run.system = "libra-cpu";
+  run.router = "cmlfq";
+  run.planner = "static";
+  run.backend = "cluster";
+  run.steps_planned = 2;
+  run.gpus = 4;
+  auto id = (*store)->BeginRun(run);
+  ASSERT_OK(id);
+  for (int step = 0; step < 2; ++step) {
+    store::StepBatch batch;
+    batch.step.step = step;
+    batch.step.start_s = 10.0 * step;
+    batch.step.end_s = 10.0 * (step + 1);
+    batch.step.rollout_s = 6;
+    batch.step.train_s = 2;
+    batch.step.trajectories = 32;
+    batch.step.generated_tokens = 256;
+    batch.step.reward_mean = 0.3 + 0.1 * step;
+    batch.step.policy_version = step;
+    batch.step.rollout_gpus = 3;
+    batch.step.train_gpus = 1;
+    ASSERT_OK((*store)->RecordStep(*id, batch));
+  }
+  ASSERT_OK((*store)->FinishRun(*id, store::kRunOk, "", "2026-12-03T00:00:00Z"));
+  const CommandResult r = Libra({"report", "1", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("cli/report_sim_and_cluster.txt", "libra report 1 2: a sim run and a cluster run",
+               r.out);
+}
+
 TEST_F(CmdReportTest, ReadsADatabaseOfSchemaVersion1) {
   // A run recorded by a libra at schema version 1 (no GPU utilisation, bound or predictions)
   // reports with those values missing, not zero.
