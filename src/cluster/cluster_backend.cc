@@ -1150,7 +1150,7 @@ void ClusterBackend::SyncDistributed(int version, std::function<void(Status)> do
   for (auto& [key, e] : engines_) {
     if (e.state != EngineState::kReady) continue;
     members.push_back(key);
-    gpus.push_back(e.spec.tp);
+    gpus.push_back(options_.engine.group_rank_per_gpu ? e.spec.tp : 1);
   }
   if (members.empty()) return done(Status());
   auto broadcast = [this, members, version, done]() {

@@ -166,6 +166,8 @@ void DecodeEngine(const recipe::Recipe& r, Decoder& d, EngineOptions* out) {
   out->top_p = reader.Double("top_p", 1.0, 0, 1);
   out->turn_timeout_s = reader.Double("turn_timeout_s", 600, 0, 86400);
   out->max_connections = static_cast<int>(reader.Int("max_connections", 256, 0, 1 << 20));
+  out->group_rank_per_gpu =
+      reader.String("group_ranks", "per-gpu", {"per-gpu", "per-engine"}) == "per-gpu";
   d.Add(reader.Finish());
 }
 

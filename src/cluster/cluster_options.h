@@ -61,6 +61,10 @@ struct EngineOptions {
   /// order. An engine runs at most its max_num_seqs (vLLM and SGLang: 256) at once anyway, and
   /// libcurl's cost per request grows with the connections it holds. 0: no limit. Default: 256.
   int max_connections = 256;
+  /// Ranks an engine takes in the distributed weight-update group: one per GPU (vLLM and SGLang,
+  /// whose every TP worker receives the broadcast), or one per engine (a single-process engine,
+  /// like workers/rollout_server.py). Default: true (per GPU).
+  bool group_rank_per_gpu = true;
 };
 
 struct TrainerOptions {

@@ -64,8 +64,9 @@ class ClusterBackendTest : public ::testing::Test {
     if (auto why = WorkersUnavailable()) GTEST_SKIP() << *why;
   }
 
-  recipe::Recipe Recipe(int steps) {
+  recipe::Recipe Recipe(int steps, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> overrides = TestOverrides(steps);
+    overrides.insert(overrides.end(), extra.begin(), extra.end());
     auto parsed = recipe::ParseRecipeFile(SourcePath("recipes/cpu-local.toml"), overrides);
     EXPECT_TRUE(parsed.ok()) << parsed.status().message();
     EXPECT_TRUE(parsed->diagnostics.empty())
@@ -170,6 +171,28 @@ TEST_F(ClusterBackendTest, CpuSshRunsOverSshToAPrivateSshd) {
   const std::string run_dir = dir_.File("runs/1");
   EXPECT_TRUE(Eventually([&] { return ProcessesMentioning(run_dir).empty(); }));
   EXPECT_TRUE(ProcessesMentioning("--port " + std::to_string(trainer_port)).empty());
+}
+
+TEST_F(ClusterBackendTest, DistributedWeightSyncBroadcastsOverGloo) {
+  // weight_sync = "distributed": the trainer broadcasts to the serving engines in a gloo group,
+  // set up again when the lent engine joins or leaves; every step syncs.
+  const recipe::Recipe recipe =
+      Recipe(3, {"trainer.weight_sync=\"distributed\"", "trainer.group_backend=\"gloo\"",
+                 "trainer.master_port=" + std::to_string(FreePort())});
+  auto store = store::Store::Open(dir_.File("r.db"));
+  ASSERT_TRUE(store.ok());
+  cluster::ClusterBackend* backend = nullptr;
+  experiment::RunRequest request;
+  request.recipe = &recipe;
+  request.system = &recipe.system;
+  auto outcome = experiment::RunSystem(**store, request, Factory(&backend));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  ASSERT_TRUE(outcome->status.ok()) << outcome->status.message();
+  auto events = (*store)->Events(outcome->run_id);
+  ASSERT_TRUE(events.ok());
+  int syncs = 0;
+  for (const store::EventRecord& e : *events) syncs += e.kind == "sync";
+  EXPECT_EQ(syncs, 2);  // after steps 0 and 1, not after the last
 }
 
 TEST_F(ClusterBackendTest, KillingAnEngineMidRunLosesNoTrajectory) {
