@@ -25,6 +25,7 @@ subprocesses (JSON on stdin, JSON on stdout):
     toy_task.py tool   < {"seed", "prompt", "call": [ids]}    -> {"tokens": [...], "status"}
     toy_task.py reward < {"seed", "prompt", "answer": [ids]}  -> {"reward": r}
     toy_task.py warm-start --out PATH [--seed S] [--steps N]  (writes initial weights)
+    toy_task.py --port P serve    (the tool as an HTTP tool server: POST /tool with the same JSON)
 """
 
 from __future__ import annotations
@@ -225,6 +226,9 @@ def _main(argv: Sequence[str]) -> int:
     prompt_cmd.add_argument("--index", type=int, required=True)
     prompt_cmd.add_argument("--max-keys", type=int, default=2)
     commands.add_parser("tool", help="run the lookup tool: JSON in on stdin, JSON out")
+    commands.add_parser("serve", help="serve the tool over HTTP (--port): POST /tool, GET /health")
+    parser.add_argument("--host", default="127.0.0.1", help="serve: the address to listen on")
+    parser.add_argument("--port", type=int, default=0, help="serve: the port (0: a free one)")
     commands.add_parser("reward", help="score a final answer: JSON in on stdin, JSON out")
     warm = commands.add_parser("warm-start", help="write warm-started initial weights")
     warm.add_argument("--out", required=True)
@@ -235,6 +239,21 @@ def _main(argv: Sequence[str]) -> int:
     if args.command == "prompt":
         prompt = make_prompt(args.seed, args.index, args.max_keys)
         print(json.dumps({"tokens": prompt.tokens(), "keys": len(prompt.keys)}))
+    elif args.command == "serve":
+        import http_util  # pylint: disable=import-outside-toplevel
+
+        def tool_route(request: "http_util.Request") -> dict:
+            body = request.body
+            prompt = make_prompt(int(body["seed"]), int(body["prompt"]),
+                                 int(body.get("max_keys", 2)))
+            tokens, status = run_tool(prompt, [int(t) for t in body["call"]])
+            return {"tokens": tokens, "status": status}
+
+        routes = {("POST", "/tool"): tool_route, ("GET", "/health"): lambda _: {"status": "ok"}}
+        server = http_util.JsonServer(args.host, args.port, routes,
+                                      lambda status, message: {"error": message})
+        print(f"toy tool server listening on http://{args.host}:{server.port}", flush=True)
+        server.serve_forever()
     elif args.command in ("tool", "reward"):
         request = json.load(sys.stdin)
         prompt = make_prompt(int(request["seed"]), int(request["prompt"]),

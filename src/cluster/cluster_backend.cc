@@ -965,6 +965,7 @@ void ClusterBackend::FinishTrajectory(const backend::StartTurn& turn, int64_t ge
 
 void ClusterBackend::RunTool(const backend::RunTool& tool) {
   const double started = Now();
+  if (!options_.agent.tool_url.empty()) return RunHttpTool(tool, started);
   SandboxCall call;
   call.name = StrFormat("tool-t%lld-%d", static_cast<long long>(tool.trajectory.value),
                         trajectories_.at(tool.trajectory).turns);
@@ -974,41 +975,72 @@ void ClusterBackend::RunTool(const backend::RunTool& tool) {
   call.input = ToJson(TaskInput(tool.trajectory));
   call.env = options_.agent.env;
   call.limits = options_.agent.limits;
-  sandbox_->Run(call, [this, id = tool.trajectory, started,
-                       name = call.name](Result<std::string> out) {
-    backend::ToolDone done;
-    done.trajectory = id;
-    done.started_at = started;
-    std::vector<TokenId> tokens;
-    if (!out.ok()) {
-      done.status = out.status().code() == StatusCode::kTimeout ? workload::ToolStatus::kTimeout
-                                                                : workload::ToolStatus::kFailure;
-      Emit(backend::Incident{"tool", name, out.status().message(), started}, false);
-    } else {
-      Result<JsonValue> json = ParseTaskOutput(name, *out);
-      Result<std::vector<TokenId>> ids =
-          json.ok() ? TokensOf(name, *json) : Result<std::vector<TokenId>>(json.status());
-      if (!ids.ok()) {
-        done.status = workload::ToolStatus::kFailure;
-        Emit(backend::Incident{"tool", name, ids.status().message(), started}, false);
-      } else {
-        tokens = std::move(*ids);
-        const JsonValue* status = json->Find("status");
-        std::string named =
-            status != nullptr && status->is_string() ? status->as_string() : "success";
-        if (named == "error") named = "failure";
-        if (!workload::ParseToolStatus(named, &done.status)) {
-          done.status = workload::ToolStatus::kFailure;
-        }
-      }
+  sandbox_->Run(call,
+                [this, id = tool.trajectory, started, name = call.name](Result<std::string> out) {
+                  const bool timed_out = !out.ok() && out.status().code() == StatusCode::kTimeout;
+                  ToolFinished(id, started, name, std::move(out), timed_out);
+                });
+}
+
+void ClusterBackend::RunHttpTool(const backend::RunTool& tool, double started) {
+  const std::string name = StrFormat("tool-t%lld-%d", static_cast<long long>(tool.trajectory.value),
+                                     trajectories_.at(tool.trajectory).turns);
+  const HttpRequest request = PostJson(options_.agent.tool_url, TaskInput(tool.trajectory),
+                                       options_.agent.limits.timeout_s);
+  transport_->Send(request, [this, id = tool.trajectory, started,
+                             name](Result<HttpResponse> response) {
+    if (!response.ok()) {
+      // curl says "Timeout was reached" (or "timed out") when the tool took too long.
+      const std::string& why = response.status().message();
+      const bool timed_out =
+          why.find("imeout") != std::string::npos || why.find("timed out") != std::string::npos;
+      return ToolFinished(id, started, name, response.status(), timed_out);
     }
-    Trajectory& t = trajectories_.at(id);
-    t.completion.insert(t.completion.end(), tokens.begin(), tokens.end());
-    t.logprobs.insert(t.logprobs.end(), tokens.size(), 0.0);
-    t.mask.insert(t.mask.end(), tokens.size(), 0);
-    done.output_tokens = static_cast<int64_t>(tokens.size());
-    Emit(std::move(done), true);
+    if (response->status < 200 || response->status >= 300) {
+      return ToolFinished(id, started, name,
+                          Status::Backend(name, StrFormat("HTTP %ld: %s", response->status,
+                                                          ErrorMessageOf(response->body).c_str())),
+                          false);
+    }
+    ToolFinished(id, started, name, std::move(response->body), false);
   });
+}
+
+void ClusterBackend::ToolFinished(TrajectoryId id, double started, const std::string& name,
+                                  Result<std::string> output, bool timed_out) {
+  backend::ToolDone done;
+  done.trajectory = id;
+  done.started_at = started;
+  std::vector<TokenId> tokens;
+  Status failed = output.status();
+  if (output.ok()) {
+    // {"tokens": [...], "status": "success" | "failure" ("error") | "timeout"}.
+    Result<JsonValue> json = ParseTaskOutput(name, *output);
+    Result<std::vector<TokenId>> ids =
+        json.ok() ? TokensOf(name, *json) : Result<std::vector<TokenId>>(json.status());
+    if (ids.ok()) {
+      tokens = std::move(*ids);
+      const JsonValue* status = json->Find("status");
+      std::string named =
+          status != nullptr && status->is_string() ? status->as_string() : "success";
+      if (named == "error") named = "failure";
+      if (!workload::ParseToolStatus(named, &done.status))
+        done.status = workload::ToolStatus::kFailure;
+    } else {
+      failed = ids.status();
+    }
+  }
+  if (!failed.ok()) {
+    // A tool that could not run is a failed call for the router, and an incident on record.
+    done.status = timed_out ? workload::ToolStatus::kTimeout : workload::ToolStatus::kFailure;
+    Emit(backend::Incident{"tool", name, failed.message(), started}, false);
+  }
+  Trajectory& t = trajectories_.at(id);
+  t.completion.insert(t.completion.end(), tokens.begin(), tokens.end());
+  t.logprobs.insert(t.logprobs.end(), tokens.size(), 0.0);
+  t.mask.insert(t.mask.end(), tokens.size(), 0);
+  done.output_tokens = static_cast<int64_t>(tokens.size());
+  Emit(std::move(done), true);
 }
 
 // ---- Training and sync -------------------------------------------------------------------------

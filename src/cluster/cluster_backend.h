@@ -187,6 +187,11 @@ class ClusterBackend final : public backend::Backend {
   void FinishTrajectory(const backend::StartTurn& turn, int64_t generated, workload::TurnEnd end,
                         double started_at);
   void RunTool(const backend::RunTool& tool);
+  void RunHttpTool(const backend::RunTool& tool, double started);
+  /// Appends a tool's output (its stdout or HTTP reply) to its trajectory, masked out, and
+  /// reports the call; a call that could not run is a failed (or timed-out) one.
+  void ToolFinished(TrajectoryId id, double started, const std::string& name,
+                    Result<std::string> output, bool timed_out);
   JsonValue TaskInput(TrajectoryId id) const;
 
   // Training and sync.

@@ -207,7 +207,15 @@ void DecodeAgent(const recipe::Recipe& r, Decoder& d, AgentOptions* out) {
   const OptionTable& table = r.cluster_backend.agent;
   OptionReader reader(table);
   out->prompt_command = d.Template(reader, "prompt_command", kPrompt, true);
-  out->tool_command = d.Template(reader, "tool_command", {}, true);
+  out->tool_url = reader.String("tool_url", "");
+  out->tool_command = d.Template(reader, "tool_command", {}, out->tool_url.empty());
+  if (!out->tool_url.empty() && reader.Has("tool_command")) {
+    reader.Error("tool_url", "give tool_command or tool_url, not both");
+  }
+  if (!out->tool_url.empty() && !StartsWith(out->tool_url, "http://") &&
+      !StartsWith(out->tool_url, "https://")) {
+    reader.Error("tool_url", "must start with http:// or https://");
+  }
   out->reward_command = d.Template(reader, "reward_command", {}, true);
   for (int64_t id : reader.IntList("stop_token_ids", {}, 0, (int64_t{1} << 31) - 1)) {
     out->stop_token_ids.push_back(static_cast<TokenId>(id));

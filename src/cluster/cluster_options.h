@@ -104,6 +104,8 @@ struct AgentOptions {
   CommandTemplate prompt_command{};
   /// Runs the tool the last turn called: JSON on stdin, {"tokens", "status"} on stdout.
   CommandTemplate tool_command{};
+  /// Or an HTTP tool server: the same JSON POSTed here, the same reply. Exactly one of the two.
+  std::string tool_url;
   /// Scores a finished trajectory: JSON on stdin, {"reward"} on stdout.
   CommandTemplate reward_command{};
   /// Tokens that end a turn besides the model's EOS.

@@ -195,6 +195,42 @@ TEST_F(ClusterBackendTest, DistributedWeightSyncBroadcastsOverGloo) {
   EXPECT_EQ(syncs, 2);  // after steps 0 and 1, not after the last
 }
 
+TEST_F(ClusterBackendTest, ToolsCanBeAnHttpToolServer) {
+  // [agent] tool_url instead of tool_command: the lookup tool served by toy_task.py over HTTP.
+  auto server = WorkerProcess::Start("toy_task.py", {"serve"}, dir_.File("tool-server.log"));
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  auto parsed = recipe::ParseRecipeFile(SourcePath("recipes/cpu-local.toml"), TestOverrides(2));
+  ASSERT_TRUE(parsed.ok());
+  // The file's tool_command goes; tool_url comes in.
+  recipe::OptionTable& agent = parsed->recipe.cluster_backend.agent;
+  std::erase_if(agent.entries,
+                [](const recipe::OptionEntry& e) { return e.key == "tool_command"; });
+  recipe::OptionValue url;
+  url.kind = recipe::OptionValue::Kind::kString;
+  url.string_value = (*server)->url() + "/tool";
+  agent.entries.push_back(recipe::OptionEntry{"tool_url", url});
+  const recipe::Recipe recipe = parsed->recipe;
+  auto store = store::Store::Open(dir_.File("r.db"));
+  ASSERT_TRUE(store.ok());
+  cluster::ClusterBackend* backend = nullptr;
+  experiment::RunRequest request;
+  request.recipe = &recipe;
+  request.system = &recipe.system;
+  auto outcome = experiment::RunSystem(**store, request, Factory(&backend));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  ASSERT_TRUE(outcome->status.ok()) << outcome->status.message();
+  auto turns = (*store)->Turns(outcome->run_id);
+  ASSERT_TRUE(turns.ok());
+  int calls = 0, succeeded = 0;
+  for (const store::TurnRecord& t : *turns) {
+    if (t.end != "tool_call") continue;
+    ++calls;
+    succeeded += t.tool_status == "success";
+  }
+  EXPECT_GT(calls, 0);
+  EXPECT_GT(succeeded, 0);
+}
+
 TEST_F(ClusterBackendTest, KillingAnEngineMidRunLosesNoTrajectory) {
   // SIGKILL the engine of instance 0 after the first step, while the next steps
   // roll out: its turns go back to the router, it is restarted, and every step
