@@ -25,6 +25,12 @@ bool SameGpus(const backend::InstanceSpec& a, const backend::InstanceSpec& b) {
   return a.node == b.node && a.first_gpu == b.first_gpu && a.tp == b.tp;
 }
 
+// The trainer's data-parallel replicas in `layout`; with every training GPU lent to rollout it
+// keeps one, idle (the protocol has no trainer without a replica).
+int ReplicasOf(const backend::Layout& layout) {
+  return layout.train_gpus > 0 ? std::max(1, layout.train.dp) : 1;
+}
+
 bool Overlap(const backend::InstanceSpec& a, const backend::InstanceSpec& b) {
   return a.node == b.node && a.first_gpu < b.first_gpu + b.tp && b.first_gpu < a.first_gpu + a.tp;
 }
@@ -311,7 +317,7 @@ void ClusterBackend::ApplyLayout(const backend::Layout& layout) {
                                          std::filesystem::copy_options::overwrite_existing,
                                          ignored);
             }
-            SetReplicas(std::max(1, layout.train.dp), [this, layout](Status joined) {
+            SetReplicas(ReplicasOf(layout), [this, layout](Status joined) {
               if (!joined.ok()) return Fail(joined);
               ApplyEngines(layout);
             });
@@ -319,8 +325,7 @@ void ClusterBackend::ApplyLayout(const backend::Layout& layout) {
     });
     return;
   }
-  // With every training GPU lent to rollout the trainer keeps its one replica (idle).
-  SetReplicas(std::max(1, layout.train.dp), [this, layout](Status joined) {
+  SetReplicas(ReplicasOf(layout), [this, layout](Status joined) {
     if (!joined.ok()) return Fail(joined);
     ApplyEngines(layout);
   });
@@ -356,7 +361,7 @@ void ClusterBackend::SetReplicas(int replicas, std::function<void(Status)> done)
     All(std::move(calls), [this, replicas, from, started, done = std::move(done)](Status s) {
       if (s.ok()) {
         trainer_.replicas = replicas;
-        if (layout_.train_gpus > 0) {
+        if (!instance_engine_.empty()) {  // not the first layout
           Emit(backend::Incident{"switch", "trainer",
                                  StrFormat("data parallelism %d -> %d replicas", from, replicas),
                                  started},
@@ -762,7 +767,7 @@ void ClusterBackend::OnTrainerExit(const ExitStatus& status) {
   ++trainer_.restarts;
   group_members_.clear();
   const double started = Now();
-  const int replicas = std::max(1, layout_.train.dp);
+  const int replicas = ReplicasOf(layout_);
   LaunchTrainer();
   WhenTrainerReady([this, started, replicas] {
     SetReplicas(replicas, [this, started](Status s) {

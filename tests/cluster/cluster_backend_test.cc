@@ -14,6 +14,7 @@
 #include <set>
 
 #include "cluster/cluster_test_util.h"
+#include "common/strings.h"
 #include "experiment/runner.h"
 #include "gtest/gtest.h"
 #include "recipe/recipe_parser.h"
@@ -127,7 +128,19 @@ TEST_F(ClusterBackendTest, CpuLocalRunsEndToEndAndRecordsEverything) {
   auto events = (*store)->Events(1);
   ASSERT_TRUE(events.ok());
   std::multiset<std::string> kinds;
-  for (const store::EventRecord& e : *events) kinds.insert(e.kind);
+  std::set<std::string> switches;
+  for (const store::EventRecord& e : *events) {
+    kinds.insert(e.kind);
+    if (e.kind == "switch") switches.insert(e.detail);
+  }
+  // Lending the trainer's slots: a replica leaves and two engines start; taking them back: the
+  // engines sleep and the replica joins again.
+  EXPECT_TRUE(switches.count("data parallelism 2 -> 1 replicas"))
+      << StrJoin(std::vector<std::string>(switches.begin(), switches.end()), "; ");
+  EXPECT_TRUE(switches.count("data parallelism 1 -> 2 replicas"))
+      << StrJoin(std::vector<std::string>(switches.begin(), switches.end()), "; ");
+  EXPECT_TRUE(switches.count("engine-3 sleeps, engine-4 sleeps"))
+      << StrJoin(std::vector<std::string>(switches.begin(), switches.end()), "; ");
   EXPECT_GT(kinds.count("lend"), 0u);
   EXPECT_GT(kinds.count("switch"), 0u) << "no role switch of real processes";
   EXPECT_GT(kinds.count("sync"), 0u);
