@@ -490,10 +490,9 @@ void ClusterBackend::LaunchEngine(Engine& e) {
   e.client.emplace(options_.engine.dialect, url, client);
   std::map<std::string, std::string> env = options_.engine.env;
   env["CUDA_VISIBLE_DEVICES"] = GpuList(e.spec);
-  const std::string name =
-      e.restarts > 0 ? StrFormat("%s-r%d", e.name.c_str(), e.restarts) : e.name;
+  e.log_name = e.restarts > 0 ? StrFormat("%s-r%d", e.name.c_str(), e.restarts) : e.name;
   Result<ProcessSpec> spec =
-      MakeSpec(e.spec.node, name, options_.engine.command,
+      MakeSpec(e.spec.node, e.log_name, options_.engine.command,
                Values({{"port", std::to_string(port)},
                        {"tp", std::to_string(e.spec.tp)},
                        {"gpus", GpuList(e.spec)},
@@ -523,7 +522,7 @@ void ClusterBackend::OnEngineHealthy(int64_t key, Status status) {
   if (e.state != EngineState::kStarting) return;  // it died meanwhile
   if (!status.ok()) {
     // Not serving in time: stop it; its exit counts as a failed start.
-    Emit(backend::Incident{"fault", e.name, status.message() + "; " + LogHint(e.name), Now()},
+    Emit(backend::Incident{"fault", e.name, status.message() + "; " + LogHint(e.log_name), Now()},
          false);
     if (e.process) processes_->Stop(*e.process, std::chrono::milliseconds(2000));
     return;
@@ -628,8 +627,8 @@ void ClusterBackend::OnEngineExit(int64_t key, const ExitStatus& status) {
   e.state = EngineState::kDead;
   const std::optional<InstanceId> instance =
       e.in_layout ? std::optional<InstanceId>(e.spec.id) : std::nullopt;
-  Emit(backend::Incident{"fault", e.name, "exited (" + status.ToString() + "); " + LogHint(e.name),
-                         Now()},
+  Emit(backend::Incident{"fault", e.name,
+                         "exited (" + status.ToString() + "); " + LogHint(e.log_name), Now()},
        false);
   if (instance && !was_starting) {
     Emit(backend::InstanceHealth{*instance, false, e.name + " " + status.ToString()}, false);
@@ -648,7 +647,7 @@ void ClusterBackend::OnEngineExit(int64_t key, const ExitStatus& status) {
                                                ") and was dropped "
                                                "after " +
                                                std::to_string(e.restarts) + " restart(s); " +
-                                               LogHint(e.name)));
+                                               LogHint(e.log_name)));
     return;
   }
   ++e.restarts;

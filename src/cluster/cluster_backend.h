@@ -70,6 +70,8 @@ class ClusterBackend final : public backend::Backend {
   struct Engine {
     int64_t key = 0;
     std::string name;
+    /// Its process's name and logs: `name`, or `name`-r<k> after k restarts.
+    std::string log_name;
     /// Its GPUs and TP; spec.id is its instance while in the layout.
     backend::InstanceSpec spec;
     bool in_layout = false;
