@@ -208,6 +208,24 @@ TEST_F(ClusterBackendTest, DistributedWeightSyncBroadcastsOverGloo) {
   EXPECT_EQ(syncs, 2);  // after steps 0 and 1, not after the last
 }
 
+TEST_F(ClusterBackendTest, VllmDialectEndToEnd) {
+  // The same run against the engines' vLLM dialect: /v1/completions with token ids, /sleep and
+  // /wake_up for the lent engines, reload_weights from the folder they started from.
+  const recipe::Recipe recipe = Recipe(2, {"engine.dialect=\"vllm\""});
+  auto store = store::Store::Open(dir_.File("r.db"));
+  ASSERT_TRUE(store.ok());
+  cluster::ClusterBackend* backend = nullptr;
+  experiment::RunRequest request;
+  request.recipe = &recipe;
+  request.system = &recipe.system;
+  auto outcome = experiment::RunSystem(**store, request, Factory(&backend));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  ASSERT_TRUE(outcome->status.ok()) << outcome->status.message();
+  auto steps = (*store)->Steps(outcome->run_id);
+  ASSERT_TRUE(steps.ok());
+  EXPECT_EQ(steps->size(), 2u);
+}
+
 TEST_F(ClusterBackendTest, ToolsCanBeAnHttpToolServer) {
   // [agent] tool_url instead of tool_command: the lookup tool served by toy_task.py over HTTP.
   auto server = WorkerProcess::Start("toy_task.py", {"serve"}, dir_.File("tool-server.log"));
