@@ -48,19 +48,6 @@ bool OnPath(const std::string& program) {
   return false;
 }
 
-int FreePort() {
-  const cluster::UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof(addr);
-  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &size) != 0) {
-    return 0;
-  }
-  return ntohs(addr.sin_port);
-}
-
 bool Accepts(int port) {
   const cluster::UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in addr{};

@@ -21,9 +21,6 @@ inline constexpr const char* kWorkerPython = "/usr/bin/python3";
 /// when they can. Checked once per test binary.
 std::optional<std::string> WorkersUnavailable();
 
-/// A free TCP port on 127.0.0.1 (free when asked; a tiny race with other processes remains).
-int FreePort();
-
 /// Runs `kWorkerPython -B <args>` in workers/ to completion, output appended to `log_path`;
 /// returns its exit code (-1 when it could not run).
 int RunWorkerScript(const std::vector<std::string>& args, const std::string& log_path);

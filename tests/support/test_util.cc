@@ -1,11 +1,14 @@
 #include "support/test_util.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 namespace libra::test {
@@ -114,6 +117,49 @@ CommandResult RunLibra(const std::vector<std::string>& args, const std::string& 
   unlink(out_path);
   unlink(err_path);
   return result;
+}
+
+namespace {
+
+bool Bindable(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  close(fd);
+  return ok;
+}
+
+// The lowest port of the kernel's ephemeral range (32768 when it cannot be read).
+int EphemeralLow() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  return in >> low && low > 2048 ? low : 32768;
+}
+
+}  // namespace
+
+int FreePorts(int count) {
+  static std::mutex mu;
+  static int next = 0;  // where the next search starts
+  const std::lock_guard<std::mutex> lock(mu);
+  constexpr int kLowest = 10000;
+  const int span = EphemeralLow() - kLowest;
+  if (count < 1 || span < count) return 0;
+  if (next == 0) next = static_cast<int>(getpid() * 97L % span);
+  for (int tried = 0; tried < span; tried += count) {
+    const int base = kLowest + (next + tried) % (span - count + 1);
+    bool free = true;
+    for (int p = base; p < base + count && free; ++p) free = Bindable(p);
+    if (free) {
+      next = base + count - kLowest;
+      return base;
+    }
+  }
+  return 0;
 }
 
 }  // namespace libra::test

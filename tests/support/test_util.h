@@ -69,4 +69,12 @@ struct CommandResult {
 /// Runs `libra <args>` in `cwd` (the source tree when empty), with stdin closed.
 CommandResult RunLibra(const std::vector<std::string>& args, const std::string& cwd = "");
 
+/// The first of `count` consecutive TCP ports of 127.0.0.1 that nothing holds now, or 0. They lie
+/// below the kernel's ephemeral range, so no outgoing connection takes one before a server binds
+/// it, and no two calls in one process return overlapping blocks; the block's start depends on the
+/// process id, so tests running side by side rarely even try the same ports.
+int FreePorts(int count);
+/// FreePorts(1).
+inline int FreePort() { return FreePorts(1); }
+
 }  // namespace libra::test
