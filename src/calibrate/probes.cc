@@ -183,6 +183,13 @@ Result<ProbeCalibration> CalibrateFromProbes(const std::vector<store::ProbeRecor
     set("nvlink_gbps", &c.gpu.nvlink_bandwidth, p->value, kGB,
         "NCCL broadcast bus bandwidth, " + DetailText(*p, "gpus") + " GPUs" + LargestSize(*p));
   }
+  if (const store::ProbeRecord* p = node_wide(gpu::kAllReduceNodes)) {
+    // A ring across nodes runs one channel per NIC, so its bus bandwidth is about what one node
+    // moves over the network.
+    set("inter_node_gbps", &c.gpu.inter_node_bandwidth, p->value, kGB,
+        "NCCL all-reduce bus bandwidth across " + DetailText(*p, "nodes") + " nodes x " +
+            DetailText(*p, "gpus_per_node") + " GPUs" + LargestSize(*p));
+  }
   return c;
 }
 

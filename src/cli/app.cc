@@ -234,8 +234,10 @@ int Main(int argc, char** argv) {
       "Inventory, HBM copy bandwidth, bf16 GEMM throughput, host<->device bandwidth and NCCL\n"
       "all-reduce / broadcast bus bandwidth across this node's GPUs; recorded in --db. Needs a\n"
       "libra built with -DLIBRA_WITH_CUDA=ON (and -DLIBRA_WITH_NCCL=ON for NCCL); otherwise it\n"
-      "exits 1 and probes measured elsewhere can be imported with --import. Only this node is\n"
-      "probed: other hosts need the cluster backend. docs/calibration.md.\n\n" +
+      "exits 1 and probes measured elsewhere can be imported with --import. With --hosts,\n"
+      "every node of the recipe's [launcher] is probed (libra probe runs there, local or over\n"
+      "ssh), then NCCL across the nodes, one process per node joined through the unique id\n"
+      "that node 0 prints and libra hands to the others. docs/calibration.md.\n\n" +
       std::string(kFooter));
   probe_cmd
       ->add_option("recipe", probe->recipe,
@@ -245,7 +247,10 @@ int Main(int argc, char** argv) {
   probe_cmd->add_option("--db", probe->db, "Results database (created if missing)")
       ->capture_default_str()
       ->type_name("PATH");
-  probe_cmd->add_option("--json", probe->json, "Also write the probes as JSON (for --import)")
+  probe_cmd
+      ->add_option("--json", probe->json,
+                   "Also write the probes as JSON (for --import); -: to stdout, instead of the "
+                   "table")
       ->type_name("FILE");
   probe_cmd
       ->add_option("--import", probe->import,
@@ -262,6 +267,34 @@ int Main(int argc, char** argv) {
   probe_cmd->add_flag("--quick", probe->quick,
                       "Small sizes, few repetitions: a smoke test, not a measurement");
   probe_cmd->add_flag("-q,--quiet", probe->quiet, "Print nothing but errors");
+  probe_cmd->add_flag("--hosts", probe->hosts,
+                      "Probe every node of the recipe's [launcher], and NCCL across them");
+  probe_cmd
+      ->add_option("--libra", probe->libra,
+                   "With --hosts: the libra program on the nodes (default: this one's path)")
+      ->type_name("PATH");
+  probe_cmd->add_option("--timeout", probe->timeout_s, "With --hosts: seconds for all probes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->type_name("S");
+  probe_cmd->add_flag("--no-record", probe->no_record,
+                      "Measure and print only; record nothing (what --hosts runs on a node)");
+  const std::string internal = "Across nodes (started by --hosts)";
+  probe_cmd->add_option("--nccl-nodes", probe->nccl_nodes, "Nodes of a probe across nodes")
+      ->check(CLI::Range(2, 4096))
+      ->type_name("N")
+      ->group(internal);
+  probe_cmd->add_option("--nccl-node", probe->nccl_node, "This process's node (0: makes the id)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("K")
+      ->group(internal);
+  probe_cmd->add_option("--nccl-gpus-per-node", probe->nccl_gpus_per_node, "GPUs of each node")
+      ->check(CLI::PositiveNumber)
+      ->type_name("G")
+      ->group(internal);
+  probe_cmd->add_option("--nccl-id", probe->nccl_id, "Node 0's NCCL unique id (hex)")
+      ->type_name("HEX")
+      ->group(internal);
   probe_cmd->callback([&] { exit_code = RunProbe(*probe, io); });
 
   auto calibrate = std::make_shared<CalibrateOptions>();

@@ -101,6 +101,20 @@ struct ProbeOptions {
   /// Small sizes and few repetitions: a smoke test, not a measurement.
   bool quick = false;
   bool quiet = false;
+  /// Probe every node of the recipe's [launcher] (and NCCL across them) instead of this one.
+  bool hosts = false;
+  /// The libra program on the nodes (default: this program's path, as on a shared filesystem).
+  std::string libra;
+  /// How long the probes of all hosts may take, seconds.
+  double timeout_s = 1800;
+  /// Measure and print, record nothing (what --hosts runs on each node).
+  bool no_record = false;
+  /// One process of a probe across nodes (started by --hosts): its node, the number of nodes,
+  /// the GPUs each drives, and node 0's NCCL unique id (empty on node 0, which makes it).
+  int nccl_node = 0;
+  int nccl_nodes = 0;
+  int nccl_gpus_per_node = 0;
+  std::string nccl_id;
 };
 
 struct CalibrateOptions {

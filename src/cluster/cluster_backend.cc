@@ -79,15 +79,7 @@ Result<std::unique_ptr<ClusterBackend>> ClusterBackend::Create(const recipe::Rec
     }
   }
   LIBRA_ASSIGN_OR_RETURN(backend->loop_, EventLoop::Create());
-  const LauncherOptions& launcher = backend->options_.launcher;
-  for (const HostOptions& host : launcher.hosts) {
-    if (launcher.kind == "ssh") {
-      LIBRA_ASSIGN_OR_RETURN(auto ssh, SshLauncher::Create(host.ssh, launcher.ssh));
-      backend->launchers_.push_back(std::move(ssh));
-    } else {
-      backend->launchers_.push_back(std::make_unique<LocalLauncher>());
-    }
-  }
+  LIBRA_ASSIGN_OR_RETURN(backend->launchers_, MakeLaunchers(backend->options_.launcher));
   backend->processes_ = std::make_unique<ProcessSet>(backend->loop_.get());
   (void)RaiseOpenFileLimit();
   HttpTransportOptions transport;

@@ -238,6 +238,27 @@ void DecodeAgent(const recipe::Recipe& r, Decoder& d, AgentOptions* out) {
 
 }  // namespace
 
+Result<std::vector<std::unique_ptr<Launcher>>> MakeLaunchers(const LauncherOptions& launcher) {
+  std::vector<std::unique_ptr<Launcher>> launchers;
+  for (const HostOptions& host : launcher.hosts) {
+    if (launcher.kind == "ssh") {
+      LIBRA_ASSIGN_OR_RETURN(auto ssh, SshLauncher::Create(host.ssh, launcher.ssh));
+      launchers.push_back(std::move(ssh));
+    } else {
+      launchers.push_back(std::make_unique<LocalLauncher>());
+    }
+  }
+  return launchers;
+}
+
+Result<LauncherOptions> DecodeLauncherOptions(const recipe::Recipe& recipe) {
+  LauncherOptions options;
+  Decoder decoder;
+  DecodeLauncher(recipe, decoder, &options);
+  LIBRA_RETURN_IF_ERROR(decoder.Finish());
+  return options;
+}
+
 Result<ClusterOptions> DecodeClusterOptions(const recipe::Recipe& recipe) {
   ClusterOptions options;
   Decoder decoder;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -139,5 +140,12 @@ struct ClusterOptions {
 /// Decodes and checks the recipe's cluster tables against its [cluster] (hosts per node,
 /// placeholders of every template). kInvalidRecipe listing every problem with its location.
 Result<ClusterOptions> DecodeClusterOptions(const recipe::Recipe& recipe);
+/// One launcher per node of `launcher`, in node order. kInvalidArgument / kBackend as
+/// SshLauncher::Create.
+Result<std::vector<std::unique_ptr<Launcher>>> MakeLaunchers(const LauncherOptions& launcher);
+
+/// Just the [launcher] table (for commands that only run things on the nodes, as `libra probe
+/// --hosts` does); the same errors for it.
+Result<LauncherOptions> DecodeLauncherOptions(const recipe::Recipe& recipe);
 
 }  // namespace libra::cluster

@@ -123,6 +123,8 @@ const std::vector<ProbeKind>& ProbeKinds() {
       {kAllReduce, "B/s", false, "NCCL all-reduce bus bandwidth, largest message"},
       {kAllReduceLatency, "s", false, "NCCL all-reduce of 8 bytes"},
       {kBroadcast, "B/s", false, "NCCL broadcast bus bandwidth, largest message"},
+      {kAllReduceNodes, "B/s", false, "NCCL all-reduce bus bandwidth across nodes"},
+      {kBroadcastNodes, "B/s", false, "NCCL broadcast bus bandwidth across nodes"},
   };
   return *kinds;
 }
@@ -132,6 +134,42 @@ const ProbeKind* FindProbeKind(std::string_view name) {
     if (kind.name == name) return &kind;
   }
   return nullptr;
+}
+
+std::string HexEncode(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(bytes.size() * 2);
+  for (const char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    hex.push_back(kDigits[b >> 4]);
+    hex.push_back(kDigits[b & 0xf]);
+  }
+  return hex;
+}
+
+Result<std::string> HexDecode(std::string_view hex) {
+  if (hex.size() % 2 != 0) {
+    return Status::InvalidArgument(StrFormat("odd number of hex digits (%zu)", hex.size()));
+  }
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string bytes;
+  bytes.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int high = digit(hex[i]);
+    const int low = digit(hex[i + 1]);
+    if (high < 0 || low < 0) {
+      return Status::InvalidArgument(StrFormat("not a hex digit at %zu: '%c'", high < 0 ? i : i + 1,
+                                               hex[high < 0 ? i : i + 1]));
+    }
+    bytes.push_back(static_cast<char>(high << 4 | low));
+  }
+  return bytes;
 }
 
 ProbeOptions ProbeOptions::Quick() {

@@ -1,7 +1,8 @@
 // GPU probes: what this node's GPUs really deliver, measured rather than taken from a datasheet.
 // Inventory (name, memory, SMs, driver and runtime versions), HBM bandwidth (a device-to-device
-// copy), bf16 GEMM throughput (cuBLAS), host<->device bandwidth (pinned copies), and NCCL
-// all-reduce and broadcast bus bandwidth across the node's GPUs (one process, ncclCommInitAll).
+// copy), bf16 GEMM throughput (cuBLAS), host<->device bandwidth (pinned copies), NCCL all-reduce
+// and broadcast bus bandwidth across the node's GPUs (one process, ncclCommInitAll), and across
+// nodes (one process per node, joined through a unique id that libra hands out).
 //
 // This header is plain C++: the result types, their JSON form (so that probes run on another
 // machine can be imported) and the probe entry points. CUDA, cuBLAS and NCCL are included only by
@@ -41,6 +42,11 @@ inline constexpr std::string_view kAllReduce = "allreduce";
 inline constexpr std::string_view kAllReduceLatency = "allreduce_latency";
 /// Node-wide: NCCL broadcast bus bandwidth at the largest message (busbw = algbw), bytes/s.
 inline constexpr std::string_view kBroadcast = "broadcast";
+/// Across nodes (gpu = -1, host naming every node): NCCL all-reduce and broadcast bus bandwidth
+/// over every GPU of every node, one process per node (ProbeAcrossNodes); detail: nodes,
+/// gpus_per_node and every size measured.
+inline constexpr std::string_view kAllReduceNodes = "allreduce_nodes";
+inline constexpr std::string_view kBroadcastNodes = "broadcast_nodes";
 
 /// What a kind measures: its unit and whether it is per GPU or node-wide.
 struct ProbeKind {
@@ -126,6 +132,32 @@ Result<int> CountGpus();
 
 /// Receives one line per probe as it starts ("gpu 0: device copy, 1 GiB x 10").
 using ProbeLog = std::function<void(const std::string&)>;
+
+/// Lower-case hex of `bytes`, and back: how an NCCL unique id travels on a command line.
+/// HexDecode: kInvalidArgument for an odd length or a character that is not a hex digit.
+std::string HexEncode(std::string_view bytes);
+Result<std::string> HexDecode(std::string_view hex);
+
+/// Where this process sits in a collective probe across nodes: one process per node, each driving
+/// `gpus_per_node` GPUs (ProbeOptions::gpus, or GPUs 0 .. gpus_per_node - 1), ranks node-major.
+struct NcclPeer {
+  /// Node 0 leaves it empty: it makes the unique id and hands it out through `on_unique_id`.
+  /// Every other node gets that id, as hex.
+  std::string unique_id;
+  int node = 0;
+  int nodes = 2;
+  int gpus_per_node = 1;
+};
+
+/// NCCL all-reduce and broadcast across the nodes (kAllReduceNodes, kBroadcastNodes), measured
+/// with ProbeOptions::collective_bytes. Node 0 makes the unique id, calls `on_unique_id(hex)` (the
+/// caller prints it, libra reads it and starts the other nodes with it), then waits in
+/// ncclCommInitRank until every node has joined; its results are the measurements, the other
+/// nodes' are empty. kBackend when built without NCCL, on an NCCL or CUDA error (naming the call),
+/// kInvalidArgument for a peer that does not fit (node out of range, a bad id, too few GPUs).
+Result<std::vector<ProbeResult>> ProbeAcrossNodes(
+    const NcclPeer& peer, const ProbeOptions& options,
+    const std::function<void(const std::string&)>& on_unique_id, const ProbeLog& log);
 
 /// Runs every probe on this node: inventory, then per GPU copy, GEMM, H2D and D2H, then NCCL
 /// across the probed GPUs when there are at least two and NCCL is built in (`log` says when they

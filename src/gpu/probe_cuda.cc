@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -236,16 +237,42 @@ Status Check(ncclResult_t result, const std::string& call) {
   return Status::Backend("nccl", call + ": " + ncclGetErrorString(result));
 }
 
-/// One communicator, stream and pair of buffers per GPU, all in this process.
+/// The ranks of one process in a communicator that spans several processes.
+struct Membership {
+  ncclUniqueId id{};
+  int first_rank = 0;
+  int ranks = 0;
+};
+
+/// One communicator, stream and pair of buffers per GPU of this process: the communicator of just
+/// these GPUs (ncclCommInitAll), or, with a membership, their ranks in a larger one.
 class Clique {
  public:
-  static Result<std::unique_ptr<Clique>> Create(const std::vector<int>& gpus, int64_t bytes) {
+  static Result<std::unique_ptr<Clique>> Create(const std::vector<int>& gpus, int64_t bytes,
+                                                const Membership* member = nullptr) {
     auto clique = std::unique_ptr<Clique>(new Clique());
     clique->gpus_ = gpus;
     clique->comms_.resize(gpus.size(), nullptr);
-    LIBRA_RETURN_IF_ERROR(
-        Check(ncclCommInitAll(clique->comms_.data(), static_cast<int>(gpus.size()), gpus.data()),
-              "ncclCommInitAll"));
+    if (member == nullptr) {
+      LIBRA_RETURN_IF_ERROR(
+          Check(ncclCommInitAll(clique->comms_.data(), static_cast<int>(gpus.size()), gpus.data()),
+                "ncclCommInitAll"));
+    } else {
+      // One process, several ranks: their inits must be one group, or the first waits forever
+      // for the others.
+      Status status = Check(ncclGroupStart(), "ncclGroupStart");
+      for (size_t i = 0; i < gpus.size() && status.ok(); ++i) {
+        status = Check(cudaSetDevice(gpus[i]), gpus[i], "cudaSetDevice");
+        if (status.ok()) {
+          status = Check(ncclCommInitRank(&clique->comms_[i], member->ranks, member->id,
+                                          member->first_rank + static_cast<int>(i)),
+                         "ncclCommInitRank");
+        }
+      }
+      const Status ended = Check(ncclGroupEnd(), "ncclGroupEnd");
+      LIBRA_RETURN_IF_ERROR(status);
+      LIBRA_RETURN_IF_ERROR(ended);
+    }
     for (int gpu : gpus) {
       LIBRA_RETURN_IF_ERROR(Check(cudaSetDevice(gpu), gpu, "cudaSetDevice"));
       LIBRA_ASSIGN_OR_RETURN(DeviceBuffer send, AllocateDevice(gpu, bytes));
@@ -319,17 +346,22 @@ class Clique {
   std::vector<DeviceBuffer> receive_;
 };
 
-/// All-reduce (bandwidth and latency) and broadcast across `gpus`.
+/// All-reduce (bandwidth and latency) and broadcast across `gpus` of this node; with a membership,
+/// across every rank of it (bandwidths only, as kAllReduceNodes and kBroadcastNodes).
 Result<std::vector<ProbeResult>> ProbeCollectives(const std::vector<int>& gpus,
-                                                  const ProbeOptions& o, const ProbeLog& log) {
+                                                  const ProbeOptions& o, const ProbeLog& log,
+                                                  const Membership* member = nullptr) {
   std::vector<int64_t> sizes = o.collective_bytes;
   std::sort(sizes.begin(), sizes.end());
-  LIBRA_ASSIGN_OR_RETURN(std::unique_ptr<Clique> clique, Clique::Create(gpus, sizes.back()));
-  const double n = static_cast<double>(gpus.size());
+  LIBRA_ASSIGN_OR_RETURN(std::unique_ptr<Clique> clique,
+                         Clique::Create(gpus, sizes.back(), member));
+  const int64_t ranks = member == nullptr ? static_cast<int64_t>(gpus.size()) : member->ranks;
+  const double n = static_cast<double>(ranks);
   std::vector<ProbeResult> results;
   for (const bool all_reduce : {true, false}) {
     const char* name = all_reduce ? "all-reduce" : "broadcast";
-    log(StrFormat("node: NCCL %s over %zu GPUs, %zu sizes up to %s", name, gpus.size(),
+    log(StrFormat("%s: NCCL %s over %lld GPUs, %zu sizes up to %s",
+                  member == nullptr ? "node" : "nodes", name, static_cast<long long>(ranks),
                   sizes.size(), Gib(sizes.back()).c_str()));
     JsonValue per_size = JsonValue::MakeArray();
     double busbw = 0;
@@ -343,10 +375,17 @@ Result<std::vector<ProbeResult>> ProbeCollectives(const std::vector<int>& gpus,
       per_size.Append(JsonValue::MakeObject(
           {{"bytes", bytes}, {"time_s", seconds}, {"algbw", algbw}, {"busbw", busbw}}));
     }
-    JsonValue detail = JsonValue::MakeObject({{"gpus", static_cast<int64_t>(gpus.size())},
+    JsonValue detail = JsonValue::MakeObject({{"gpus", ranks},
                                               {"sizes", per_size},
                                               {"warmup", o.warmup},
                                               {"repetitions", o.repetitions}});
+    if (member != nullptr) {
+      detail.Set("nodes", ranks / static_cast<int64_t>(gpus.size()));
+      detail.Set("gpus_per_node", static_cast<int64_t>(gpus.size()));
+      results.push_back(ProbeResult{std::string(all_reduce ? kAllReduceNodes : kBroadcastNodes), -1,
+                                    busbw, "B/s", detail});
+      continue;
+    }
     results.push_back(
         ProbeResult{std::string(all_reduce ? kAllReduce : kBroadcast), -1, busbw, "B/s", detail});
     if (all_reduce) {
@@ -432,6 +471,70 @@ Result<ProbeReport> ProbeLocalNode(const ProbeOptions& options, const ProbeLog& 
   log("node: NCCL collectives skipped (built without NCCL: configure with -DLIBRA_WITH_NCCL=ON)");
 #endif
   return report;
+}
+
+Result<std::vector<ProbeResult>> ProbeAcrossNodes(
+    const NcclPeer& peer, const ProbeOptions& options,
+    const std::function<void(const std::string&)>& on_unique_id, const ProbeLog& progress) {
+#if LIBRA_HAVE_NCCL
+  const ProbeLog log = [&progress](const std::string& line) {
+    if (progress) progress(line);
+  };
+  if (peer.nodes < 2 || peer.node < 0 || peer.node >= peer.nodes || peer.gpus_per_node < 1) {
+    return Status::InvalidArgument(
+        StrFormat("node %d of %d with %d GPUs each is not a probe across nodes", peer.node,
+                  peer.nodes, peer.gpus_per_node));
+  }
+  if (options.collective_bytes.empty() || options.repetitions < 1 || options.warmup < 0) {
+    return Status::InvalidArgument("probe sizes and repetitions must be positive");
+  }
+  LIBRA_ASSIGN_OR_RETURN(const int count, CountGpus());
+  std::vector<int> gpus = options.gpus;
+  if (gpus.empty()) {
+    for (int i = 0; i < peer.gpus_per_node; ++i) gpus.push_back(i);
+  }
+  if (static_cast<int>(gpus.size()) != peer.gpus_per_node) {
+    return Status::InvalidArgument(
+        StrFormat("%zu GPUs given for %d per node", gpus.size(), peer.gpus_per_node));
+  }
+  for (int gpu : gpus) {
+    if (gpu < 0 || gpu >= count) {
+      return Status::InvalidArgument(
+          StrFormat("gpu %d does not exist (this node has %d)", gpu, count));
+    }
+  }
+  Membership member;
+  member.first_rank = peer.node * peer.gpus_per_node;
+  member.ranks = peer.nodes * peer.gpus_per_node;
+  if (peer.node == 0) {
+    if (!peer.unique_id.empty()) {
+      return Status::InvalidArgument("node 0 makes the unique id; it must not be given one");
+    }
+    LIBRA_RETURN_IF_ERROR(Check(ncclGetUniqueId(&member.id), "ncclGetUniqueId"));
+    if (on_unique_id)
+      on_unique_id(HexEncode(std::string_view(member.id.internal, sizeof member.id.internal)));
+  } else {
+    auto bytes = HexDecode(peer.unique_id);
+    if (!bytes.ok())
+      return Status::InvalidArgument("the NCCL unique id: " + bytes.status().message());
+    if (bytes->size() != sizeof member.id.internal) {
+      return Status::InvalidArgument(StrFormat("the NCCL unique id has %zu bytes, not %zu",
+                                               bytes->size(), sizeof member.id.internal));
+    }
+    std::memcpy(member.id.internal, bytes->data(), bytes->size());
+  }
+  log(StrFormat("node %d of %d: joining %d ranks", peer.node, peer.nodes, member.ranks));
+  LIBRA_ASSIGN_OR_RETURN(std::vector<ProbeResult> results,
+                         ProbeCollectives(gpus, options, log, &member));
+  if (peer.node != 0) results.clear();
+  return results;
+#else
+  (void)peer;
+  (void)options;
+  (void)on_unique_id;
+  (void)progress;
+  return Status::Backend("gpu", "built without NCCL (configure with -DLIBRA_WITH_NCCL=ON)");
+#endif
 }
 
 }  // namespace libra::gpu

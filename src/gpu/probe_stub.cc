@@ -19,4 +19,10 @@ Result<ProbeReport> ProbeLocalNode(const ProbeOptions& /*options*/, const ProbeL
   return NotBuilt();
 }
 
+Result<std::vector<ProbeResult>> ProbeAcrossNodes(
+    const NcclPeer& /*peer*/, const ProbeOptions& /*options*/,
+    const std::function<void(const std::string&)>& /*on_unique_id*/, const ProbeLog& /*log*/) {
+  return NotBuilt();
+}
+
 }  // namespace libra::gpu

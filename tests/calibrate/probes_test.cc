@@ -91,6 +91,29 @@ TEST(ProbesTest, MeasuredNumbersReplaceTheCatalogsAchievedFigures) {
   EXPECT_EQ(Override(*c, "bf16_tflops"), nullptr);
 }
 
+TEST(ProbesTest, NcclAcrossNodesSetsTheInterNodeBandwidth) {
+  // The all-reduce across nodes (libra probe --hosts) becomes inter_node_gbps; without it the
+  // catalog's number stays.
+  const model::GpuSpec h100 = *model::FindGpu("H100-80G");
+  std::vector<store::ProbeRecord> session = H100Session();
+  session.push_back(Probe(gpu::kAllReduceNodes, -1, 3.2e11,
+                          R"({"nodes":2,"gpus_per_node":2,"sizes":[{"bytes":268435456}]})"));
+  session.push_back(Probe(gpu::kBroadcastNodes, -1, 4.0e10, R"({"nodes":2})"));
+  auto c = CalibrateFromProbes(session, h100);
+  ASSERT_OK(c);
+  EXPECT_DOUBLE_EQ(c->gpu.inter_node_bandwidth, 3.2e11);
+  const GpuOverride* inter = Override(*c, "inter_node_gbps");
+  ASSERT_NE(inter, nullptr);
+  EXPECT_DOUBLE_EQ(inter->before, h100.inter_node_bandwidth / 1e9);
+  EXPECT_DOUBLE_EQ(inter->value, 320);
+  EXPECT_EQ(inter->source, "NCCL all-reduce bus bandwidth across 2 nodes x 2 GPUs, 256 MiB");
+
+  auto single = CalibrateFromProbes(H100Session(), h100);
+  ASSERT_OK(single);
+  EXPECT_EQ(Override(*single, "inter_node_gbps"), nullptr);
+  EXPECT_DOUBLE_EQ(single->gpu.inter_node_bandwidth, h100.inter_node_bandwidth);
+}
+
 TEST(ProbesTest, APeakTheProbeBeatsIsReplacedAndSaid) {
   // A GPU described with too low a bandwidth and too few FLOP/s: the measurements become the
   // peaks, decode_bw_util is 1, and the notes say the GPU's numbers were wrong.

@@ -1,7 +1,13 @@
 // End to end: `libra probe`. Without a GPU only --import can be exercised; the example file
 // tests/testdata/probes/example-h100x8.json is illustrative (plausible 8x H100 numbers), not a
 // measurement.
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "cli/cli_fixture.h"
+#include "common/strings.h"
 #include "gpu/probe.h"
 #include "store/store.h"
 
@@ -131,6 +137,159 @@ TEST_F(CmdProbeTest, WithoutCudaSaysHowToGetProbes) {
             "libra: error: gpu: built without CUDA (configure with -DLIBRA_WITH_CUDA=ON)\n"
             "libra: probes measured on another machine can be imported with `libra probe "
             "--import FILE`\n");
+}
+
+// A two-node recipe of 8 x H100 each, both nodes on this machine (the local launcher).
+constexpr const char* kTwoNodes = R"(name = "two-nodes"
+[cluster]
+gpu = "H100-80G"
+nodes = 2
+gpus_per_node = 8
+[model]
+name = "Qwen3-8B"
+[workload]
+kind = "agentic"
+preset = "search-r1"
+[rl]
+prompts_per_step = 8
+group_size = 4
+[launcher]
+kind = "local"
+)";
+
+// What node 0 of the probe across nodes reports (illustrative numbers, not a measurement).
+constexpr const char* kAcross =
+    R"({"format":"libra-probes","version":1,"host":"node-0","recorded_at":"2026-01-15T09:31:00Z",)"
+    R"("libra_version":"0.1.0","probes":[)"
+    R"({"kind":"allreduce_nodes","gpu":-1,"value":3.6e11,"unit":"B/s","detail":{"nodes":2,)"
+    R"("gpus_per_node":8,"sizes":[{"bytes":268435456,"busbw":3.6e11}]}},)"
+    R"({"kind":"broadcast_nodes","gpu":-1,"value":4.1e10,"unit":"B/s","detail":{"nodes":2,)"
+    R"("gpus_per_node":8,"sizes":[{"bytes":268435456,"busbw":4.1e10}]}}]})";
+
+class CmdProbeHostsTest : public CmdProbeTest {
+ protected:
+  // A stand-in for libra on the nodes: logs how it was called, and prints what `libra probe`
+  // prints there (the example probes under the node's name; for the probe across nodes, the
+  // unique id first, then, once node 1 has been started with that id, node 0's probes).
+  void WriteFakeLibra(const std::string& id_line = "nccl-id 00ff10ab") {
+    CopyExample();
+    WriteFile(dir_.File("across.json"), kAcross);
+    WriteFile(dir_.File("two-nodes.toml"), kTwoNodes);
+    const std::string d = dir_.path().string();
+    WriteFile(dir_.File("fake-libra"),
+              "#!/bin/sh\n"
+              "echo \"$LIBRA_NODE $*\" >> " +
+                  d +
+                  "/calls.txt\n"
+                  "case \" $* \" in\n"
+                  "  *\" --nccl-node 0 \"*)\n"
+                  "    echo '" +
+                  id_line +
+                  "'\n"
+                  "    for i in $(seq 100); do\n"
+                  "      grep -q -- '--nccl-id' " +
+                  d +
+                  "/calls.txt && break; sleep 0.1\n"
+                  "    done\n"
+                  "    cat " +
+                  d +
+                  "/across.json ;;\n"
+                  "  *\" --nccl-node \"*) ;;\n"
+                  "  *) sed \"s/example-h100-node/node-$LIBRA_NODE/\" " +
+                  d +
+                  "/example.json ;;\n"
+                  "esac\n");
+    std::filesystem::permissions(dir_.File("fake-libra"), std::filesystem::perms::owner_exec,
+                                 std::filesystem::perm_options::add);
+  }
+
+  std::vector<std::string> Calls() {
+    std::vector<std::string> lines = StrSplit(ReadFile(dir_.File("calls.txt")), '\n');
+    lines.erase(std::remove(lines.begin(), lines.end(), ""), lines.end());
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  }
+};
+
+TEST_F(CmdProbeHostsTest, ProbesEveryNodeThenNcclAcrossThem) {
+  // --hosts: libra probe on each node of the recipe through its launcher, then one process per
+  // node for NCCL across them, node 1 started with the unique id node 0 printed. Every node's
+  // probes recorded, node 0's last with the probes across nodes; inter_node_gbps calibrated.
+  WriteFakeLibra();
+  const CommandResult r = Libra({"probe", "two-nodes.toml", "--hosts", "--libra", "./fake-libra",
+                                 "--db", "probes.db", "--calibration", "h100.toml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("cli/probe_hosts.txt",
+               "libra probe two-nodes.toml --hosts --calibration h100.toml, each node printing "
+               "the example probes (tests/cli/cmd_probe_test.cc)",
+               r.out);
+  EXPECT_EQ(Calls(),
+            (std::vector<std::string>{
+                "0 probe --no-record -q --json -",
+                "0 probe --no-record -q --nccl-nodes 2 --nccl-node 0 --nccl-gpus-per-node 8",
+                "1 probe --no-record -q --json -",
+                "1 probe --no-record -q --nccl-nodes 2 --nccl-node 1 --nccl-gpus-per-node 8 "
+                "--nccl-id 00ff10ab"}));
+
+  auto store = store::Store::Open(dir_.File("probes.db"));
+  ASSERT_OK(store);
+  auto probes = (*store)->Probes();
+  ASSERT_OK(probes);
+  auto example = gpu::ParseProbeReport(ReadFile(dir_.File("example.json")));
+  ASSERT_OK(example);
+  const size_t per_node = example->results.size();
+  ASSERT_EQ(probes->size(), 2 * per_node + 2);
+  EXPECT_EQ(probes->front().host, "node-1");
+  EXPECT_EQ((*probes)[per_node].host, "node-0");
+  EXPECT_EQ(probes->back().host, "node-0");
+  EXPECT_EQ(probes->back().recorded_at, (*probes)[per_node].recorded_at);
+  EXPECT_EQ((*probes)[probes->size() - 2].kind, "allreduce_nodes");
+  EXPECT_EQ(probes->back().kind, "broadcast_nodes");
+  EXPECT_NE(ReadFile(dir_.File("h100.toml")).find("inter_node_gbps = 360"), std::string::npos)
+      << ReadFile(dir_.File("h100.toml"));
+}
+
+TEST_F(CmdProbeHostsTest, ANodeThatPrintsNoIdIsAnErrorAndTheNodesProbesStayRecorded) {
+  WriteFakeLibra("hello");
+  const CommandResult r = Libra(
+      {"probe", "two-nodes.toml", "--hosts", "--libra", "./fake-libra", "--db", "probes.db", "-q"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "libra: error: node 0 (local): expected 'nccl-id HEX' first, got 'hello'\n");
+  auto store = store::Store::Open(dir_.File("probes.db"));
+  ASSERT_OK(store);
+  auto probes = (*store)->Probes();
+  ASSERT_OK(probes);
+  auto example = gpu::ParseProbeReport(ReadFile(dir_.File("example.json")));
+  ASSERT_OK(example);
+  EXPECT_EQ(probes->size(), 2 * example->results.size());
+}
+
+TEST_F(CmdProbeHostsTest, WithoutCudaEveryNodeSaysSo) {
+  // The real libra on both nodes: each node's failure, named, with what libra said there.
+  if (gpu::BuiltWithCuda()) GTEST_SKIP() << "built with CUDA: the nodes would measure";
+  WriteFile(dir_.File("two-nodes.toml"), kTwoNodes);
+  const CommandResult r = Libra({"probe", "two-nodes.toml", "--hosts", "--db", "probes.db", "-q"});
+  EXPECT_EQ(r.exit_code, 1);
+  for (const char* node : {"node 0 (local)", "node 1 (local)"}) {
+    EXPECT_NE(r.err.find(std::string("libra: error: ") + node +
+                         ": libra probe failed (exit code 1): libra: error: gpu: built without "
+                         "CUDA (configure with -DLIBRA_WITH_CUDA=ON)"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
+TEST_F(CmdProbeHostsTest, HostsNeedARecipeAndTakeNoFiles) {
+  const CommandResult none = Libra({"probe", "--hosts", "--db", "p.db"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.err, "libra: error: --hosts probes the nodes of a recipe: give one\n");
+  WriteFile(dir_.File("two-nodes.toml"), kTwoNodes);
+  const CommandResult json =
+      Libra({"probe", "two-nodes.toml", "--hosts", "--json", "x.json", "--db", "p.db"});
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_EQ(json.err,
+            "libra: error: --hosts records every node's probes in --db: it takes neither "
+            "--import nor --json\n");
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/test_util.h"
@@ -90,7 +92,8 @@ TEST(ProbeTest, MalformedDocumentsAreRejectedWithTheField) {
       {"probe not an object", WithProbe("3"), "probes[0]: expected an object (got an integer)"},
       {"unknown kind", WithProbe(R"({"kind": "hbm_cpy", "gpu": 0, "value": 1, "unit": "B/s"})"),
        "probes[0].kind: unknown probe kind 'hbm_cpy' (known: inventory, hbm_copy, gemm_bf16, "
-       "h2d, d2h, allreduce, allreduce_latency, broadcast); did you mean 'hbm_copy'?"},
+       "h2d, d2h, allreduce, allreduce_latency, broadcast, allreduce_nodes, broadcast_nodes); did "
+       "you mean 'hbm_copy'?"},
       {"wrong unit", WithProbe(R"({"kind": "hbm_copy", "gpu": 0, "value": 1, "unit": "GB/s"})"),
        "probes[0].unit: \"GB/s\" is not the unit of hbm_copy (B/s)"},
       {"value not a number",
@@ -136,6 +139,30 @@ TEST(ProbeTest, WithoutCudaEveryProbeSaysHowToBuildThem) {
   auto report = ProbeLocalNode(ProbeOptions::Quick(), nullptr);
   ASSERT_FALSE(report.ok());
   EXPECT_EQ(report.status().code(), StatusCode::kBackend);
+}
+
+TEST(ProbeTest, HexCarriesAnyBytesBothWays) {
+  // How node 0's NCCL unique id travels on the other nodes' command lines.
+  std::string bytes;
+  for (int b = 0; b < 256; ++b) bytes.push_back(static_cast<char>(b));
+  const std::string hex = HexEncode(bytes);
+  EXPECT_EQ(hex.size(), 512u);
+  EXPECT_EQ(hex.substr(0, 8), "00010203");
+  EXPECT_EQ(hex.substr(504), "fcfdfeff");
+  auto back = HexDecode(hex);
+  ASSERT_OK(back);
+  EXPECT_EQ(*back, bytes);
+  EXPECT_EQ(*HexDecode("ABcd"), "\xab\xcd");
+  EXPECT_EQ(HexDecode("abc").status().message(), "odd number of hex digits (3)");
+  EXPECT_EQ(HexDecode("0g").status().message(), "not a hex digit at 1: 'g'");
+}
+
+TEST(ProbeTest, WithoutNcclTheProbeAcrossNodesSaysHowToBuildIt) {
+  if (BuiltWithNccl()) GTEST_SKIP() << "built with NCCL";
+  auto results = ProbeAcrossNodes(NcclPeer{}, ProbeOptions::Quick(), nullptr, nullptr);
+  ASSERT_FALSE(results.ok());
+  EXPECT_EQ(results.status().code(), StatusCode::kBackend);
+  EXPECT_NE(results.status().message().find("built without"), std::string::npos);
 }
 
 /// Skips the test unless this build has CUDA and the runtime sees a GPU.
@@ -200,6 +227,40 @@ TEST(ProbeGpuTest, NcclBusBandwidthAcrossTheNode) {
     }
   }
   EXPECT_EQ(collectives, 3);
+}
+
+TEST(ProbeGpuTest, NcclAcrossTwoProcessesOfThisNode) {
+  // The probe across nodes with both "nodes" on this machine, one GPU each: node 0 makes the id,
+  // node 1 (a thread here, a process started by libra there) joins with it.
+  LIBRA_REQUIRE_GPU();
+  if (!BuiltWithNccl()) GTEST_SKIP() << "built without NCCL (-DLIBRA_WITH_NCCL=OFF)";
+  if (*CountGpus() < 2) GTEST_SKIP() << "needs two GPUs";
+  std::promise<std::string> id;
+  Result<std::vector<ProbeResult>> other = Status::Internal("not run");
+  std::thread node1([&] {
+    ProbeOptions options = ProbeOptions::Quick();
+    options.gpus = {1};
+    other = ProbeAcrossNodes(NcclPeer{id.get_future().get(), 1, 2, 1}, options, nullptr, nullptr);
+  });
+  ProbeOptions options = ProbeOptions::Quick();
+  options.gpus = {0};
+  bool sent = false;
+  auto results = ProbeAcrossNodes(
+      NcclPeer{"", 0, 2, 1}, options,
+      [&](const std::string& hex) {
+        id.set_value(hex);
+        sent = true;
+      },
+      nullptr);
+  if (!sent) id.set_value("");  // node 0 failed before: node 1 fails on the empty id
+  node1.join();
+  ASSERT_OK(results);
+  ASSERT_OK(other);
+  EXPECT_TRUE(other->empty());
+  ASSERT_EQ(results->size(), 2u);
+  EXPECT_EQ((*results)[0].kind, kAllReduceNodes);
+  EXPECT_EQ((*results)[1].kind, kBroadcastNodes);
+  for (const ProbeResult& r : *results) EXPECT_GT(r.value, 0);
 }
 
 TEST(ProbeGpuTest, UnknownGpuIndexIsAnError) {
