@@ -224,20 +224,13 @@ std::string ThisProgram() {
   return error ? "libra" : self.string();
 }
 
-std::string Tail(const std::string& text) {
-  constexpr size_t kMax = 400;
-  std::string tail = text.size() > kMax ? "..." + text.substr(text.size() - kMax) : text;
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
-  return tail.empty() ? "nothing on stderr" : tail;
-}
-
 /// The probe a node ran: its report, or why there is none (naming the node).
 Result<gpu::ProbeReport> ReportOf(const cluster::NodeCommands& nodes,
                                   const cluster::NodeOutput& output, size_t skip_lines = 0) {
   const std::string where = nodes.Describe(output.node);
   if (!output.exit.success()) {
-    return Status::Backend(
-        where, "libra probe failed (" + output.exit.ToString() + "): " + Tail(output.err));
+    return Status::Backend(where, "libra probe failed (" + output.exit.ToString() +
+                                      "): " + cluster::OutputTail(output.err));
   }
   std::string_view text = output.out;
   for (size_t i = 0; i < skip_lines; ++i) {
@@ -327,8 +320,8 @@ int RunHostProbes(const ProbeOptions& options, const recipe::Recipe& recipe, con
     Result<std::string> line = across.ok() ? (*nodes)->FirstLine(count, left()) : across;
     constexpr std::string_view kIdPrefix = "nccl-id ";
     if (line.ok() && line->rfind(kIdPrefix, 0) != 0) {
-      line = Status::Backend((*nodes)->Describe(0),
-                             "expected 'nccl-id HEX' first, got '" + Tail(*line) + "'");
+      line = Status::Backend((*nodes)->Describe(0), "expected 'nccl-id HEX' first, got '" +
+                                                        cluster::OutputTail(*line) + "'");
     }
     across = line.status();
     for (size_t node = 1; node < count && across.ok(); ++node) {

@@ -23,15 +23,14 @@ std::string ReadAll(const std::string& path) {
   return text.str();
 }
 
-// The last lines of `text`, for an error message.
-std::string Tail(const std::string& text) {
+}  // namespace
+
+std::string OutputTail(const std::string& text) {
   constexpr size_t kMax = 600;
   std::string tail = text.size() > kMax ? "..." + text.substr(text.size() - kMax) : text;
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
   return tail.empty() ? "nothing on stderr" : tail;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<NodeCommands>> NodeCommands::Create(const LauncherOptions& launcher,
                                                            std::string log_dir) {
@@ -89,9 +88,9 @@ Result<std::string> NodeCommands::FirstLine(size_t index, std::chrono::milliseco
     const std::string out = ReadAll(out_path);
     if (const size_t end = out.find('\n'); end != std::string::npos) return out.substr(0, end);
     if (c.exited) {
-      return Status::Backend(
-          c.name, StrFormat("%s exited (%s) before it printed a line: %s", Describe(c.node).c_str(),
-                            c.exit.ToString().c_str(), Tail(ReadAll(LogPath(c, "err"))).c_str()));
+      return Status::Backend(c.name, StrFormat("%s exited (%s) before it printed a line: %s",
+                                               Describe(c.node).c_str(), c.exit.ToString().c_str(),
+                                               OutputTail(ReadAll(LogPath(c, "err"))).c_str()));
     }
     const auto now = EventLoop::Clock::now();
     if (now >= deadline) {

@@ -29,6 +29,10 @@ struct NodeOutput {
   std::string err;
 };
 
+/// The end of a command's output for an error message: its last few hundred characters, without
+/// trailing blanks, or "nothing on stderr".
+std::string OutputTail(const std::string& text);
+
 class NodeCommands {
  public:
   /// One launcher per node of `launcher`; each command logs to log_dir/<name>.out and .err.
