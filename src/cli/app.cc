@@ -97,7 +97,42 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->type_name("K");
   AddRewardTarget(compare_cmd, &compare->reward_target);
+  compare_cmd->add_flag("--tuned", compare->tuned,
+                        "Run every peer at its tuned configuration (`libra tune`; tuned first\n"
+                        "where the database holds no tuning for this recipe). Libra's systems\n"
+                        "run as their planner decides");
+  compare_cmd->add_flag("--as-written", compare->as_written,
+                        "Run every system as the recipe writes it, even when its [tuning]\n"
+                        "sets compare_tuned");
+  compare_cmd->add_flag("--sensitivity", compare->sensitivity,
+                        "Rerun the comparison under the standard perturbations of the constants\n"
+                        "the simulator cannot measure; print each system's range and how often\n"
+                        "it is first (docs/results.md, \"Robustness\")");
   compare_cmd->callback([&] { exit_code = RunCompare(*compare, io); });
+
+  auto tune = std::make_shared<TuneOptions>();
+  CLI::App* tune_cmd = app.add_subcommand(
+      "tune", "Search a peer's knobs by simulation and record its best configuration");
+  tune_cmd->footer(
+      "Each peer declares the knobs its real system exposes (rollout TP, the train/rollout\n"
+      "split, staleness where users can set it, its scheduler's thresholds). The search spends\n"
+      "the same budget of simulated runs on every system, on seeds that are never reporting\n"
+      "seeds, and records every configuration tried; `libra compare --tuned` then runs the peer\n"
+      "at the winner. Libra's systems are never tuned. docs/recipes.md, \"Tuning\".\n\n" +
+      std::string(kFooter));
+  AddRecipeOptions(tune_cmd, &tune->common);
+  tune_cmd
+      ->add_option("--system", tune->systems,
+                   "The systems to tune, the recipe's or named systems (comma separated;\n"
+                   "default: every system of the recipe with knobs)")
+      ->delimiter(',')
+      ->type_name("A,B,...");
+  tune_cmd
+      ->add_option("--budget", tune->budget,
+                   "Simulated runs per system (default: [tuning] budget_runs, 24)")
+      ->check(CLI::Range(1, 100000))
+      ->type_name("N");
+  tune_cmd->callback([&] { exit_code = RunTune(*tune, io); });
 
   auto report = std::make_shared<ReportOptions>();
   CLI::App* report_cmd = app.add_subcommand("report", "Show recorded runs and comparisons");

@@ -32,6 +32,22 @@ struct CompareOptions {
   /// The smoothed reward whose first arrival the "to reward s" column times (default: the
   /// lowest peak among the runs).
   std::optional<double> reward_target;
+  /// Run every peer at its tuned configuration (tuning it first where none is recorded); the
+  /// recipe's [tuning] compare_tuned sets it by default.
+  bool tuned = false;
+  /// Run the systems as the recipe writes them, even when [tuning] compare_tuned is set.
+  bool as_written = false;
+  /// Rerun the comparison under the standard perturbations (experiment/sensitivity.h) and print
+  /// per system its throughput range and how often it is first.
+  bool sensitivity = false;
+};
+
+struct TuneOptions {
+  RecipeOptions common;
+  /// The systems to tune (the recipe's or named systems); default: every system with knobs.
+  std::vector<std::string> systems;
+  /// Simulated runs per system (default: the recipe's [tuning] budget_runs).
+  std::optional<int> budget;
 };
 
 struct ReportOptions {
@@ -138,6 +154,7 @@ struct Io {
 
 int RunRun(const RecipeOptions& options, const Io& io);
 int RunCompare(const CompareOptions& options, const Io& io);
+int RunTune(const TuneOptions& options, const Io& io);
 int RunReport(const ReportOptions& options, const Io& io);
 int RunPlan(const PlanOptions& options, const Io& io);
 int RunValidate(const RecipeOptions& options, const Io& io);

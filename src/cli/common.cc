@@ -101,17 +101,18 @@ ProgressLine::ProgressLine(const Io& io, bool enabled, std::string label, bool v
 ProgressLine::~ProgressLine() { Clear(); }
 
 void ProgressLine::Update(const experiment::Progress& p) {
+  const double rate = p.now_s > 0 ? static_cast<double>(p.trajectories) / p.now_s : 0;
+  Draw(StrFormat("step %d/%d, %.1f s%s, %.3f traj/s", p.steps_done, p.steps_total, p.now_s,
+                 virtual_time_ ? " simulated" : "", rate),
+       p.steps_done >= p.steps_total);
+}
+
+void ProgressLine::Draw(const std::string& text, bool force) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
-  if (drawn_ && p.steps_done < p.steps_total && now - last_ < std::chrono::milliseconds(100)) {
-    return;
-  }
+  if (drawn_ && !force && now - last_ < std::chrono::milliseconds(100)) return;
   last_ = now;
-  const double rate = p.now_s > 0 ? static_cast<double>(p.trajectories) / p.now_s : 0;
-  io_.out << "\r\033[K" << label_
-          << StrFormat(": step %d/%d, %.1f s%s, %.3f traj/s", p.steps_done, p.steps_total, p.now_s,
-                       virtual_time_ ? " simulated" : "", rate)
-          << std::flush;
+  io_.out << "\r\033[K" << label_ << ": " << text << std::flush;
   drawn_ = true;
 }
 

@@ -45,6 +45,8 @@ class ProgressLine {
   ProgressLine(const Io& io, bool enabled, std::string label, bool virtual_time);
   ~ProgressLine();
   void Update(const experiment::Progress& progress);
+  /// Draws "<label>: <text>" (at most ten times a second unless `force`).
+  void Draw(const std::string& text, bool force = false);
   /// Erases the line.
   void Clear();
 

@@ -455,24 +455,28 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
   return batch;
 }
 
-bool Coordinator::BatchReady() const {
+bool Coordinator::BatchReady() const { return BatchComplete() >= 1.0; }
+
+double Coordinator::BatchComplete() const {
   const auto per_step = static_cast<size_t>(config_.prompts_per_step);
+  size_t complete = 0;
   if (config_.stream_batches) {
-    size_t fresh = 0;
     for (int64_t prompt : complete_) {
-      fresh += next_train_step_ - groups_.at(prompt).oldest_version <= config_.staleness;
+      complete += next_train_step_ - groups_.at(prompt).oldest_version <= config_.staleness;
     }
-    return fresh >= per_step;
+  } else {
+    for (size_t p = 0; p < per_step; ++p) {
+      auto it = groups_.find(static_cast<int64_t>(next_train_step_ * per_step + p));
+      complete += it != groups_.end() && it->second.remaining == 0;
+    }
   }
-  for (size_t p = 0; p < per_step; ++p) {
-    auto it = groups_.find(static_cast<int64_t>(next_train_step_ * per_step + p));
-    if (it == groups_.end() || it->second.remaining > 0) return false;
-  }
-  return true;
+  return std::min(1.0, static_cast<double>(complete) / static_cast<double>(per_step));
 }
 
 Status Coordinator::Lend(double now) {
   if (pool_->phase() != planner::PoolPhase::kIdle) return Status();
+  // Taken back early (reclaim_at < 1) for this step: the GPUs wait for its batch.
+  if (reclaimed_step_ == next_train_step_) return Status();
   std::optional<backend::Layout> lent = planner_.IdleTrainerLayout(layout_);
   if (!lent) return Status();
   const Status begun = pool_->Begin(*lent);
@@ -490,6 +494,7 @@ Status Coordinator::Reclaim(double now) {
   const Status begun = pool_->Begin(*lent_from_);
   if (!begun.ok()) return Status::Internal("cannot take the lent GPUs back: " + begun.message());
   reclaiming_ = true;
+  reclaimed_step_ = next_train_step_;
   for (size_t i : pool_->leaving()) instances_[i].available = false;
   AddEvent("reclaim", now, now, "trainer", std::nullopt, next_train_step_, lent_from_->ToString());
   return AdvanceTransition(now);
@@ -499,7 +504,7 @@ Status Coordinator::TryTrain(double now) {
   if (trainer_busy_ || step_open_ || next_train_step_ >= config_.steps) return Status();
   if (lent_from_) {
     // The trainer's GPUs roll out: take them back once the batch is ready.
-    return !reclaiming_ && BatchReady() ? Reclaim(now) : Status();
+    return !reclaiming_ && BatchComplete() >= planner_.ReclaimAt() ? Reclaim(now) : Status();
   }
   const int64_t rejected = summary_.rejected_groups;
   training_ = TakeBatch(now);

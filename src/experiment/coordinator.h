@@ -186,6 +186,8 @@ class Coordinator {
   std::optional<Batch> TakeBatch(double now);
   /// Whether TakeBatch would return a batch (not counting groups it would reject).
   bool BatchReady() const;
+  /// The fraction of the next batch's groups that are complete (fresh enough to train), in [0, 1].
+  double BatchComplete() const;
   /// Lends the waiting trainer's GPUs to rollout, when the planner wants it.
   Status Lend(double now);
   /// Starts taking the lent GPUs back (the batch is ready).
@@ -219,6 +221,7 @@ class Coordinator {
   std::optional<Batch> training_;    // the batch of the step in training
   std::optional<backend::Layout> lent_from_;  // the layout to return to while GPUs are lent
   bool reclaiming_ = false;
+  int reclaimed_step_ = -1;  // the step whose batch the lent GPUs were last taken back for
   int64_t next_trajectory_ = 0;
   int64_t next_prompt_ = 0;
   int next_train_step_ = 0;

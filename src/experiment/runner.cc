@@ -263,6 +263,72 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
   }
 }
 
+namespace {
+
+/// Drops what a run produces: a simulation whose outcome is only its summary.
+class NullRecorder : public Recorder {
+ public:
+  Status RecordStep(const store::StepBatch&) override { return Status(); }
+};
+
+}  // namespace
+
+Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                                  const workload::Workload& workload, const model::CostModel& cost,
+                                  const model::CostModel& plan_cost,
+                                  const BackendFactory& make_backend,
+                                  const BackendContext& context,
+                                  std::optional<ResumeState> resume,
+                                  std::optional<double> throughput_bound, Recorder& recorder,
+                                  const std::function<bool()>& interrupted,
+                                  const std::function<void(const Progress&)>& progress) {
+  LIBRA_ASSIGN_OR_RETURN(auto router,
+                         sched::BuiltinRouters().Create(system.router, system.router_options,
+                                                        sched::RouterDeps{&plan_cost}));
+  LIBRA_ASSIGN_OR_RETURN(
+      auto planner, planner::BuiltinPlanners().Create(system.planner, system.planner_options));
+  LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, workload, cost, context));
+  CoordinatorConfig config;
+  config.resume = std::move(resume);
+  config.steps = recipe.steps;
+  config.prompts_per_step = recipe.rl.prompts_per_step;
+  config.group_size = recipe.rl.group_size;
+  config.staleness = recipe.StalenessFor(system);
+  config.stream_batches = recipe.BatchingFor(system) == "stream";
+  config.partial_rollout = recipe.PartialRolloutFor(system);
+  config.sync_interval = recipe.rl.sync_interval;
+  config.plan = MakePlanContext(recipe, system, &plan_cost,
+                                SampleSequenceSizes(workload, recipe.rl.group_size, recipe.steps));
+  config.record_events = recipe.sim.record_events;
+  config.throughput_bound = throughput_bound;
+  Coordinator coordinator(config, workload, *router, *planner, *backend, recorder);
+  return coordinator.Run(interrupted, progress);
+}
+
+Result<RunSummary> SimulateSystem(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                                  const BackendFactory& make_backend,
+                                  const std::function<bool()>& interrupted) {
+  LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
+  LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
+  NullRecorder recorder;
+  return RunCoordinator(recipe, system, *workload, *cost, *cost, make_backend, BackendContext{},
+                        std::nullopt, std::nullopt, recorder, interrupted, {});
+}
+
+Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& system) {
+  LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
+  LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
+  LIBRA_ASSIGN_OR_RETURN(
+      auto planner, planner::BuiltinPlanners().Create(system.planner, system.planner_options));
+  LIBRA_ASSIGN_OR_RETURN(
+      planner::Plan plan,
+      planner->Initial(MakePlanContext(
+          recipe, system, cost.get(),
+          SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps))));
+  (void)plan;
+  return Status();
+}
+
 std::string NowIso8601() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -292,6 +358,10 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   info.libra_version = LIBRA_VERSION;
   info.started_at = NowIso8601();
   info.comparison_id = request.comparison_id;
+  info.configuration = request.configuration;
+  info.tuning_id = request.tuning_id;
+  info.scenario = request.scenario;
+  info.staleness = recipe.StalenessFor(system);
   // Built once: the bound recorded with the run needs them, and so does the run. A failure to
   // build them is recorded as the run's failure below.
   Result<std::unique_ptr<workload::Workload>> made_workload =
@@ -332,11 +402,6 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   auto run = [&]() -> Result<RunSummary> {
     LIBRA_ASSIGN_OR_RETURN(auto workload, std::move(made_workload));
     LIBRA_ASSIGN_OR_RETURN(auto cost, std::move(made_cost));
-    LIBRA_ASSIGN_OR_RETURN(auto router,
-                           sched::BuiltinRouters().Create(system.router, system.router_options,
-                                                          sched::RouterDeps{cost.get()}));
-    LIBRA_ASSIGN_OR_RETURN(
-        auto planner, planner::BuiltinPlanners().Create(system.planner, system.planner_options));
     BackendContext context;
     context.run_id = run_id;
     std::optional<ResumeState> resume;
@@ -345,29 +410,20 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                              ResumeStateOf(store, run_id, recorded, recipe.rl.prompts_per_step));
       context.start_version = resume->steps_done;
     }
-    LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, *workload, *cost, context));
-    CoordinatorConfig config;
-    config.resume = resume;
-    config.steps = recipe.steps;
-    config.prompts_per_step = recipe.rl.prompts_per_step;
-    config.group_size = recipe.rl.group_size;
-    config.staleness = recipe.StalenessFor(system);
-    config.stream_batches = recipe.BatchingFor(system) == "stream";
-    config.partial_rollout = recipe.PartialRolloutFor(system);
-    config.sync_interval = recipe.rl.sync_interval;
-    config.plan =
-        MakePlanContext(recipe, system, cost.get(),
-                        SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps));
-    config.record_events = recipe.sim.record_events;
-    config.throughput_bound = info.throughput_bound;
     std::unique_ptr<Recorder> recorder;
     if (request.resume_run && replay) {
       recorder = std::make_unique<ReplayRecorder>(store, run_id, recorded);
     } else {
       recorder = std::make_unique<StoreRecorder>(store, run_id);
     }
-    Coordinator coordinator(config, *workload, *router, *planner, *backend, *recorder);
-    return coordinator.Run(request.interrupted, request.progress);
+    std::unique_ptr<model::CostModel> belief;
+    if (request.planning_recipe != nullptr) {
+      LIBRA_ASSIGN_OR_RETURN(belief, model::MakeCostModel(*request.planning_recipe));
+    }
+    return RunCoordinator(recipe, system, *workload, *cost, belief ? *belief : *cost,
+                          make_backend, context, resume,
+                          info.throughput_bound, *recorder, request.interrupted,
+                          request.progress);
   };
   Result<RunSummary> summary = run();
   const char* status = store::kRunOk;

@@ -78,6 +78,14 @@ struct RunRequest {
   /// checked against its record) and records the rest; the cluster backend restarts from the
   /// checkpoint of the last recorded step. `system` must be the run's.
   std::optional<int64_t> resume_run;
+  /// Recorded with the run: the knob settings of a tuned peer, the tuning they came from, and
+  /// the sensitivity scenario (experiment/tuning.h, sensitivity.h).
+  std::string configuration;
+  std::optional<int64_t> tuning_id;
+  std::string scenario;
+  /// The recipe whose cost model the planner and router believe (a sensitivity scenario runs the
+  /// world of `recipe` and plans with this one); null: `recipe`'s.
+  const recipe::Recipe* planning_recipe = nullptr;
 };
 
 struct RunOutcome {
@@ -91,6 +99,28 @@ struct RunOutcome {
 /// recorded at all (for example the store failed); a run that fails is an outcome.
 Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                              const BackendFactory& make_backend);
+
+/// Builds the system's router and planner and the backend, and runs the coordinator to the end,
+/// handing each step to `recorder`. The backend runs on `cost`; the planner and the router plan
+/// with `plan_cost` (the same model, unless a sensitivity scenario changed the world).
+Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                                  const workload::Workload& workload, const model::CostModel& cost,
+                                  const model::CostModel& plan_cost,
+                                  const BackendFactory& make_backend,
+                                  const BackendContext& context,
+                                  std::optional<ResumeState> resume,
+                                  std::optional<double> throughput_bound, Recorder& recorder,
+                                  const std::function<bool()>& interrupted,
+                                  const std::function<void(const Progress&)>& progress);
+
+/// Runs `system` on `recipe` and records nothing: its summary only (a tuning run).
+Result<RunSummary> SimulateSystem(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                                  const BackendFactory& make_backend,
+                                  const std::function<bool()>& interrupted);
+
+/// Whether the system's planner finds an initial plan on the recipe's cluster (it fits memory
+/// and the cluster) without running anything; kUnschedulable (with the planner's reason) if not.
+Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& system);
 
 /// The current wall-clock time as ISO 8601 UTC ("2026-12-02T15:04:05Z").
 std::string NowIso8601();

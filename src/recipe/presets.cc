@@ -61,7 +61,8 @@ const std::vector<Preset>& Presets() {
        .planner = "static",
        .staleness = 2,
        .batching = "stream",
-       .partial_rollout = true},
+       .partial_rollout = true,
+       .staleness_knob = true},
       {.name = "sortedrl",
        .summary = "SortedRL-style: colocated, shortest-first routing, early updates on the groups "
                   "that finish first (one step of staleness)",

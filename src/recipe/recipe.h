@@ -137,12 +137,28 @@ struct SystemSpec {
   std::optional<int> staleness;
   std::optional<std::string> batching;
   std::optional<bool> partial_rollout;
+  /// [.tune]: the ranges `libra tune` searches for this system's knobs (each key a knob name, its
+  /// value an array of candidates), replacing the defaults the knob takes from the cluster;
+  /// `enabled = false` keeps the system as written. Decoded by the experiment module
+  /// (docs/recipes.md, "Tuning"). Default: empty (every knob of the system at its default range).
+  OptionTable tune;
   /// "file:line:col" of the table, for messages.
   std::string where;
   /// Dotted path of the table ("system", "baselines[1]").
   std::string path;
 
   bool operator==(const SystemSpec&) const = default;
+};
+
+/// [tuning]: how `libra tune` and `libra compare --tuned` tune the peers (docs/recipes.md).
+struct TuningSpec {
+  /// `libra compare` runs every peer at its tuned configuration without --tuned. Default: false.
+  bool compare_tuned = false;
+  /// Simulated runs the search of each system may spend (every system the same). Default: 24.
+  int budget_runs = 24;
+  /// Training steps of each tuning run. Default: 0, the recipe's steps.
+  int steps = 0;
+  bool operator==(const TuningSpec&) const = default;
 };
 
 /// A whole recipe.
@@ -162,6 +178,7 @@ struct Recipe {
   RlSpec rl;
   SimSpec sim;
   ClusterBackendSpec cluster_backend;
+  TuningSpec tuning;
   SystemSpec system;
   std::vector<SystemSpec> baselines;
 

@@ -503,6 +503,7 @@ class Converter {
     t.Read("staleness", &system->staleness);
     t.Read("batching", &system->batching);
     t.Read("partial_rollout", &system->partial_rollout);
+    t.Read("tune", &system->tune);
   }
 
   /// Reads an option table over `out`'s entries: a key given in the file replaces the preset's.
@@ -567,6 +568,11 @@ class Converter {
       t.Read("sync_path", &s.sync_path);
       t.Read("tool_concurrency", &s.tool_concurrency);
       t.Read("record_events", &s.record_events);
+    });
+    top.Sub("tuning", false, [&](Table& t) {
+      t.Read("compare_tuned", &r.tuning.compare_tuned);
+      t.Read("budget_runs", &r.tuning.budget_runs);
+      t.Read("steps", &r.tuning.steps);
     });
     top.Read("launcher", &r.cluster_backend.launcher);
     top.Read("engine", &r.cluster_backend.engine);

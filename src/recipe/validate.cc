@@ -134,6 +134,9 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
   c.OneOf(r.sim.kv_policy, {"cache", "free"}, "sim.kv_policy");
   c.OneOf(r.sim.sync_path, {"nccl", "disk"}, "sim.sync_path");
   c.AtLeast(r.sim.tool_concurrency, 0, "sim.tool_concurrency");
+  c.Check(r.tuning.budget_runs >= 1 && r.tuning.budget_runs <= 100000, "tuning.budget_runs",
+          StrFormat("must be in [1, 100000] (got %d)", r.tuning.budget_runs));
+  c.AtLeast(r.tuning.steps, 0, "tuning.steps");
 
   std::vector<const SystemSpec*> systems = {&r.system};
   for (const SystemSpec& b : r.baselines) systems.push_back(&b);

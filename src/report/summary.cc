@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "common/strings.h"
 
@@ -13,7 +14,21 @@ Result<RunView> ReadRunView(store::Store& store, int64_t run_id) {
   RunView view;
   LIBRA_ASSIGN_OR_RETURN(view.run, store.GetRun(run_id));
   LIBRA_ASSIGN_OR_RETURN(view.steps, store.Steps(run_id));
+  LIBRA_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> decisions, store.Decisions(run_id));
+  if (!decisions.empty()) view.start_layout = decisions.front().layout;
   return view;
+}
+
+std::string ConfiguredBy(const store::RunInfo& run) {
+  if (run.tuning_id) return "tuned";
+  if (run.configuration == "planner") return "planner";
+  return "as written";
+}
+
+std::string RunConfiguration(const RunView& view) {
+  std::string text = view.start_layout.empty() ? "-" : view.start_layout;
+  if (view.run.staleness) text += StrFormat(", s%d", *view.run.staleness);
+  return text;
 }
 
 RunMetrics ComputeMetrics(const RunView& view) {
@@ -113,6 +128,8 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       target = target ? std::min(*target, peak) : peak;
     }
   }
+  columns.push_back({"configured_by", "config", false});
+  columns.push_back({"configuration", "layout at start, staleness", false});
   Table table(columns);
   for (const RunView& view : runs) {
     const RunMetrics m = ComputeMetrics(view);
@@ -144,6 +161,8 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       row.push_back(Cell::Number(target ? TimeToReward(view, *target) : std::nullopt, 1));
       row.push_back(Cell::Number(speedup, 2));
     }
+    row.push_back(Cell::Text(ConfiguredBy(view.run)));
+    row.push_back(Cell::Text(RunConfiguration(view)));
     table.AddRow(std::move(row));
   }
   return table;
@@ -160,9 +179,13 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
       {"trajectories_per_s_max", "max", true},
   };
   if (baseline) columns.push_back({"speedup", "speedup mean", true});
-  // Throughput per (system, seed).
+  columns.push_back({"configured_by", "config", false});
+  columns.push_back({"configuration", "layout at start (first seed), staleness", false});
+  // Throughput per (system, seed), and each system's first run.
   std::map<std::string, std::map<uint64_t, double>> rate;
+  std::map<std::string, const RunView*> first;
   for (const RunView& view : runs) {
+    first.try_emplace(view.run.system, &view);
     const std::optional<double> t = ComputeMetrics(view).trajectories_per_s;
     if (t && view.run.status == store::kRunOk) rate[view.run.system][view.run.seed] = *t;
   }
@@ -201,6 +224,126 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
         Cell::Number(mean, 3), Cell::Number(sd, 3),
         Cell::Number(lo, 3),   Cell::Number(hi, 3)};
     if (baseline) row.push_back(Cell::Number(speedup, 2));
+    auto f = first.find(system);
+    row.push_back(Cell::Text(f == first.end() ? "-" : ConfiguredBy(f->second->run)));
+    row.push_back(Cell::Text(f == first.end() ? "-" : RunConfiguration(*f->second)));
+    table.AddRow(std::move(row));
+  }
+  return table;
+}
+
+namespace {
+
+/// Mean throughput per (scenario, system, seed) of a sensitivity study, scenarios in order.
+struct Study {
+  std::vector<std::string> scenarios;
+  std::map<std::string, std::map<std::string, std::map<uint64_t, double>>> rate;
+  std::set<uint64_t> seeds;
+};
+
+Study ReadStudy(const std::vector<RunView>& runs) {
+  Study study;
+  for (const RunView& view : runs) {
+    const std::string& scenario = view.run.scenario;
+    if (std::find(study.scenarios.begin(), study.scenarios.end(), scenario) ==
+        study.scenarios.end()) {
+      study.scenarios.push_back(scenario);
+    }
+    const std::optional<double> t = ComputeMetrics(view).trajectories_per_s;
+    if (t && view.run.status == store::kRunOk) {
+      study.rate[scenario][view.run.system][view.run.seed] = *t;
+      study.seeds.insert(view.run.seed);
+    }
+  }
+  return study;
+}
+
+std::optional<double> MeanOf(const std::map<uint64_t, double>& values) {
+  if (values.empty()) return std::nullopt;
+  double sum = 0;
+  for (const auto& [seed, v] : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
+
+}  // namespace
+
+Table SensitivityTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems) {
+  const Study study = ReadStudy(runs);
+  Table table({{"system", "system", false},
+               {"as_written", "as written traj/s", true},
+               {"min", "min", true},
+               {"min_scenario", "min under", false},
+               {"max", "max", true},
+               {"max_scenario", "max under", false},
+               {"first", "first", true},
+               {"trials", "of", true}});
+  // Firsts: per (scenario, seed), every system with the highest throughput.
+  std::map<std::string, int> firsts;
+  int trials = 0;
+  for (const std::string& scenario : study.scenarios) {
+    auto by_system = study.rate.find(scenario);
+    if (by_system == study.rate.end()) continue;
+    for (uint64_t seed : study.seeds) {
+      std::optional<double> best;
+      for (const auto& [system, by_seed] : by_system->second) {
+        auto it = by_seed.find(seed);
+        if (it != by_seed.end() && (!best || it->second > *best)) best = it->second;
+      }
+      if (!best) continue;
+      ++trials;
+      for (const auto& [system, by_seed] : by_system->second) {
+        auto it = by_seed.find(seed);
+        if (it != by_seed.end() && it->second == *best) ++firsts[system];
+      }
+    }
+  }
+  for (const std::string& system : systems) {
+    std::optional<double> written, lo, hi;
+    std::string lo_at, hi_at;
+    for (const std::string& scenario : study.scenarios) {
+      auto by_system = study.rate.find(scenario);
+      if (by_system == study.rate.end()) continue;
+      auto it = by_system->second.find(system);
+      if (it == by_system->second.end()) continue;
+      const std::optional<double> mean = MeanOf(it->second);
+      if (!mean) continue;
+      if (scenario == study.scenarios.front()) written = mean;
+      if (!lo || *mean < *lo) lo = mean, lo_at = scenario;
+      if (!hi || *mean > *hi) hi = mean, hi_at = scenario;
+    }
+    table.AddRow({Cell::Text(system), Cell::Number(written, 3), Cell::Number(lo, 3),
+                  Cell::Text(lo_at), Cell::Number(hi, 3), Cell::Text(hi_at),
+                  Cell::Integer(firsts[system]), Cell::Integer(trials)});
+  }
+  return table;
+}
+
+Table SensitivityMatrix(const std::vector<RunView>& runs, const std::vector<std::string>& systems) {
+  const Study study = ReadStudy(runs);
+  std::vector<Column> columns = {{"scenario", "scenario", false}};
+  for (const std::string& system : systems) columns.push_back({system, system, true});
+  columns.push_back({"first", "first", false});
+  Table table(columns);
+  for (const std::string& scenario : study.scenarios) {
+    std::vector<std::optional<double>> means;
+    std::optional<double> best;
+    for (const std::string& system : systems) {
+      std::optional<double> mean;
+      auto by_system = study.rate.find(scenario);
+      if (by_system != study.rate.end()) {
+        auto it = by_system->second.find(system);
+        if (it != by_system->second.end()) mean = MeanOf(it->second);
+      }
+      means.push_back(mean);
+      if (mean && (!best || *mean > *best)) best = mean;
+    }
+    std::vector<Cell> row = {Cell::Text(scenario)};
+    std::vector<std::string> first;
+    for (size_t i = 0; i < means.size(); ++i) {
+      row.push_back(Cell::Number(means[i], 3));
+      if (means[i] && best && *means[i] == *best) first.push_back(systems[i]);
+    }
+    row.push_back(Cell::Text(StrJoin(first, ", ")));
     table.AddRow(std::move(row));
   }
   return table;

@@ -19,6 +19,8 @@ namespace libra::report {
 struct RunView {
   store::RunInfo run;
   std::vector<store::StepRecord> steps;
+  /// The layout it started with (its initial planner decision); empty when none was recorded.
+  std::string start_layout;
 };
 
 /// Totals and rates of one run; missing when the run recorded no step.
@@ -64,6 +66,25 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
 /// systems in order for each seed in turn; `systems` is the order of the rows.
 Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems,
                   const std::optional<std::string>& baseline);
+
+/// How a run was configured, in a table cell: "tuned" (a peer at the configuration `libra tune`
+/// found), "planner" (Libra: its planner decides) or "as written".
+std::string ConfiguredBy(const store::RunInfo& run);
+
+/// What a run ran: its starting layout and staleness bound, e.g.
+/// "train 32 (tp1 pp4 dp8) | rollout tp8x2, s2"; tuned knobs are in the layout.
+std::string RunConfiguration(const RunView& view);
+
+/// The sensitivity study of a comparison (`compare --sensitivity`): `runs` carry their scenario
+/// (RunInfo::scenario, the first scenario seen being the recipe as written). One row per system:
+/// throughput under the recipe as written (mean over seeds), the lowest and highest scenario
+/// mean with the scenario, and "first": in how many of the (scenario, seed) trials it had the
+/// highest throughput, of how many. `systems` is the order of the rows.
+Table SensitivityTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems);
+
+/// The same study as a matrix: one row per scenario, one column per system (mean traj/s over
+/// seeds), and the system with the highest mean.
+Table SensitivityMatrix(const std::vector<RunView>& runs, const std::vector<std::string>& systems);
 
 /// One row per step of a run.
 Table StepTable(const RunView& view);

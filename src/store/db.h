@@ -157,6 +157,11 @@ class RowReader {
     if (statement_.IsNull(column)) return std::nullopt;
     return statement_.Int64(column);
   }
+  std::optional<int> OptionalInt() {
+    const int column = next_++;
+    if (statement_.IsNull(column)) return std::nullopt;
+    return static_cast<int>(statement_.Int64(column));
+  }
   std::optional<double> OptionalDouble() {
     const int column = next_++;
     if (statement_.IsNull(column)) return std::nullopt;

@@ -39,6 +39,15 @@ struct RunInfo {
   /// Trajectories/s no run of this cluster, model and workload can exceed (the perfect-balance
   /// bound); unset when the backend has none.
   std::optional<double> throughput_bound;
+  /// How the system was configured: "planner" (Libra: its planner decides), the knob settings of
+  /// a tuned peer ("train_gpus=16 rollout_tp=8"), or empty: as the recipe writes it.
+  std::string configuration;
+  /// The tuning (table `tunings`) its configuration came from.
+  std::optional<int64_t> tuning_id;
+  /// The sensitivity scenario it ran under (`compare --sensitivity`); empty for the recipe as is.
+  std::string scenario;
+  /// The staleness bound in force (unset in runs recorded before it was kept).
+  std::optional<int> staleness;
 
   bool operator==(const RunInfo&) const = default;
 };
@@ -178,6 +187,37 @@ struct ProbeRecord {
   std::string libra_version;
 
   bool operator==(const ProbeRecord&) const = default;
+};
+
+/// One configuration a tuning tried (table `tuning_trials`).
+struct TuningTrialRecord {
+  std::string configuration;  // JSON object: knob -> value
+  std::optional<uint64_t> seed;  // unset: found infeasible without a run
+  std::optional<double> score;
+  std::string status;  // "ok", "failed", "infeasible"
+  std::string error;
+
+  bool operator==(const TuningTrialRecord&) const = default;
+};
+
+/// A search of one system's knobs (`libra tune`; table `tunings`).
+struct TuningRecord {
+  int64_t id = 0;    // assigned by the store
+  std::string key;   // experiment::TuningKey: what the tuning is valid for
+  std::string recipe;
+  std::string system;
+  std::string created_at;  // ISO 8601 UTC
+  int budget_runs = 0;
+  int steps = 0;
+  std::vector<uint64_t> seeds;
+  std::string objective;  // "traj/s"
+  std::string winner;     // JSON object: knob -> value
+  double score = 0;
+  int winner_runs = 0;
+  std::string libra_version;
+  std::vector<TuningTrialRecord> trials;
+
+  bool operator==(const TuningRecord&) const = default;
 };
 
 /// Runs that belong together (tables `comparisons`, `comparison_runs`).

@@ -195,6 +195,42 @@ CREATE TABLE probes (
 CREATE INDEX idx_probes_host_recorded ON probes (host, recorded_at);
 )sql";
 
+// Version 8: tuned peers (`libra tune`, docs/results.md "Fair peers"): each tuning with what it
+// tried, and per run the configuration it ran, the tuning it came from and the sensitivity
+// scenario it belongs to.
+constexpr char kSchemaV8[] = R"sql(
+CREATE TABLE tunings (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  key           TEXT    NOT NULL,  -- recipe, cluster, model, system and budget, hashed
+  recipe        TEXT    NOT NULL,
+  system        TEXT    NOT NULL,
+  created_at    TEXT    NOT NULL,
+  budget_runs   INTEGER NOT NULL,
+  steps         INTEGER NOT NULL,
+  seeds         TEXT    NOT NULL,  -- the tuning seeds, comma separated
+  objective     TEXT    NOT NULL,  -- what the search maximised ("traj/s")
+  winner        TEXT    NOT NULL,  -- JSON object: knob -> value
+  score         REAL    NOT NULL,  -- the winner's mean objective over winner_runs seeds
+  winner_runs   INTEGER NOT NULL,
+  libra_version TEXT    NOT NULL
+);
+CREATE INDEX idx_tunings_key ON tunings (key, system);
+CREATE TABLE tuning_trials (
+  tuning_id     INTEGER NOT NULL REFERENCES tunings (id) ON DELETE CASCADE,
+  position      INTEGER NOT NULL,
+  configuration TEXT    NOT NULL,  -- JSON object: knob -> value
+  seed          INTEGER,           -- NULL for a configuration found infeasible without a run
+  score         REAL,
+  status        TEXT    NOT NULL,  -- ok, failed, infeasible
+  error         TEXT    NOT NULL,
+  PRIMARY KEY (tuning_id, position)
+);
+ALTER TABLE runs ADD COLUMN configuration TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN tuning_id INTEGER REFERENCES tunings (id);
+ALTER TABLE runs ADD COLUMN scenario TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN staleness INTEGER;
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -213,6 +249,7 @@ const std::vector<Migration>& SchemaMigrations() {
        kSchemaV5},
       {6, "runs.throughput_bound", kSchemaV6},
       {7, "probes", kSchemaV7},
+      {8, "tunings, tuning_trials, runs.configuration/tuning_id/scenario/staleness", kSchemaV8},
   };
   return *migrations;
 }

@@ -1,5 +1,7 @@
 #include "store/store.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -16,7 +18,7 @@ namespace {
 constexpr char kRunColumns[] =
     "name, system, router, planner, backend, seed, steps_planned, gpus, recipe_source, "
     "recipe_toml, git_revision, libra_version, started_at, ended_at, status, error, "
-    "comparison_id, throughput_bound";
+    "comparison_id, throughput_bound, configuration, tuning_id, scenario, staleness";
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
@@ -29,6 +31,10 @@ constexpr char kDecisionColumns[] =
     "applied, \"trigger\", current_step_s, gain_s, transition_s";
 constexpr char kEventColumns[] = "seq, kind, start_s, end_s, resource, trajectory, step, detail";
 constexpr char kProbeColumns[] = "host, gpu, kind, value, unit, detail, recorded_at, libra_version";
+constexpr char kTuningColumns[] =
+    "key, recipe, system, created_at, budget_runs, steps, seeds, objective, winner, score, "
+    "winner_runs, libra_version";
+constexpr char kTuningTrialColumns[] = "position, configuration, seed, score, status, error";
 constexpr char kTurnColumns[] =
     "trajectory, turn, instance, start_s, end_s, generated_tokens, \"end\", tool, tool_status, "
     "tool_output_tokens, tool_latency_s";
@@ -81,6 +87,10 @@ RunInfo ReadRun(const Statement& statement) {
   run.error = row.Text();
   run.comparison_id = row.OptionalInt64();
   run.throughput_bound = row.OptionalDouble();
+  run.configuration = row.Text();
+  run.tuning_id = row.OptionalInt64();
+  run.scenario = row.Text();
+  run.staleness = row.OptionalInt();
   return run;
 }
 
@@ -245,6 +255,8 @@ class Store::Impl {
   std::optional<Statement> append_comparison_run;
   std::optional<Statement> set_run_comparison;
   std::optional<Statement> insert_probe;
+  std::optional<Statement> insert_tuning;
+  std::optional<Statement> insert_tuning_trial;
   // Read path.
   std::optional<Statement> run_exists;
   std::optional<Statement> comparison_exists;
@@ -260,6 +272,8 @@ class Store::Impl {
   std::optional<Statement> select_comparison;
   std::optional<Statement> select_comparison_runs;
   std::optional<Statement> select_probes;
+  std::optional<Statement> select_tunings;
+  std::optional<Statement> select_tuning_trials;
 
  private:
   Status Prepare(std::optional<Statement>& slot, const std::string& sql, const std::string& name);
@@ -352,6 +366,19 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(
       select_probes, std::string("SELECT id, ") + kProbeColumns + " FROM probes ORDER BY id",
       "select from probes"));
+  LIBRA_RETURN_IF_ERROR(
+      Prepare(insert_tuning, InsertSql("tunings", kTuningColumns), "insert into tunings"));
+  LIBRA_RETURN_IF_ERROR(Prepare(
+      insert_tuning_trial,
+      InsertSql("tuning_trials", std::string("tuning_id, ") + kTuningTrialColumns),
+      "insert into tuning_trials"));
+  LIBRA_RETURN_IF_ERROR(Prepare(
+      select_tunings, std::string("SELECT id, ") + kTuningColumns + " FROM tunings ORDER BY id",
+      "select from tunings"));
+  LIBRA_RETURN_IF_ERROR(Prepare(select_tuning_trials,
+                                std::string("SELECT ") + kTuningTrialColumns +
+                                    " FROM tuning_trials WHERE tuning_id = ? ORDER BY position",
+                                "select from tuning_trials"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(select_comparison_runs,
               "SELECT run_id FROM comparison_runs WHERE comparison_id = ? ORDER BY position",
@@ -450,7 +477,7 @@ Result<int64_t> Store::BeginRun(const RunInfo& run) {
       static_cast<int64_t>(run.seed),  // the bit pattern: uint64 seeds above 2^63 read back exactly
       run.steps_planned, run.gpus, run.recipe_source, run.recipe_toml, run.git_revision,
       run.libra_version, run.started_at, NullIfEmpty(run.ended_at), run.status, run.error,
-      run.comparison_id, run.throughput_bound));
+      run.comparison_id, run.throughput_bound, run.configuration, run.tuning_id, run.scenario, run.staleness));
   const int64_t id = db.LastInsertRowid();
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;
@@ -553,6 +580,28 @@ Result<std::vector<int64_t>> Store::RecordProbes(const std::vector<ProbeRecord>&
   return ids;
 }
 
+Result<int64_t> Store::RecordTuning(const TuningRecord& tuning) {
+  Db& db = *impl_->db;
+  LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
+                         Transaction::Begin(db, Transaction::Mode::kWrite));
+  std::vector<std::string> seeds;
+  for (uint64_t seed : tuning.seeds) seeds.push_back(std::to_string(seed));
+  LIBRA_RETURN_IF_ERROR(impl_->insert_tuning->Execute(
+      tuning.key, tuning.recipe, tuning.system, tuning.created_at, tuning.budget_runs,
+      tuning.steps, StrJoin(seeds, ","), tuning.objective, tuning.winner, tuning.score,
+      tuning.winner_runs, tuning.libra_version));
+  const int64_t id = db.LastInsertRowid();
+  for (size_t i = 0; i < tuning.trials.size(); ++i) {
+    const TuningTrialRecord& t = tuning.trials[i];
+    std::optional<int64_t> seed;
+    if (t.seed) seed = static_cast<int64_t>(*t.seed);  // the bit pattern, as runs.seed
+    LIBRA_RETURN_IF_ERROR(impl_->insert_tuning_trial->Execute(
+        id, static_cast<int64_t>(i), t.configuration, seed, t.score, t.status, t.error));
+  }
+  LIBRA_RETURN_IF_ERROR(transaction.Commit());
+  return id;
+}
+
 // --- Reading -------------------------------------------------------------------------------------
 
 Result<std::vector<RunInfo>> Store::ListRuns() {
@@ -619,6 +668,72 @@ Result<std::vector<ProbeRecord>> Store::Probes() {
     return Status();
   }));
   return probes;
+}
+
+Result<std::vector<TuningRecord>> Store::Tunings() {
+  LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
+                         Transaction::Begin(*impl_->db, Transaction::Mode::kRead));
+  std::vector<TuningRecord> tunings;
+  LIBRA_RETURN_IF_ERROR(impl_->select_tunings->ForEachRow([&](const Statement& statement) {
+    RowReader row(statement);
+    TuningRecord t;
+    t.id = row.Int64();
+    t.key = row.Text();
+    t.recipe = row.Text();
+    t.system = row.Text();
+    t.created_at = row.Text();
+    t.budget_runs = row.Int();
+    t.steps = row.Int();
+    const std::string seeds = row.Text();
+    for (const std::string& seed : StrSplit(seeds, ',')) {
+      if (seed.empty()) continue;
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long value = std::strtoull(seed.c_str(), &end, 10);
+      if (errno != 0 || end == seed.c_str() || *end != '\0') {
+        return Status::Store(impl_->db->path(),
+                             StrFormat("tuning %lld: seeds '%s' is not a list of integers",
+                                       static_cast<long long>(t.id), seeds.c_str()));
+      }
+      t.seeds.push_back(value);
+    }
+    t.objective = row.Text();
+    t.winner = row.Text();
+    t.score = row.Double();
+    t.winner_runs = row.Int();
+    t.libra_version = row.Text();
+    tunings.push_back(std::move(t));
+    return Status();
+  }));
+  for (TuningRecord& t : tunings) {
+    LIBRA_RETURN_IF_ERROR(impl_->select_tuning_trials->ForEachRow(
+        [&t](const Statement& statement) {
+          RowReader row(statement);
+          row.Int64();  // position: the rows come in its order
+          TuningTrialRecord trial;
+          trial.configuration = row.Text();
+          if (std::optional<int64_t> seed = row.OptionalInt64()) {
+            trial.seed = static_cast<uint64_t>(*seed);
+          }
+          trial.score = row.OptionalDouble();
+          trial.status = row.Text();
+          trial.error = row.Text();
+          t.trials.push_back(std::move(trial));
+          return Status();
+        },
+        t.id));
+  }
+  LIBRA_RETURN_IF_ERROR(transaction.Commit());
+  return tunings;
+}
+
+Result<std::optional<TuningRecord>> Store::LatestTuning(const std::string& key,
+                                                        const std::string& system) {
+  LIBRA_ASSIGN_OR_RETURN(std::vector<TuningRecord> tunings, Tunings());
+  for (auto it = tunings.rbegin(); it != tunings.rend(); ++it) {
+    if (it->key == key && it->system == system) return std::optional<TuningRecord>(*it);
+  }
+  return std::optional<TuningRecord>();
 }
 
 Result<std::vector<ComparisonInfo>> Store::ListComparisons() {

@@ -74,6 +74,8 @@ class Store {
   Result<int64_t> CreateComparison(const std::string& name, const std::string& created_at);
   /// Adds a run to a comparison (appended after the runs already in it).
   Status AddToComparison(int64_t comparison_id, int64_t run_id);
+  /// Records a tuning with its trials (ids ignored) in one transaction; returns its new id.
+  Result<int64_t> RecordTuning(const TuningRecord& tuning);
   /// Records probes (their ids are ignored) in one transaction; returns their new ids in order.
   Result<std::vector<int64_t>> RecordProbes(const std::vector<ProbeRecord>& probes);
 
@@ -97,6 +99,11 @@ class Store {
   Result<std::vector<EventRecord>> Events(int64_t run_id);
   /// Every probe, oldest first (by id).
   Result<std::vector<ProbeRecord>> Probes();
+  /// Every tuning with its trials, oldest first.
+  Result<std::vector<TuningRecord>> Tunings();
+  /// The newest tuning of `system` recorded under `key`; nullopt when there is none.
+  Result<std::optional<TuningRecord>> LatestTuning(const std::string& key,
+                                                   const std::string& system);
   /// All comparisons, oldest first.
   Result<std::vector<ComparisonInfo>> ListComparisons();
   /// kNotFound for an unknown id.
