@@ -80,8 +80,8 @@ TEST(RunnerTest, ValidateWithRegistriesReportsPolicyProblems) {
        "colocated, grp, libra-ref, no-ehp, static); did you mean 'grp'?"},
       {"system.planner_options.train_gpu=3",
        "--set system.planner_options.train_gpu=3: system.planner_options.train_gpu: unknown "
-       "option; did you mean 'train_gpus'? (known: lend_idle_trainer, rollout_tp, rollout_tps, "
-       "train_gpus)"},
+       "option; did you mean 'train_gpus'? (known: lend_idle_trainer, reclaim_at, rollout_tp, "
+       "rollout_tps, train_gpus)"},
       {"system.planner_options.train_gpus=8",
        "r.toml:18:1: system.planner_options: no plan fits the cluster: train_gpus = 8 leaves "
        "no GPU for rollout (the cluster has 8)"},
