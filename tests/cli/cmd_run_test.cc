@@ -171,7 +171,7 @@ TEST_F(CmdRunTest, CtrlCStopsCleanlyAndMarksTheRunInterrupted) {
     _exit(127);
   }
   // Wait until the run has recorded a step or two.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + test::Deadline(std::chrono::seconds(60));
   bool started = false;
   while (!started && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -36,7 +36,7 @@ class SandboxTest : public ::testing::Test {
     sandbox_->Run(call, [&](Result<std::string> r) { result = std::move(r); });
     EXPECT_FALSE(result.has_value()) << "done ran inside Run";
     EXPECT_OK(loop_->RunUntil([&] { return result.has_value(); },
-                              Clock::now() + std::chrono::seconds(20)));
+                              Clock::now() + test::Deadline(std::chrono::seconds(60))));
     if (!result.has_value()) return Status::Internal("the call did not finish");
     return *std::move(result);
   }
@@ -268,7 +268,7 @@ TEST_F(SandboxTest, AtMostMaxRunningCallsRunAndTheRestWait) {
   }
   EXPECT_EQ(sandbox_->running(), 4u);
   EXPECT_EQ(processes_->running(), 2u);
-  EXPECT_OK(loop_->RunUntil([&] { return done == 4; }, Clock::now() + std::chrono::seconds(10)));
+  EXPECT_OK(loop_->RunUntil([&] { return done == 4; }, Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(ok, 4);
   EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(600));
   EXPECT_TRUE(ScratchIsEmpty());
@@ -315,7 +315,7 @@ TEST_F(SandboxTest, CallbackMayStartTheNextCall) {
   call.input = "0";
   sandbox_->Run(call, next);
   ASSERT_OK(loop_->RunUntil([&] { return outputs.size() == 3; },
-                            Clock::now() + std::chrono::seconds(10)));
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(outputs, (std::vector<std::string>{"0", "1", "2"}));
 }
 
