@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "store/run_owner.h"
+
 namespace libra::store {
 
 /// Run status values stored in runs.status.
@@ -39,6 +41,12 @@ struct RunInfo {
   /// Trajectories/s no run of this cluster, model and workload can exceed (the perfect-balance
   /// bound); unset when the backend has none.
   std::optional<double> throughput_bound;
+  /// The run's own folder (logs, weights, scratch of a cluster run), relative to the database's
+  /// folder, e.g. "runs/libra-3-5f2a9c1e": unique per run and database. Assigned by the store;
+  /// empty for runs recorded before schema version 8, whose folder is "runs/<id>".
+  std::string folder;
+  /// The libra process recording the run (while it is `running`); unset when not recorded.
+  RunOwner owner;
 
   bool operator==(const RunInfo&) const = default;
 };

@@ -195,6 +195,16 @@ CREATE TABLE probes (
 CREATE INDEX idx_probes_host_recorded ON probes (host, recorded_at);
 )sql";
 
+// Version 8: each run's own folder (unique per run and database, so that two databases in one
+// folder never share run files), and the libra process recording it (so that a run left
+// `running` by a libra that died can be resumed).
+constexpr char kSchemaV8[] = R"sql(
+ALTER TABLE runs ADD COLUMN folder      TEXT    NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_host  TEXT    NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_pid   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN owner_start TEXT    NOT NULL DEFAULT '';
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -213,6 +223,7 @@ const std::vector<Migration>& SchemaMigrations() {
        kSchemaV5},
       {6, "runs.throughput_bound", kSchemaV6},
       {7, "probes", kSchemaV7},
+      {8, "runs.folder, runs.owner_host/owner_pid/owner_start", kSchemaV8},
   };
   return *migrations;
 }

@@ -1,6 +1,8 @@
 #include "store/store.h"
 
+#include <filesystem>
 #include <optional>
+#include <random>
 #include <string_view>
 #include <utility>
 
@@ -16,7 +18,7 @@ namespace {
 constexpr char kRunColumns[] =
     "name, system, router, planner, backend, seed, steps_planned, gpus, recipe_source, "
     "recipe_toml, git_revision, libra_version, started_at, ended_at, status, error, "
-    "comparison_id, throughput_bound";
+    "comparison_id, throughput_bound, folder, owner_host, owner_pid, owner_start";
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
@@ -53,6 +55,37 @@ Status ComparisonNotFound(int64_t comparison_id, const std::string& path) {
                                     static_cast<long long>(comparison_id), path.c_str()));
 }
 
+/// The folder of a new run, relative to the database's folder: "runs/<database stem>-<id>-<8 random
+/// hex digits>". The database's name and the run id tell a reader whose it is; the random part
+/// keeps a database that was deleted and made again (whose ids start at 1 again) off the folders
+/// of the old one.
+std::string NewRunFolder(const std::string& db_path, int64_t run_id) {
+  std::random_device random;
+  const uint32_t salt = random();
+  return StrFormat("runs/%s-%lld-%08x", std::filesystem::path(db_path).stem().c_str(),
+                   static_cast<long long>(run_id), salt);
+}
+
+/// kStore with SQLite's first finding when `PRAGMA integrity_check` finds the file damaged (a
+/// damaged file is only ever read, never written: a write could spread the damage).
+Status CheckIntegrity(Db& db) {
+  LIBRA_ASSIGN_OR_RETURN(const std::string report,
+                         db.QueryText("PRAGMA integrity_check(1)", "check the database"));
+  if (report == "ok") return Status();
+  // The first finding, without the "*** in database main ***" heading.
+  std::string first;
+  for (const std::string& line : StrSplit(report, '\n')) {
+    if (!line.empty() && !StartsWith(line, "***")) {
+      first = line;
+      break;
+    }
+  }
+  return Status::Store(db.path(), "the database is damaged (integrity_check: " + first +
+                                      "); libra does not write to a damaged database. Save what "
+                                      "can be read with `sqlite3 " + db.path() +
+                                      " .recover`, or use another --db");
+}
+
 /// NULL for an empty string (ended_at while a run is running).
 std::optional<std::string_view> NullIfEmpty(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -81,6 +114,10 @@ RunInfo ReadRun(const Statement& statement) {
   run.error = row.Text();
   run.comparison_id = row.OptionalInt64();
   run.throughput_bound = row.OptionalDouble();
+  run.folder = row.Text();
+  run.owner.host = row.Text();
+  run.owner.pid = row.Int64();
+  run.owner.start = row.Text();
   return run;
 }
 
@@ -235,6 +272,8 @@ class Store::Impl {
   // Write path.
   std::optional<Statement> insert_run;
   std::optional<Statement> finish_run;
+  std::optional<Statement> set_run_folder;
+  std::optional<Statement> reopen_run;
   std::optional<Statement> insert_step;
   std::optional<Statement> insert_trajectory;
   std::optional<Statement> insert_decision;
@@ -278,6 +317,14 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(finish_run,
                                 "UPDATE runs SET status = ?, error = ?, ended_at = ? WHERE id = ?",
                                 "finish the run"));
+  LIBRA_RETURN_IF_ERROR(Prepare(set_run_folder, "UPDATE runs SET folder = ? WHERE id = ?",
+                                "set the folder of the run"));
+  LIBRA_RETURN_IF_ERROR(Prepare(reopen_run,
+                                "UPDATE runs SET status = 'running', error = '', ended_at = NULL, "
+                                "owner_host = ?, owner_pid = ?, owner_start = ? WHERE id = ? AND "
+                                "status = ? AND owner_host = ? AND owner_pid = ? AND "
+                                "owner_start = ?",
+                                "reopen the run"));
   LIBRA_RETURN_IF_ERROR(Prepare(insert_step,
                                 InsertSql("steps", std::string("run_id, ") + kStepColumns),
                                 "insert into steps"));
@@ -413,18 +460,34 @@ Result<std::unique_ptr<Store>> Store::OpenWithMigrations(const std::string& path
                                                          const Options& options,
                                                          const std::vector<Migration>& migrations) {
   LIBRA_RETURN_IF_ERROR(ValidateMigrations(migrations));
+  if (path.empty()) {
+    // SQLite would open a temporary database, deleted at exit: nothing recorded would be kept.
+    return Status::InvalidArgument("the results database needs a path (--db PATH), not ''");
+  }
   Db::Options db_options;
   db_options.create_if_missing = options.create_if_missing;
   db_options.busy_timeout_ms = options.busy_timeout_ms;
+  db_options.read_only = options.read_only;
   LIBRA_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, db_options));
-  // Refuse foreign and newer files before the first write (the switch to WAL below).
-  LIBRA_RETURN_IF_ERROR(CheckSchema(*db, migrations).status());
-  // WAL lets reports read while a run writes. The mode is stored in the file; synchronous is
-  // per connection (NORMAL is durable at every checkpoint and safe against corruption in WAL).
-  LIBRA_RETURN_IF_ERROR(
-      db->QueryText("PRAGMA journal_mode = WAL", "switch to write-ahead logging").status());
-  LIBRA_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL", "set synchronous"));
-  LIBRA_ASSIGN_OR_RETURN(const int version, ApplyMigrations(*db, migrations));
+  // Refuse foreign, newer and damaged files before the first write (the switch to WAL below).
+  LIBRA_ASSIGN_OR_RETURN(int version, CheckSchema(*db, migrations));
+  LIBRA_RETURN_IF_ERROR(CheckIntegrity(*db));
+  if (options.read_only && version < migrations.back().version) {
+    // An older file is brought up to date first, which needs a writable connection.
+    db.reset();
+    db_options.read_only = false;
+    db_options.create_if_missing = false;
+    LIBRA_ASSIGN_OR_RETURN(db, Db::Open(path, db_options));
+    LIBRA_ASSIGN_OR_RETURN(version, CheckSchema(*db, migrations));
+  }
+  if (!options.read_only || version < migrations.back().version) {
+    // WAL lets reports read while a run writes. The mode is stored in the file; synchronous is
+    // per connection (NORMAL is durable at every checkpoint and safe against corruption in WAL).
+    LIBRA_RETURN_IF_ERROR(
+        db->QueryText("PRAGMA journal_mode = WAL", "switch to write-ahead logging").status());
+    LIBRA_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL", "set synchronous"));
+    LIBRA_ASSIGN_OR_RETURN(version, ApplyMigrations(*db, migrations));
+  }
 
   auto impl = std::make_unique<Impl>(std::move(db), version);
   LIBRA_RETURN_IF_ERROR(impl->PrepareStatements());
@@ -450,8 +513,10 @@ Result<int64_t> Store::BeginRun(const RunInfo& run) {
       static_cast<int64_t>(run.seed),  // the bit pattern: uint64 seeds above 2^63 read back exactly
       run.steps_planned, run.gpus, run.recipe_source, run.recipe_toml, run.git_revision,
       run.libra_version, run.started_at, NullIfEmpty(run.ended_at), run.status, run.error,
-      run.comparison_id, run.throughput_bound));
+      run.comparison_id, run.throughput_bound, "", run.owner.host, run.owner.pid,
+      run.owner.start));
   const int64_t id = db.LastInsertRowid();
+  LIBRA_RETURN_IF_ERROR(impl_->set_run_folder->Execute(NewRunFolder(db.path(), id), id));
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;
 }
@@ -517,6 +582,29 @@ Status Store::FinishRun(int64_t run_id, const std::string& status, const std::st
     return RunNotFound(run_id, db.path());
   }
   return transaction.Commit();
+}
+
+Status Store::ReopenRun(const RunInfo& was, const RunOwner& owner) {
+  Db& db = *impl_->db;
+  LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
+                         Transaction::Begin(db, Transaction::Mode::kWrite));
+  LIBRA_RETURN_IF_ERROR(impl_->RequireRun(was.id));
+  LIBRA_RETURN_IF_ERROR(impl_->reopen_run->Execute(owner.host, owner.pid, owner.start, was.id,
+                                                   was.status, was.owner.host, was.owner.pid,
+                                                   was.owner.start));
+  if (db.Changes() == 0) {
+    return Status::InvalidArgument(
+        StrFormat("run %lld changed in %s while this libra was resuming it (another libra took "
+                  "it over?)",
+                  static_cast<long long>(was.id), db.path().c_str()));
+  }
+  return transaction.Commit();
+}
+
+std::string Store::RunFolder(const RunInfo& run) const {
+  const std::filesystem::path folder = std::filesystem::path(path()).parent_path();
+  if (run.folder.empty()) return (folder / "runs" / std::to_string(run.id)).string();
+  return (folder / run.folder).string();
 }
 
 Result<int64_t> Store::CreateComparison(const std::string& name, const std::string& created_at) {
