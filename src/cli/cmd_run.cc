@@ -1,5 +1,6 @@
 // `libra run` and `libra compare`.
 #include <algorithm>
+#include <limits>
 #include <ostream>
 
 #include "cli/common.h"
@@ -29,7 +30,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
   }
 
   InterruptGuard guard;
-  const experiment::BackendFactory backend = MakeBackendFactory(options.db);
+  const experiment::BackendFactory backend = MakeBackendFactory();
   std::vector<report::RunView> views;
   int exit_code = kExitOk;
   // Seed k of a repeat runs the recipe with seed + k; the systems share each seed's workload.
@@ -53,6 +54,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
     request.interrupted = &InterruptGuard::Interrupted;
     request.progress = [&](const experiment::Progress& p) { progress.Update(p); };
     request.resume_run = resume_run;
+    request.take_over = options.take_over;
     auto outcome = experiment::RunSystem(**store, request, backend);
     progress.Clear();
     if (!outcome.ok()) return Fail(io, outcome.status());
@@ -135,6 +137,7 @@ int ResumeRun(const RecipeOptions& options, const Io& io) {
 
 int RunRun(const RecipeOptions& options, const Io& io) {
   if (options.resume) return ResumeRun(options, io);
+  if (options.take_over) return Fail(io, Status::InvalidArgument("--take-over needs --resume RUN"));
   if (options.recipe.empty()) {
     return Fail(io, Status::InvalidArgument("run needs a RECIPE (or --resume RUN)"));
   }
@@ -179,6 +182,15 @@ int RunCompare(const CompareOptions& options, const Io& io) {
     }
   }
   if (chosen.empty()) chosen = all;
+  if (recipe->seed > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() -
+                                           (options.repeat - 1))) {
+    return Fail(io, Status::InvalidArgument(StrFormat(
+                        "--repeat %d runs seeds %llu and the next %d, beyond the largest seed "
+                        "(%lld)",
+                        options.repeat, static_cast<unsigned long long>(recipe->seed),
+                        options.repeat - 1,
+                        static_cast<long long>(std::numeric_limits<int64_t>::max()))));
+  }
   return RunSystems(options.common, io, *recipe, chosen, /*compare=*/true, options.repeat,
                     options.reward_target);
 }

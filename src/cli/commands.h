@@ -20,6 +20,8 @@ struct RecipeOptions {
   bool quiet = false;
   /// `libra run --resume RUN`: continue that run of the database.
   std::optional<int64_t> resume;
+  /// `--take-over`: resume RUN even when it is recorded as running by a libra on another host.
+  bool take_over = false;
 };
 
 struct CompareOptions {
