@@ -110,7 +110,15 @@ int Main(int argc, char** argv) {
       "Every system runs on the identical workload (same seed, same trajectories). The runs\n"
       "are recorded as one comparison; the table shows the speedup over the first baseline.\n\n" +
       std::string(kFooter));
-  AddRecipeOptions(compare_cmd, &compare->common);
+  AddRecipeOptions(compare_cmd, &compare->common, /*recipe_required=*/false);
+  compare_cmd
+      ->add_option("--resume", compare->resume,
+                   "Continue this comparison of --db as it was recorded (no RECIPE): runs it\n"
+                   "finished are shown, unfinished ones resumed, the rest run")
+      ->type_name("COMPARISON");
+  compare_cmd->add_flag("--take-over", compare->common.take_over,
+                        "With --resume: take over runs recorded as running by a libra on another "
+                        "host");
   compare_cmd
       ->add_option("--systems", compare->systems,
                    "Only these systems, in this order (comma separated)")

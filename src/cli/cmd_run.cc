@@ -1,6 +1,7 @@
 // `libra run` and `libra compare`.
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <ostream>
 
 #include "cli/common.h"
@@ -15,16 +16,38 @@ namespace libra::cli {
 namespace {
 
 /// Runs `systems` of the recipe one after another (as one comparison when `compare`), prints the
-/// summary and returns the exit code.
+/// summary and returns the exit code. With `resume_comparison` (and `compare`) it continues that
+/// comparison instead of making one: runs it finished are shown as recorded, runs it left
+/// unfinished are resumed, and the rest run and join it.
 int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe& recipe,
                const std::vector<const recipe::SystemSpec*>& systems, bool compare, int repeat = 1,
                std::optional<double> reward_target = std::nullopt,
-               std::optional<int64_t> resume_run = std::nullopt) {
+               std::optional<int64_t> resume_run = std::nullopt,
+               std::optional<int64_t> resume_comparison = std::nullopt) {
   auto store = store::Store::Open(options.db);
   if (!store.ok()) return Fail(io, store.status());
   std::optional<int64_t> comparison_id;
-  if (compare) {
-    auto id = (*store)->CreateComparison(recipe.name, experiment::NowIso8601());
+  // The comparison's runs so far, by (system, seed).
+  std::map<std::pair<std::string, uint64_t>, store::RunInfo> earlier;
+  if (resume_comparison) {
+    comparison_id = *resume_comparison;
+    auto comparison = (*store)->GetComparison(*comparison_id);
+    if (!comparison.ok()) return Fail(io, comparison.status());
+    for (const int64_t id : comparison->run_ids) {
+      auto run = (*store)->GetRun(id);
+      if (!run.ok()) return Fail(io, run.status());
+      earlier[{run->system, run->seed}] = *run;
+    }
+  } else if (compare) {
+    store::ComparisonInfo comparison;
+    comparison.name = recipe.name;
+    comparison.created_at = experiment::NowIso8601();
+    for (const recipe::SystemSpec* system : systems) comparison.systems.push_back(system->name);
+    comparison.seeds = repeat;
+    comparison.reward_target = reward_target;
+    comparison.recipe_source = recipe.source;
+    comparison.recipe_toml = recipe.effective_toml;
+    auto id = (*store)->CreateComparison(comparison);
     if (!id.ok()) return Fail(io, id.status());
     comparison_id = *id;
   }
@@ -45,6 +68,17 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
     for (const recipe::SystemSpec* system : systems) work.emplace_back(&r, system);
   }
   for (const auto& [run_recipe, system] : work) {
+    std::optional<int64_t> resume = resume_run;
+    if (auto it = earlier.find({system->name, run_recipe->seed}); it != earlier.end()) {
+      if (it->second.status == store::kRunOk) {
+        auto view = report::ReadRunView(**store, it->second.id);
+        if (!view.ok()) return Fail(io, view.status());
+        if (!options.quiet) io.out << report::RunHeadline(view->run) << " (recorded before)\n";
+        views.push_back(std::move(*view));
+        continue;
+      }
+      resume = it->second.id;
+    }
     ProgressLine progress(io, !options.quiet, recipe.name + "/" + system->name,
                           recipe.backend == "sim");
     experiment::RunRequest request;
@@ -53,7 +87,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
     request.comparison_id = comparison_id;
     request.interrupted = &InterruptGuard::Interrupted;
     request.progress = [&](const experiment::Progress& p) { progress.Update(p); };
-    request.resume_run = resume_run;
+    request.resume_run = resume;
     request.take_over = options.take_over;
     auto outcome = experiment::RunSystem(**store, request, backend);
     progress.Clear();
@@ -71,7 +105,12 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
       } else {
         io.err << "libra: interrupted; run " << outcome->run_id << " is recorded as interrupted in "
                << options.db << " (continue it: libra run --resume " << outcome->run_id << " --db "
-               << options.db << ")\n";
+               << options.db;
+        if (compare) {
+          io.err << "; the whole comparison: libra compare --resume " << *comparison_id
+                 << " --db " << options.db;
+        }
+        io.err << ")\n";
         break;
       }
     }
@@ -146,7 +185,61 @@ int RunRun(const RecipeOptions& options, const Io& io) {
   return RunSystems(options, io, *recipe, {&recipe->system}, /*compare=*/false);
 }
 
+// `libra compare --resume COMPARISON`: the comparison's recorded recipe, systems and seeds.
+int ResumeCompare(const CompareOptions& options, const Io& io) {
+  const RecipeOptions& common = options.common;
+  if (!common.recipe.empty() || common.seed || common.steps || !common.sets.empty() ||
+      !options.systems.empty() || options.repeat != 1 || options.reward_target) {
+    return Fail(io, Status::InvalidArgument(
+                        "--resume continues a comparison as it was recorded: give no RECIPE, "
+                        "--seed, --steps, --set, --systems, --repeat or --reward-target"));
+  }
+  auto store = store::Store::Open(common.db, store::Store::Options{.read_only = true});
+  if (!store.ok()) return Fail(io, store.status());
+  auto comparison = (*store)->GetComparison(*options.resume);
+  if (!comparison.ok()) return Fail(io, comparison.status());
+  store->reset();  // RunSystems opens it again
+  if (comparison->recipe_toml.empty() || comparison->systems.empty()) {
+    return Fail(io, Status::InvalidArgument(StrFormat(
+                        "comparison %lld was recorded by a libra that did not record its plan; "
+                        "resume its runs one by one with libra run --resume",
+                        static_cast<long long>(comparison->id))));
+  }
+  auto parsed = recipe::ParseRecipe(comparison->recipe_toml, comparison->recipe_source, {});
+  if (!parsed.ok()) return Fail(io, parsed.status());
+  recipe::Recipe& recipe = parsed->recipe;
+  std::vector<std::string> names;
+  for (const recipe::SystemSpec* s : experiment::AllSystems(recipe)) names.push_back(s->name);
+  for (const std::string& name : comparison->systems) {
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    const recipe::Preset* preset = recipe::FindPreset(name);
+    if (preset == nullptr) {
+      return Fail(io, Status::InvalidArgument("comparison system '" + name +
+                                              "' is neither in its recipe nor a named system"));
+    }
+    recipe.baselines.push_back(recipe::SystemFromPreset(
+        *preset, StrFormat("baselines[%zu]", recipe.baselines.size()), "--systems " + name));
+    names.push_back(name);
+  }
+  experiment::ValidateWithRegistries(recipe, &parsed->diagnostics);
+  if (!parsed->diagnostics.empty()) {
+    return Fail(io, recipe::DiagnosticsToStatus(parsed->diagnostics));
+  }
+  std::vector<const recipe::SystemSpec*> chosen;
+  for (const std::string& name : comparison->systems) {
+    for (const recipe::SystemSpec* s : experiment::AllSystems(recipe)) {
+      if (s->name == name) chosen.push_back(s);
+    }
+  }
+  return RunSystems(common, io, recipe, chosen, /*compare=*/true, comparison->seeds,
+                    comparison->reward_target, std::nullopt, comparison->id);
+}
+
 int RunCompare(const CompareOptions& options, const Io& io) {
+  if (options.resume) return ResumeCompare(options, io);
+  if (options.common.recipe.empty()) {
+    return Fail(io, Status::InvalidArgument("compare needs a RECIPE (or --resume COMPARISON)"));
+  }
   auto recipe = LoadRecipe(options.common);
   if (!recipe.ok()) return Fail(io, recipe.status());
   // Named systems (recipe/presets.h) the recipe does not list join it as extra baselines.

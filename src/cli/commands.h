@@ -34,6 +34,8 @@ struct CompareOptions {
   /// The smoothed reward whose first arrival the "to reward s" column times (default: the
   /// lowest peak among the runs).
   std::optional<double> reward_target;
+  /// `libra compare --resume COMPARISON`: continue that comparison of the database.
+  std::optional<int64_t> resume;
 };
 
 struct ReportOptions {

@@ -194,6 +194,15 @@ struct ComparisonInfo {
   std::string name;
   std::string created_at;        // ISO 8601 UTC
   std::vector<int64_t> run_ids;  // in the order they were added
+  /// What `libra compare` was asked to run, so that an interrupted comparison can be continued
+  /// (`libra compare --resume`): the systems in order, the seeds of each (`--repeat`), the reward
+  /// target and the recipe (after --set). Empty (seeds 1) for comparisons recorded before schema
+  /// version 8, which cannot be continued.
+  std::vector<std::string> systems;
+  int seeds = 1;
+  std::optional<double> reward_target;
+  std::string recipe_source;
+  std::string recipe_toml;
 
   bool operator==(const ComparisonInfo&) const = default;
 };

@@ -196,13 +196,19 @@ CREATE INDEX idx_probes_host_recorded ON probes (host, recorded_at);
 )sql";
 
 // Version 8: each run's own folder (unique per run and database, so that two databases in one
-// folder never share run files), and the libra process recording it (so that a run left
-// `running` by a libra that died can be resumed).
+// folder never share run files), the libra process recording it (so that a run left `running` by
+// a libra that died can be resumed), and what a comparison was asked to run (so that an
+// interrupted one can be continued).
 constexpr char kSchemaV8[] = R"sql(
 ALTER TABLE runs ADD COLUMN folder      TEXT    NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN owner_host  TEXT    NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN owner_pid   INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN owner_start TEXT    NOT NULL DEFAULT '';
+ALTER TABLE comparisons ADD COLUMN systems       TEXT    NOT NULL DEFAULT '[]';
+ALTER TABLE comparisons ADD COLUMN seeds         INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE comparisons ADD COLUMN reward_target REAL;
+ALTER TABLE comparisons ADD COLUMN recipe_source TEXT    NOT NULL DEFAULT '';
+ALTER TABLE comparisons ADD COLUMN recipe_toml   TEXT    NOT NULL DEFAULT '';
 )sql";
 
 Result<int> UserVersion(Db& db) {
@@ -223,7 +229,8 @@ const std::vector<Migration>& SchemaMigrations() {
        kSchemaV5},
       {6, "runs.throughput_bound", kSchemaV6},
       {7, "probes", kSchemaV7},
-      {8, "runs.folder, runs.owner_host/owner_pid/owner_start", kSchemaV8},
+      {8, "runs.folder, runs.owner_*, comparisons.systems/seeds/reward_target/recipe_*",
+       kSchemaV8},
   };
   return *migrations;
 }

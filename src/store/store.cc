@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/json.h"
 #include "common/strings.h"
 #include "store/db.h"
 #include "store/schema.h"
@@ -30,6 +31,8 @@ constexpr char kDecisionColumns[] =
     "seq, at_s, step, planner, reason, train_gpus, rollout_gpus, layout, predicted_step_s, "
     "applied, \"trigger\", current_step_s, gain_s, transition_s";
 constexpr char kEventColumns[] = "seq, kind, start_s, end_s, resource, trajectory, step, detail";
+constexpr char kComparisonPlanColumns[] =
+    "systems, seeds, reward_target, recipe_source, recipe_toml";
 constexpr char kProbeColumns[] = "host, gpu, kind, value, unit, detail, recorded_at, libra_version";
 constexpr char kTurnColumns[] =
     "trajectory, turn, instance, start_s, end_s, generated_tokens, \"end\", tool, tool_status, "
@@ -234,6 +237,26 @@ ProbeRecord ReadProbe(const Statement& statement) {
   return probe;
 }
 
+ComparisonInfo ReadComparison(const Statement& statement) {
+  RowReader row(statement);
+  ComparisonInfo comparison;
+  comparison.id = row.Int64();
+  comparison.name = row.Text();
+  comparison.created_at = row.Text();
+  // Written by CreateComparison as a JSON array of names; anything else reads as none.
+  const Result<JsonValue> systems = ParseJson(row.Text());
+  if (systems.ok() && systems->is_array()) {
+    for (const JsonValue& name : systems->as_array()) {
+      if (name.is_string()) comparison.systems.push_back(name.as_string());
+    }
+  }
+  comparison.seeds = row.Int();
+  comparison.reward_target = row.OptionalDouble();
+  comparison.recipe_source = row.Text();
+  comparison.recipe_toml = row.Text();
+  return comparison;
+}
+
 /// Every row of a per-run SELECT, read by `read`.
 template <typename T>
 Result<std::vector<T>> SelectRunRows(Statement& select, T (*read)(const Statement&),
@@ -345,7 +368,8 @@ Status Store::Impl::PrepareStatements() {
               "INSERT INTO router_metrics (run_id, step, name, value) VALUES (?, ?, ?, ?)",
               "insert into router_metrics"));
   LIBRA_RETURN_IF_ERROR(Prepare(insert_comparison,
-                                "INSERT INTO comparisons (name, created_at) VALUES (?, ?)",
+                                InsertSql("comparisons", std::string("name, created_at, ") +
+                                                             kComparisonPlanColumns),
                                 "insert into comparisons"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(append_comparison_run,
@@ -388,11 +412,13 @@ Status Store::Impl::PrepareStatements() {
                                 "SELECT step, name, value FROM router_metrics WHERE run_id = ? "
                                 "ORDER BY step, name",
                                 "select from router_metrics"));
+  const std::string comparison_columns =
+      std::string("id, name, created_at, ") + kComparisonPlanColumns;
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparisons,
-                                "SELECT id, name, created_at FROM comparisons ORDER BY id",
+                                "SELECT " + comparison_columns + " FROM comparisons ORDER BY id",
                                 "select from comparisons"));
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparison,
-                                "SELECT id, name, created_at FROM comparisons WHERE id = ?",
+                                "SELECT " + comparison_columns + " FROM comparisons WHERE id = ?",
                                 "select from comparisons"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(insert_probe, InsertSql("probes", kProbeColumns), "insert into probes"));
@@ -608,10 +634,21 @@ std::string Store::RunFolder(const RunInfo& run) const {
 }
 
 Result<int64_t> Store::CreateComparison(const std::string& name, const std::string& created_at) {
+  ComparisonInfo comparison;
+  comparison.name = name;
+  comparison.created_at = created_at;
+  return CreateComparison(comparison);
+}
+
+Result<int64_t> Store::CreateComparison(const ComparisonInfo& c) {
   Db& db = *impl_->db;
+  JsonValue systems = JsonValue::MakeArray();
+  for (const std::string& name : c.systems) systems.Append(name);
   LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
                          Transaction::Begin(db, Transaction::Mode::kWrite));
-  LIBRA_RETURN_IF_ERROR(impl_->insert_comparison->Execute(name, created_at));
+  LIBRA_RETURN_IF_ERROR(impl_->insert_comparison->Execute(c.name, c.created_at, ToJson(systems),
+                                                          c.seeds, c.reward_target,
+                                                          c.recipe_source, c.recipe_toml));
   const int64_t id = db.LastInsertRowid();
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;
@@ -716,12 +753,7 @@ Result<std::vector<ComparisonInfo>> Store::ListComparisons() {
   std::vector<ComparisonInfo> comparisons;
   LIBRA_RETURN_IF_ERROR(
       impl_->select_comparisons->ForEachRow([&comparisons](const Statement& statement) {
-        RowReader row(statement);
-        ComparisonInfo comparison;
-        comparison.id = row.Int64();
-        comparison.name = row.Text();
-        comparison.created_at = row.Text();
-        comparisons.push_back(std::move(comparison));
+        comparisons.push_back(ReadComparison(statement));
         return Status();
       }));
   for (ComparisonInfo& comparison : comparisons) {
@@ -737,11 +769,7 @@ Result<ComparisonInfo> Store::GetComparison(int64_t comparison_id) {
   std::optional<ComparisonInfo> comparison;
   LIBRA_RETURN_IF_ERROR(impl_->select_comparison->ForEachRow(
       [&comparison](const Statement& statement) {
-        RowReader row(statement);
-        comparison.emplace();
-        comparison->id = row.Int64();
-        comparison->name = row.Text();
-        comparison->created_at = row.Text();
+        comparison = ReadComparison(statement);
         return Status();
       },
       comparison_id));

@@ -82,7 +82,9 @@ class Store {
   /// The run's folder: its `folder` under the database's folder (or "runs/<id>" there for a run
   /// recorded before schema version 8). Only a path: nothing is created.
   std::string RunFolder(const RunInfo& run) const;
-  /// Creates a comparison and returns its id.
+  /// Creates a comparison (its id and run_ids are ignored) and returns its id.
+  Result<int64_t> CreateComparison(const ComparisonInfo& comparison);
+  /// A comparison with only a name and a creation time.
   Result<int64_t> CreateComparison(const std::string& name, const std::string& created_at);
   /// Adds a run to a comparison (appended after the runs already in it).
   Status AddToComparison(int64_t comparison_id, int64_t run_id);

@@ -589,6 +589,49 @@ TEST_F(Issue24CliTest, SshHostsAndUsersThatSshWouldReadAsOptionsFailValidation) 
   }
 }
 
+TEST_F(Issue24CliTest, AnInterruptedComparisonContinuesAsAComparison) {
+  // A comparison of three systems whose libra died during the second run, before the third: it
+  // could only be continued run by run. `compare --resume` shows the first, resumes the second
+  // and runs the third, all in the one comparison.
+  ASSERT_EQ(Libra({"compare", "quickstart.toml", "--steps", "2", "-q", "--systems",
+                   "async-split,sync-colocated"})
+                .exit_code,
+            0);
+  {
+    auto opened = store::Store::Open(dir_.File("results/libra.db"));
+    ASSERT_OK(opened);
+    store::Store& store = **opened;
+    auto first = store.GetComparison(1);
+    ASSERT_OK(first);
+    store::ComparisonInfo plan = *first;
+    plan.systems.push_back("sync-split");
+    auto id = store.CreateComparison(plan);
+    ASSERT_OK(id);
+    ASSERT_OK(store.AddToComparison(*id, 1));
+    ASSERT_OK(store.AddToComparison(*id, 2));
+    auto second = store.GetRun(2);
+    ASSERT_OK(second);
+    ASSERT_OK(store.ReopenRun(*second, DeadOwner()));
+  }
+  const CommandResult r = Libra({"compare", "--resume", "2", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto store = OpenStore("results/libra.db");
+  ASSERT_TRUE(store);
+  auto comparison = store->GetComparison(2);
+  ASSERT_OK(comparison);
+  ASSERT_EQ(comparison->run_ids.size(), 3u);
+  std::vector<std::string> systems;
+  for (const int64_t id : comparison->run_ids) {
+    auto run = store->GetRun(id);
+    ASSERT_OK(run);
+    EXPECT_EQ(run->status, store::kRunOk) << id;
+    systems.push_back(run->system);
+  }
+  EXPECT_EQ(systems, (std::vector<std::string>{"async-split", "sync-colocated", "sync-split"}));
+  EXPECT_EQ(comparison->run_ids[0], 1);
+  EXPECT_EQ(comparison->run_ids[1], 2);
+}
+
 TEST_F(Issue24CliTest, SetErrorsNameTheOverrideNotTheFile) {
   // A table that only an override made was blamed on quickstart.toml:1:1.
   const CommandResult r = Libra({"validate", "quickstart.toml", "--set", "nosuch.key=1"});
