@@ -21,7 +21,6 @@
 #include <cstring>
 #include <filesystem>
 #include <poll.h>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -436,8 +435,8 @@ bool StopSupervisor(pid_t pid, std::chrono::milliseconds grace) {
   const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (fd < 0) return false;
   kill(pid, SIGTERM);
-  pollfd wait{fd, POLLIN, 0};
-  const bool exited = ::poll(&wait, 1, static_cast<int>(grace.count())) == 1;
+  pollfd exit_fd{fd, POLLIN, 0};
+  const bool exited = ::poll(&exit_fd, 1, static_cast<int>(grace.count())) == 1;
   close(fd);
   return exited;
 }

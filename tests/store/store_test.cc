@@ -830,9 +830,15 @@ TEST(StoreTest, ComparisonsKeepTheOrderRunsWereAdded) {
   ASSERT_OK(store->AddToComparison(*first, run_ids[0]));
   ASSERT_OK(store->AddToComparison(*first, run_ids[1]));
 
-  const ComparisonInfo expected_first = {
-      *first, "baseline vs libra", "2024-05-01T12:00:00Z", {run_ids[2], run_ids[0], run_ids[1]}};
-  const ComparisonInfo expected_second = {*second, "empty", "2024-05-02T12:00:00Z", {}};
+  ComparisonInfo expected_first;
+  expected_first.id = *first;
+  expected_first.name = "baseline vs libra";
+  expected_first.created_at = "2024-05-01T12:00:00Z";
+  expected_first.run_ids = {run_ids[2], run_ids[0], run_ids[1]};
+  ComparisonInfo expected_second;
+  expected_second.id = *second;
+  expected_second.name = "empty";
+  expected_second.created_at = "2024-05-02T12:00:00Z";
   auto got = store->GetComparison(*first);
   ASSERT_OK(got);
   EXPECT_EQ(*got, expected_first);
