@@ -16,6 +16,7 @@
 
 #include "cli/cli_fixture.h"
 #include "cluster/cluster_test_util.h"
+#include "cluster/http_transport.h"
 #include "cluster/sandbox.h"
 #include "cli/common.h"
 #include "common/files.h"
@@ -23,11 +24,13 @@
 #include "model/cost_model.h"
 #include "recipe/recipe_parser.h"
 #include "store/store.h"
+#include "support/http_test_server.h"
 #include "support/test_util.h"
 #include "workload/workload.h"
 
 namespace libra::test {
 namespace {
+
 
 bool IsCharDevice(const std::string& path) {
   struct stat info {};
@@ -520,6 +523,34 @@ TEST(Issue24SandboxCrashTest, ACrashedLibraLeavesNoToolAndNoScratchFolder) {
     std::error_code error;
     return std::filesystem::is_empty(scratch.File("calls"), error);
   })) << "the call's folder outlived its libra";
+}
+
+// --- 5. (HTTP replies are input too) ------------------------------------------------------------
+
+TEST(Issue24Test, AnHttpReplyBeyondTheLimitFailsItsRequest) {
+  // A server answering with more than kMaxReplyBytes made libra allocate without bound.
+  auto loop = std::move(cluster::EventLoop::Create()).value();
+  auto transport = std::move(cluster::HttpTransport::Create(loop.get())).value();
+  auto server = test::HttpTestServer::Start(loop.get(), [](const TestHttpRequest&) {
+    TestHttpReply reply;
+    reply.body = std::string(cluster::kMaxReplyBytes + 1, 'x');
+    return reply;
+  });
+  ASSERT_OK(server);
+  std::optional<Result<cluster::HttpResponse>> reply;
+  transport->Send(cluster::HttpRequest{.method = "GET",
+                                       .url = (*server)->Url("/big"),
+                                       .body = "",
+                                       .headers = {},
+                                       .timeout_s = 0},
+                  [&](Result<cluster::HttpResponse> r) { reply = std::move(r); });
+  ASSERT_OK(loop->RunUntil([&] { return reply.has_value(); },
+                           cluster::EventLoop::Clock::now() + Deadline(std::chrono::seconds(60))));
+  ASSERT_FALSE(reply->ok());
+  EXPECT_NE(reply->status().message().find("the reply is larger than libra's limit of 67108864 "
+                                           "bytes"),
+            std::string::npos)
+      << reply->status().ToString();
 }
 
 // --- 11. A busy machine fails CI ------------------------------------------------------------------
