@@ -188,7 +188,8 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
       Columns(path, "runs"),
       (Names{"id", "name", "system", "router", "planner", "backend", "seed", "steps_planned",
              "gpus", "recipe_source", "recipe_toml", "git_revision", "libra_version", "started_at",
-             "ended_at", "status", "error", "comparison_id", "throughput_bound"}));
+             "ended_at", "status", "error", "comparison_id", "throughput_bound", "folder",
+             "owner_host", "owner_pid", "owner_start"}));
   EXPECT_EQ(Columns(path, "steps"),
             (Names{"run_id",           "step",        "start_s",        "end_s",
                    "rollout_s",        "train_s",     "sync_s",         "wait_s",
@@ -209,7 +210,9 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
   EXPECT_EQ(Columns(path, "turns"), (Names{"run_id", "trajectory", "turn", "instance", "start_s",
                                            "end_s", "generated_tokens", "end", "tool",
                                            "tool_status", "tool_output_tokens", "tool_latency_s"}));
-  EXPECT_EQ(Columns(path, "comparisons"), (Names{"id", "name", "created_at"}));
+  EXPECT_EQ(Columns(path, "comparisons"),
+            (Names{"id", "name", "created_at", "systems", "seeds", "reward_target",
+                   "recipe_source", "recipe_toml"}));
   EXPECT_EQ(Columns(path, "comparison_runs"), (Names{"comparison_id", "run_id", "position"}));
   EXPECT_EQ(Columns(path, "probes"), (Names{"id", "host", "gpu", "kind", "value", "unit", "detail",
                                             "recorded_at", "libra_version"}));
@@ -371,6 +374,7 @@ TEST(StoreTest, StagedMigrationKeepsDataAndAppliesTheChange) {
   ASSERT_OK(run);
   RunInfo expected = MakeRun("a", 5);
   expected.id = run_id;
+  expected.folder = run->folder;  // assigned by the store
   EXPECT_EQ(*run, expected);
   auto steps = (*store)->Steps(run_id);
   ASSERT_OK(steps);
@@ -477,6 +481,14 @@ TEST(StoreTest, RunsRoundTripInOrderWithLargeSeeds) {
   EXPECT_LT(expected[0].id, expected[1].id);
   auto runs = store->ListRuns();
   ASSERT_OK(runs);
+  ASSERT_EQ(runs->size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    // The store gives each run a folder of its own: "runs/<database>-<id>-<8 hex digits>".
+    const std::string prefix = "runs/libra-" + std::to_string(expected[i].id) + "-";
+    EXPECT_TRUE((*runs)[i].folder.starts_with(prefix)) << (*runs)[i].folder;
+    EXPECT_EQ((*runs)[i].folder.size(), prefix.size() + 8) << (*runs)[i].folder;
+    expected[i].folder = (*runs)[i].folder;
+  }
   EXPECT_EQ(*runs, expected);
   auto one = store->GetRun(expected[2].id);
   ASSERT_OK(one);
@@ -542,6 +554,7 @@ TEST(StoreTest, FinishRunSetsStatusErrorAndEndTime) {
   expected_running.id = *running_id;
   auto running = store->GetRun(*running_id);
   ASSERT_OK(running);
+  expected_running.folder = running->folder;
   EXPECT_EQ(*running, expected_running);
 }
 
