@@ -99,8 +99,8 @@ int Main(int argc, char** argv) {
                    "died (its recorded recipe and system; no RECIPE)")
       ->type_name("RUN");
   run_cmd->add_flag("--take-over", run->take_over,
-                    "With --resume: take over a run recorded as running by a libra on another\n"
-                    "host, which this one cannot check (make sure that libra is gone)");
+                    "With --resume: take over a run recorded as running by a libra on\n"
+                    "another host, which this one cannot check (make sure it is gone)");
   run_cmd->callback([&] { exit_code = RunRun(*run, io); });
 
   auto compare = std::make_shared<CompareOptions>();
@@ -113,16 +113,17 @@ int Main(int argc, char** argv) {
   AddRecipeOptions(compare_cmd, &compare->common, /*recipe_required=*/false);
   compare_cmd
       ->add_option("--resume", compare->resume,
-                   "Continue this comparison of --db as it was recorded (no RECIPE): runs it\n"
-                   "finished are shown, unfinished ones resumed, the rest run")
+                   "Continue this comparison of --db as recorded (no RECIPE): show the\n"
+                   "finished runs, resume unfinished ones, run the rest")
       ->type_name("COMPARISON");
   compare_cmd->add_flag("--take-over", compare->common.take_over,
-                        "With --resume: take over runs recorded as running by a libra on another "
-                        "host");
+                        "With --resume: take over runs recorded as running by a libra on\n"
+                        "another host (make sure it is gone)");
   compare_cmd
       ->add_option("--systems", compare->systems,
                    "Only these systems, in this order (comma separated)")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->type_name("A,B,...");
   compare_cmd
       ->add_option("--repeat", compare->repeat,

@@ -220,7 +220,8 @@ Result<TraceRecord> ParseTraceLine(std::string_view line) {
                          ReadInt(*prompt_tokens, "prompt_tokens", 1, kMaxTraceTokens));
   LIBRA_ASSIGN_OR_RETURN(const JsonValue* reward, Require(root, "reward", ""));
   LIBRA_ASSIGN_OR_RETURN(record.reward,
-                         ReadNumber(*reward, "reward", -kMaxTraceReward, kMaxTraceReward));
+                         ReadNumber(*reward, "reward", -std::numeric_limits<double>::max(),
+                                    std::numeric_limits<double>::max()));
   if (const JsonValue* version = root.Find("version"); version != nullptr) {
     LIBRA_ASSIGN_OR_RETURN(const int64_t version_value, ReadInt(*version, "version", 0, kIntMax));
     record.version = static_cast<int>(version_value);

@@ -31,9 +31,8 @@ inline constexpr int64_t kMaxTraceTurns = 10'000;
 /// prompt_tokens, generated_tokens, tool_output_tokens; and all tokens of one trajectory.
 inline constexpr int64_t kMaxTraceTokens = 100'000'000;
 inline constexpr int64_t kMaxTraceTrajectoryTokens = 1'000'000'000;
-/// tool_latency_s (a week), and the reward's magnitude.
+/// tool_latency_s: a week.
 inline constexpr double kMaxTraceToolLatencyS = 7 * 86'400;
-inline constexpr double kMaxTraceReward = 1e9;
 
 /// One recorded trajectory: one line of a trace file. A value type.
 struct TraceRecord {
