@@ -40,10 +40,9 @@ CLI::Validator Int64AtLeast(int64_t min) {
         int64_t value = 0;
         const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
         if (error != std::errc() || end != text.data() + text.size() || value < min) {
-          return StrFormat("must be an integer in [%lld, %lld] (got %s)",
-                           static_cast<long long>(min),
-                           static_cast<long long>(std::numeric_limits<int64_t>::max()),
-                           text.c_str());
+          return StrFormat(
+              "must be an integer in [%lld, %lld] (got %s)", static_cast<long long>(min),
+              static_cast<long long>(std::numeric_limits<int64_t>::max()), text.c_str());
         }
         return "";
       },

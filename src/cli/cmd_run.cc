@@ -107,8 +107,8 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
                << options.db << " (continue it: libra run --resume " << outcome->run_id << " --db "
                << options.db;
         if (compare) {
-          io.err << "; the whole comparison: libra compare --resume " << *comparison_id
-                 << " --db " << options.db;
+          io.err << "; the whole comparison: libra compare --resume " << *comparison_id << " --db "
+                 << options.db;
         }
         io.err << ")\n";
         break;
@@ -275,14 +275,14 @@ int RunCompare(const CompareOptions& options, const Io& io) {
     }
   }
   if (chosen.empty()) chosen = all;
-  if (recipe->seed > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() -
-                                           (options.repeat - 1))) {
-    return Fail(io, Status::InvalidArgument(StrFormat(
-                        "--repeat %d runs seeds %llu and the next %d, beyond the largest seed "
-                        "(%lld)",
-                        options.repeat, static_cast<unsigned long long>(recipe->seed),
-                        options.repeat - 1,
-                        static_cast<long long>(std::numeric_limits<int64_t>::max()))));
+  if (recipe->seed >
+      static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - (options.repeat - 1))) {
+    return Fail(
+        io, Status::InvalidArgument(StrFormat(
+                "--repeat %d runs seeds %llu and the next %d, beyond the largest seed "
+                "(%lld)",
+                options.repeat, static_cast<unsigned long long>(recipe->seed), options.repeat - 1,
+                static_cast<long long>(std::numeric_limits<int64_t>::max()))));
   }
   return RunSystems(options.common, io, *recipe, chosen, /*compare=*/true, options.repeat,
                     options.reward_target);

@@ -48,10 +48,9 @@ int Fail(const Io& io, const Status& status) {
 
 experiment::BackendFactory MakeBackendFactory() {
   return
-      [](
-          const recipe::Recipe& recipe, const workload::Workload& workload,
-          const model::CostModel& cost,
-          const experiment::BackendContext& context) -> Result<std::unique_ptr<backend::Backend>> {
+      [](const recipe::Recipe& recipe, const workload::Workload& workload,
+         const model::CostModel& cost,
+         const experiment::BackendContext& context) -> Result<std::unique_ptr<backend::Backend>> {
         if (recipe.backend == "sim") {
           return std::unique_ptr<backend::Backend>(
               std::make_unique<sim::ClusterSim>(recipe.sim, workload, cost));

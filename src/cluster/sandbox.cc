@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -20,7 +21,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <poll.h>
 #include <utility>
 #include <vector>
 
@@ -149,7 +149,6 @@ void RemoveTree(const std::string& path) {
   fs::remove_all(path, error);
 }
 
-
 // --- The supervisor ------------------------------------------------------------------------------
 //
 // Every call runs under a supervisor: this program again (/proc/self/exe), started with
@@ -271,8 +270,8 @@ bool IsolateScratch(const std::string& dir, const std::string& scratch) {
   const int own = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (own < 0) return false;
   bool isolated = false;
-  if (mount("libra-scratch", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k") ==
-      0) {
+  if (mount("libra-scratch", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+            "mode=0700,size=64k") == 0) {
     const std::string target = scratch + "/" + fs::path(dir).filename().string();
     isolated = mkdir(target.c_str(), 0700) == 0 &&
                mount(StrFormat("/proc/self/fd/%d", own).c_str(), target.c_str(), nullptr,
@@ -343,8 +342,8 @@ int Supervise(int argc, char** argv, char** envp) {
   const bool count_processes = processes > 0 && getuid() == 0;
   std::vector<std::pair<int, rlimit>> limits;
   const auto limit = [&](int resource, int64_t soft, int64_t hard) {
-    if (soft > 0) limits.emplace_back(resource, rlimit{static_cast<rlim_t>(soft),
-                                                       static_cast<rlim_t>(hard)});
+    if (soft > 0)
+      limits.emplace_back(resource, rlimit{static_cast<rlim_t>(soft), static_cast<rlim_t>(hard)});
   };
   limit(RLIMIT_CPU, cpu, cpu + 1);
   limit(RLIMIT_AS, memory, memory);

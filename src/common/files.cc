@@ -4,11 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <filesystem>
 
 #include "common/strings.h"
@@ -91,8 +91,7 @@ Status WriteFileAtomically(const std::string& path, const std::string& text,
 Result<std::string> ReadFileBounded(const std::string& path, size_t max_bytes,
                                     const std::string& what) {
   auto failure = [&](int error) {
-    return Status::NotFound(path + ": cannot read the " + what + " (" + std::strerror(error) +
-                            ")");
+    return Status::NotFound(path + ": cannot read the " + what + " (" + std::strerror(error) + ")");
   };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return failure(errno);
@@ -112,9 +111,8 @@ Result<std::string> ReadFileBounded(const std::string& path, size_t max_bytes,
   }
   ::close(fd);
   if (text.size() > max_bytes) {
-    return Status::InvalidArgument(
-        StrFormat("%s: the %s is larger than libra's limit of %zu bytes", path.c_str(),
-                  what.c_str(), max_bytes));
+    return Status::InvalidArgument(StrFormat("%s: the %s is larger than libra's limit of %zu bytes",
+                                             path.c_str(), what.c_str(), max_bytes));
   }
   return text;
 }
@@ -141,7 +139,7 @@ Status ClaimFolder(const std::string& dir, const std::string& owner) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   if (text == owner) return Status();
   return Status::InvalidArgument(dir + " holds the files of " + text + ", not of " + owner +
-                                    "; libra will not use or overwrite them");
+                                 "; libra will not use or overwrite them");
 }
 
 }  // namespace libra

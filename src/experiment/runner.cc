@@ -1,15 +1,15 @@
 #include "experiment/runner.h"
 
-#include <filesystem>
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 
 #include "common/strings.h"
-#include "recipe/limits.h"
 #include "libra/config.h"
 #include "model/cost_model.h"
 #include "planner/planner.h"
+#include "recipe/limits.h"
 #include "sched/router.h"
 
 namespace libra::experiment {
@@ -217,8 +217,9 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
   // cluster within libra's limits.
   const bool sound = diagnostics->empty();
   std::unique_ptr<model::CostModel> cost;
-  if (recipe.cluster.gpus_per_node >= 1 && recipe.cluster.gpus_per_node <= recipe::kMaxGpusPerNode &&
-      recipe.cluster.nodes >= 1 && recipe.cluster.nodes <= recipe::kMaxNodes) {
+  if (recipe.cluster.gpus_per_node >= 1 &&
+      recipe.cluster.gpus_per_node <= recipe::kMaxGpusPerNode && recipe.cluster.nodes >= 1 &&
+      recipe.cluster.nodes <= recipe::kMaxNodes) {
     auto made = model::MakeCostModel(recipe);
     if (made.ok()) {
       cost = std::move(made).value();
@@ -297,8 +298,8 @@ Status CheckAbandoned(const store::RunInfo& run, bool take_over) {
       break;
   }
   if (take_over) return Status();
-  const std::string who = run.owner.pid > 0 ? "libra " + run.owner.ToString()
-                                            : "a libra that recorded no process id";
+  const std::string who =
+      run.owner.pid > 0 ? "libra " + run.owner.ToString() : "a libra that recorded no process id";
   return Status::InvalidArgument(StrFormat(
       "run %lld is recorded as running by %s, which this libra cannot check; resume it on that "
       "host, or, once sure that libra is gone, here with --take-over",

@@ -183,9 +183,10 @@ Result<toml::table> ParseOverrideValue(const std::string& spec, const std::strin
                                        int max_nesting) {
   const std::string text = "v = " + value;
   if (Status shape = CheckTomlShape(text, "--set " + spec, max_nesting + 1); !shape.ok()) {
-    return Status::InvalidArgument(StrFormat("--set %s: the value nests deeper than libra's limit "
-                                             "of %d levels with its key",
-                                             spec.c_str(), kMaxNesting));
+    return Status::InvalidArgument(
+        StrFormat("--set %s: the value nests deeper than libra's limit "
+                  "of %d levels with its key",
+                  spec.c_str(), kMaxNesting));
   }
   try {
     toml::table t = toml::parse(text);
@@ -214,9 +215,10 @@ Status ApplyOverride(toml::table& root, const std::string& spec,
     return Status::InvalidArgument("--set " + spec + ": malformed key path '" + key + "'");
   }
   if (segments.size() > static_cast<size_t>(kMaxNesting)) {
-    return Status::InvalidArgument(StrFormat("--set %s: the key path has %zu parts, more than "
-                                             "libra's limit of %d",
-                                             key.c_str(), segments.size(), kMaxNesting));
+    return Status::InvalidArgument(
+        StrFormat("--set %s: the key path has %zu parts, more than "
+                  "libra's limit of %d",
+                  key.c_str(), segments.size(), kMaxNesting));
   }
   const std::string where = "--set " + spec;
   const int max_value_nesting = kMaxNesting - static_cast<int>(segments.size());
@@ -229,8 +231,8 @@ Status ApplyOverride(toml::table& root, const std::string& spec,
     path += is_index ? "[" + segment + "]" : (path.empty() ? "" : ".") + segment;
     if (toml::table* table = current->as_table()) {
       if (last) {
-        LIBRA_ASSIGN_OR_RETURN(toml::table parsed, ParseOverrideValue(spec, spec.substr(eq + 1),
-                                                                      max_value_nesting));
+        LIBRA_ASSIGN_OR_RETURN(toml::table parsed,
+                               ParseOverrideValue(spec, spec.substr(eq + 1), max_value_nesting));
         parsed.get("v")->visit([&](auto& node) { table->insert_or_assign(segment, node); });
       } else if (table->get(segment) == nullptr) {
         table->insert(segment, toml::table{});
@@ -244,8 +246,8 @@ Status ApplyOverride(toml::table& root, const std::string& spec,
                       spec.c_str(), segment.c_str(), array->size(), array->size() == 1 ? "" : "s"));
       }
       if (last) {
-        LIBRA_ASSIGN_OR_RETURN(toml::table parsed, ParseOverrideValue(spec, spec.substr(eq + 1),
-                                                                      max_value_nesting));
+        LIBRA_ASSIGN_OR_RETURN(toml::table parsed,
+                               ParseOverrideValue(spec, spec.substr(eq + 1), max_value_nesting));
         parsed.get("v")->visit([&](auto& node) { array->replace(array->cbegin() + index, node); });
       }
       current = array->get(index);
@@ -739,9 +741,8 @@ Result<ParsedRecipe> ParseRecipe(const std::string& text, const std::string& sou
                                  const std::vector<std::string>& overrides) {
   LIBRA_RETURN_IF_ERROR(CheckTomlShape(text, source));
   if (overrides.size() > static_cast<size_t>(kMaxOverrides)) {
-    return Status::InvalidArgument(
-        StrFormat("%zu --set overrides, more than libra's limit of %d", overrides.size(),
-                  kMaxOverrides));
+    return Status::InvalidArgument(StrFormat("%zu --set overrides, more than libra's limit of %d",
+                                             overrides.size(), kMaxOverrides));
   }
   toml::table root;
   try {

@@ -169,9 +169,9 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
   c.OneOf(r.sim.sync_path, {"nccl", "disk"}, "sim.sync_path");
   c.AtLeast(r.sim.tool_concurrency, 0, "sim.tool_concurrency");
   c.AtMost(r.sim.tool_concurrency, kMaxToolConcurrency, "sim.tool_concurrency");
-  c.Check(r.baselines.size() <= static_cast<size_t>(kMaxBaselines), "baselines",
-          StrFormat("%zu entries, more than libra's limit of %d", r.baselines.size(),
-                    kMaxBaselines));
+  c.Check(
+      r.baselines.size() <= static_cast<size_t>(kMaxBaselines), "baselines",
+      StrFormat("%zu entries, more than libra's limit of %d", r.baselines.size(), kMaxBaselines));
 
   std::vector<const SystemSpec*> systems = {&r.system};
   for (const SystemSpec& b : r.baselines) systems.push_back(&b);

@@ -82,9 +82,8 @@ class Svg {
     std::vector<std::string> xy;
     for (const auto& [x, y] : points) xy.push_back(Num(x) + "," + Num(y));
     // Stroked in its own colour, so that adjacent polygons show no seam.
-    out_ += StrFormat(
-        "<polygon points=\"%s\" fill=\"%s\" stroke=\"%s\" stroke-width=\"0.5\"/>\n",
-        StrJoin(xy, " ").c_str(), fill, fill);
+    out_ += StrFormat("<polygon points=\"%s\" fill=\"%s\" stroke=\"%s\" stroke-width=\"0.5\"/>\n",
+                      StrJoin(xy, " ").c_str(), fill, fill);
   }
   void Circle(double x, double y, const char* fill) {
     out_ += StrFormat("<circle cx=\"%s\" cy=\"%s\" r=\"2.5\" fill=\"%s\"/>\n", Num(x).c_str(),

@@ -128,8 +128,8 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const Options& opt
                  ? std::string(1, static_cast<char>(c))
                  : StrFormat("%%%02X", c);
     }
-    LIBRA_ASSIGN_OR_RETURN(db, Connect(path, uri + "?immutable=1",
-                                       SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, options));
+    LIBRA_ASSIGN_OR_RETURN(
+        db, Connect(path, uri + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, options));
     readable = db->QueryInt64("SELECT count(*) FROM sqlite_master", "read the schema").status();
   }
   LIBRA_RETURN_IF_ERROR(readable);
@@ -137,8 +137,8 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const Options& opt
   return db;
 }
 
-Result<std::unique_ptr<Db>> Db::Connect(const std::string& path, const std::string& name,
-                                        int flags, const Options& options) {
+Result<std::unique_ptr<Db>> Db::Connect(const std::string& path, const std::string& name, int flags,
+                                        const Options& options) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
   // Even a failed open may allocate a handle, which must be closed.

@@ -229,8 +229,7 @@ const std::vector<Migration>& SchemaMigrations() {
        kSchemaV5},
       {6, "runs.throughput_bound", kSchemaV6},
       {7, "probes", kSchemaV7},
-      {8, "runs.folder, runs.owner_*, comparisons.systems/seeds/reward_target/recipe_*",
-       kSchemaV8},
+      {8, "runs.folder, runs.owner_*, comparisons.systems/seeds/reward_target/recipe_*", kSchemaV8},
   };
   return *migrations;
 }

@@ -85,8 +85,8 @@ Status CheckIntegrity(Db& db) {
   }
   return Status::Store(db.path(), "the database is damaged (integrity_check: " + first +
                                       "); libra does not write to a damaged database. Save what "
-                                      "can be read with `sqlite3 " + db.path() +
-                                      " .recover`, or use another --db");
+                                      "can be read with `sqlite3 " +
+                                      db.path() + " .recover`, or use another --db");
 }
 
 /// NULL for an empty string (ended_at while a run is running).
@@ -367,10 +367,10 @@ Status Store::Impl::PrepareStatements() {
       Prepare(insert_router_metric,
               "INSERT INTO router_metrics (run_id, step, name, value) VALUES (?, ?, ?, ?)",
               "insert into router_metrics"));
-  LIBRA_RETURN_IF_ERROR(Prepare(insert_comparison,
-                                InsertSql("comparisons", std::string("name, created_at, ") +
-                                                             kComparisonPlanColumns),
-                                "insert into comparisons"));
+  LIBRA_RETURN_IF_ERROR(
+      Prepare(insert_comparison,
+              InsertSql("comparisons", std::string("name, created_at, ") + kComparisonPlanColumns),
+              "insert into comparisons"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(append_comparison_run,
               "INSERT INTO comparison_runs (comparison_id, run_id, position) "
@@ -539,8 +539,7 @@ Result<int64_t> Store::BeginRun(const RunInfo& run) {
       static_cast<int64_t>(run.seed),  // the bit pattern: uint64 seeds above 2^63 read back exactly
       run.steps_planned, run.gpus, run.recipe_source, run.recipe_toml, run.git_revision,
       run.libra_version, run.started_at, NullIfEmpty(run.ended_at), run.status, run.error,
-      run.comparison_id, run.throughput_bound, "", run.owner.host, run.owner.pid,
-      run.owner.start));
+      run.comparison_id, run.throughput_bound, "", run.owner.host, run.owner.pid, run.owner.start));
   const int64_t id = db.LastInsertRowid();
   LIBRA_RETURN_IF_ERROR(impl_->set_run_folder->Execute(NewRunFolder(db.path(), id), id));
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
@@ -647,8 +646,8 @@ Result<int64_t> Store::CreateComparison(const ComparisonInfo& c) {
   LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
                          Transaction::Begin(db, Transaction::Mode::kWrite));
   LIBRA_RETURN_IF_ERROR(impl_->insert_comparison->Execute(c.name, c.created_at, ToJson(systems),
-                                                          c.seeds, c.reward_target,
-                                                          c.recipe_source, c.recipe_toml));
+                                                          c.seeds, c.reward_target, c.recipe_source,
+                                                          c.recipe_toml));
   const int64_t id = db.LastInsertRowid();
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;

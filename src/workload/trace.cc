@@ -1,6 +1,5 @@
 #include "workload/trace.h"
 
-
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -95,8 +94,10 @@ Result<double> ReadNumber(const JsonValue& value, const std::string& field, doub
                           double max) {
   if (!value.is_number()) return FieldError(field, "expected a number (got " + Shown(value) + ")");
   const double v = value.as_double();
-  if (v < min) return FieldError(field, StrFormat("must be at least %g (got ", min) + Shown(value) + ")");
-  if (v > max) return FieldError(field, StrFormat("must be at most %g (got ", max) + Shown(value) + ")");
+  if (v < min)
+    return FieldError(field, StrFormat("must be at least %g (got ", min) + Shown(value) + ")");
+  if (v > max)
+    return FieldError(field, StrFormat("must be at most %g (got ", max) + Shown(value) + ")");
   return v;
 }
 
@@ -166,8 +167,8 @@ Result<TurnScript> ParseTurn(const JsonValue& value, size_t index, bool last) {
                            ReadInt(*v, Field(where, "tool_output_tokens"), 0, kMaxTraceTokens));
   }
   if (const JsonValue* v = value.Find("tool_latency_s"); v != nullptr) {
-    LIBRA_ASSIGN_OR_RETURN(turn.tool_latency_s,
-                           ReadNumber(*v, Field(where, "tool_latency_s"), 0, kMaxTraceToolLatencyS));
+    LIBRA_ASSIGN_OR_RETURN(turn.tool_latency_s, ReadNumber(*v, Field(where, "tool_latency_s"), 0,
+                                                           kMaxTraceToolLatencyS));
   }
   return turn;
 }
@@ -234,8 +235,8 @@ Result<TraceRecord> ParseTraceLine(std::string_view line) {
   const JsonValue::Array& items = turns->as_array();
   if (items.empty()) return FieldError("turns", "must not be empty");
   if (static_cast<int64_t>(items.size()) > kMaxTraceTurns) {
-    return FieldError("turns", StrFormat("%zu turns, more than libra's limit of %lld",
-                                         items.size(), static_cast<long long>(kMaxTraceTurns)));
+    return FieldError("turns", StrFormat("%zu turns, more than libra's limit of %lld", items.size(),
+                                         static_cast<long long>(kMaxTraceTurns)));
   }
   int64_t tokens = record.prompt_tokens;
   for (size_t i = 0; i < items.size(); ++i) {
@@ -280,9 +281,8 @@ Result<std::vector<TraceRecord>> ParseTrace(std::string_view text, const std::st
 
     Result<TraceRecord> record =
         line.size() > kMaxTraceLineBytes
-            ? Result<TraceRecord>(Status::InvalidArgument(
-                  StrFormat("the line is longer than libra's limit of %zu bytes",
-                            kMaxTraceLineBytes)))
+            ? Result<TraceRecord>(Status::InvalidArgument(StrFormat(
+                  "the line is longer than libra's limit of %zu bytes", kMaxTraceLineBytes)))
             : ParseTraceLine(line);
     if (!record.ok()) {
       errors.push_back(StrFormat("%s:%zu: ", path.c_str(), line_number) +

@@ -143,7 +143,9 @@ TEST_F(CmdRunTest, MissingRecipeIsAUsageError) {
   // A recipe path that does not exist: exit 2 and the path in the message.
   const CommandResult r = Libra({"run", "nowhere.toml"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "libra: error: nowhere.toml: cannot read the recipe file (No such file or directory)\n");
+  EXPECT_EQ(
+      r.err,
+      "libra: error: nowhere.toml: cannot read the recipe file (No such file or directory)\n");
 }
 
 TEST_F(CmdRunTest, CorruptDatabaseIsRefusedAndKept) {

@@ -61,7 +61,8 @@ TEST(EventLoopTest, TimersRunInDeadlineOrderThenInsertionOrder) {
   loop->AddTimer(milliseconds(0), [&] { fired.push_back("first"); });
   loop->AddTimer(milliseconds(0), [&] { fired.push_back("second"); });
   loop->AddTimer(milliseconds(10), [&] { fired.push_back("middle"); });
-  ASSERT_OK(loop->RunUntil([&] { return fired.size() == 4; }, In(test::Deadline(milliseconds(30000)))));
+  ASSERT_OK(
+      loop->RunUntil([&] { return fired.size() == 4; }, In(test::Deadline(milliseconds(30000)))));
   EXPECT_EQ(fired, (std::vector<std::string>{"first", "second", "middle", "late"}));
 }
 
@@ -71,8 +72,8 @@ TEST(EventLoopTest, TimerNeverFiresEarly) {
   const Clock::time_point start = Clock::now();
   Clock::time_point fired_at;
   loop->AddTimer(milliseconds(25), [&] { fired_at = Clock::now(); });
-  ASSERT_OK(
-      loop->RunUntil([&] { return fired_at != Clock::time_point(); }, In(test::Deadline(milliseconds(30000)))));
+  ASSERT_OK(loop->RunUntil([&] { return fired_at != Clock::time_point(); },
+                           In(test::Deadline(milliseconds(30000)))));
   EXPECT_GE(fired_at - start, milliseconds(25));
 }
 
@@ -122,7 +123,8 @@ TEST(EventLoopTest, WatchedFdCallsBackWhileReadable) {
     if (read(pipe.read.get(), &c, 1) == 1) got += c;
   }));
   pipe.Send("abc");
-  ASSERT_OK(loop->RunUntil([&] { return got.size() == 3; }, In(test::Deadline(milliseconds(30000)))));
+  ASSERT_OK(
+      loop->RunUntil([&] { return got.size() == 3; }, In(test::Deadline(milliseconds(30000)))));
   EXPECT_EQ(got, "abc");
   loop->UnwatchFd(pipe.read.get());
   pipe.Send("d");

@@ -63,8 +63,8 @@ class HttpTransportTest : public ::testing::Test {
   Result<HttpResponse> Call(const HttpRequest& request) {
     std::optional<Result<HttpResponse>> reply;
     transport_->Send(request, [&](Result<HttpResponse> r) { reply = std::move(r); });
-    EXPECT_OK(
-        loop_->RunUntil([&] { return reply.has_value(); }, Clock::now() + test::Deadline(std::chrono::seconds(60))));
+    EXPECT_OK(loop_->RunUntil([&] { return reply.has_value(); },
+                              Clock::now() + test::Deadline(std::chrono::seconds(60))));
     if (!reply) return Status::Internal("no reply");
     return *reply;
   }
@@ -184,7 +184,8 @@ TEST_F(HttpTransportTest, ConnectionIsKeptAliveAndReused) {
     if (++done < 20) transport_->Send(Post(server_->Url("/turn"), "{}"), next);
   };
   transport_->Send(Post(server_->Url("/turn"), "{}"), next);
-  ASSERT_OK(loop_->RunUntil([&] { return done == 20; }, Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  ASSERT_OK(loop_->RunUntil([&] { return done == 20; },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(server_->requests(), 20);
   EXPECT_EQ(server_->connections(), 1);
 }
@@ -212,7 +213,8 @@ TEST_F(HttpTransportTest, ThousandsOfRequestsInFlightAtOnce) {
                      });
   }
   EXPECT_EQ(transport_->in_flight(), static_cast<size_t>(n));
-  ASSERT_OK(loop_->RunUntil([&] { return done == n; }, Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  ASSERT_OK(loop_->RunUntil([&] { return done == n; },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(wrong, 0);
   EXPECT_EQ(transport_->in_flight(), 0u);
   EXPECT_EQ(server_->requests(), n);
@@ -237,7 +239,8 @@ TEST_F(HttpTransportTest, MaxHostConnectionsQueuesTheRest) {
       ++done;
     });
   }
-  ASSERT_OK(loop_->RunUntil([&] { return done == 40; }, Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  ASSERT_OK(loop_->RunUntil([&] { return done == 40; },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_LE(server_->connections(), 4);
 }
 
@@ -252,7 +255,8 @@ TEST_F(HttpTransportTest, CallbackNeverRunsInsideSend) {
     status = reply.status();
   });
   EXPECT_FALSE(called);
-  ASSERT_OK(loop_->RunUntil([&] { return called; }, Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  ASSERT_OK(loop_->RunUntil([&] { return called; },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(server_->requests(), 0);
 }
@@ -290,8 +294,8 @@ TEST_F(HttpTransportTest, WaitHealthyWaitsForA200) {
   transport_->WaitHealthy(
       server_->Url("/health"), test::Deadline(milliseconds(30000)), [&](Status s) { healthy = s; },
       milliseconds(10));
-  ASSERT_OK(
-      loop_->RunUntil([&] { return healthy.has_value(); }, Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  ASSERT_OK(loop_->RunUntil([&] { return healthy.has_value(); },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_OK(*healthy);
   EXPECT_EQ(probes, 4);
 }

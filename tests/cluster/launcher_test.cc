@@ -158,8 +158,8 @@ class LauncherSshTest : public ::testing::Test {
     EXPECT_OK(wrapped);
     std::optional<ExitStatus> exit;
     EXPECT_OK(processes_->Spawn(*wrapped, [&](const ExitStatus& s) { exit = s; }));
-    EXPECT_OK(
-        loop_->RunUntil([&] { return exit.has_value(); }, Clock::now() + test::Deadline(std::chrono::seconds(60))));
+    EXPECT_OK(loop_->RunUntil([&] { return exit.has_value(); },
+                              Clock::now() + test::Deadline(std::chrono::seconds(60))));
     return exit.value_or(ExitStatus{});
   }
 
@@ -277,8 +277,8 @@ TEST_F(LauncherSshTest, StopKillsTheRemoteProcessGroup) {
   for (const pid_t pid : remote) EXPECT_TRUE(IsAlive(pid)) << pid;
 
   processes_->Stop(*id, test::Deadline(milliseconds(60000)));
-  ASSERT_OK(
-      loop_->RunUntil([&] { return exit.has_value(); }, Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  ASSERT_OK(loop_->RunUntil([&] { return exit.has_value(); },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(exit->code, 128 + SIGTERM) << exit->ToString() << Log("tree", ".err");
   for (const pid_t pid : remote) EXPECT_TRUE(Eventually([&] { return !IsAlive(pid); })) << pid;
 }
@@ -299,8 +299,8 @@ TEST_F(LauncherSshTest, LosingTheSshClientKillsTheRemoteProcessGroup) {
   const std::vector<pid_t> remote = RemotePids(logs_->File("pids"));
 
   kill(-processes_->pid(*id).value(), SIGKILL);
-  ASSERT_OK(
-      loop_->RunUntil([&] { return exit.has_value(); }, Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  ASSERT_OK(loop_->RunUntil([&] { return exit.has_value(); },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(exit->signal, SIGKILL);
   for (const pid_t pid : remote) EXPECT_TRUE(Eventually([&] { return !IsAlive(pid); })) << pid;
 }

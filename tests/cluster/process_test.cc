@@ -368,7 +368,8 @@ TEST_F(ProcessSetTest, InvalidSpecsAreRefused) {
 
 TEST(ProcessRunToCompletionTest, ReturnsTheExitStatus) {
   // A short command runs to its end.
-  const auto status = RunToCompletion(Shell("short", "exit 4"), test::Deadline(milliseconds(60000)));
+  const auto status =
+      RunToCompletion(Shell("short", "exit 4"), test::Deadline(milliseconds(60000)));
   ASSERT_OK(status);
   EXPECT_EQ(*status, (ExitStatus{.code = 4, .signal = 0}));
 }

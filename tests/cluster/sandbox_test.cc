@@ -269,7 +269,8 @@ TEST_F(SandboxTest, AtMostMaxRunningCallsRunAndTheRestWait) {
   }
   EXPECT_EQ(sandbox_->running(), 4u);
   EXPECT_EQ(processes_->running(), 2u);
-  EXPECT_OK(loop_->RunUntil([&] { return done == 4; }, Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  EXPECT_OK(loop_->RunUntil([&] { return done == 4; },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(ok, 4);
   EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(4000));
   EXPECT_TRUE(ScratchIsEmpty());

@@ -354,7 +354,8 @@ TEST(RecipeParserTest, MissingFileIsNotFound) {
   auto parsed = ParseRecipeFile("/nonexistent/recipe.toml");
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(parsed.status().message(), "/nonexistent/recipe.toml: cannot read the recipe file (No such file or directory)");
+  EXPECT_EQ(parsed.status().message(),
+            "/nonexistent/recipe.toml: cannot read the recipe file (No such file or directory)");
 }
 
 }  // namespace

@@ -7,18 +7,18 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <optional>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/cli_fixture.h"
+#include "cli/common.h"
 #include "cluster/cluster_test_util.h"
 #include "cluster/http_transport.h"
 #include "cluster/sandbox.h"
-#include "cli/common.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "model/cost_model.h"
@@ -30,7 +30,6 @@
 
 namespace libra::test {
 namespace {
-
 
 // A small recipe replaying the trace `trace`.
 std::string TraceRecipe(const std::string& trace) {
@@ -136,8 +135,7 @@ TEST(Issue24Test, AClusterRunRefusesAFolderHoldingAnotherRunsFiles) {
   context.run_key = "run 1 of b.db, started 2026-01-02T00:00:00Z";
   const auto backend = cli::MakeBackendFactory()(recipe, **workload, **cost, context);
   ASSERT_FALSE(backend.ok());
-  EXPECT_NE(backend.status().message().find("holds the files of run 1 of a.db"),
-            std::string::npos)
+  EXPECT_NE(backend.status().message().find("holds the files of run 1 of a.db"), std::string::npos)
       << backend.status().message();
   EXPECT_EQ(ReadFile(folder + "/weights/v2.pt"), "a.db's weights");
 }
@@ -226,10 +224,13 @@ TEST_F(Issue24CliTest, TraceValuesBeyondTheLimitsAreRefused) {
   const std::string max = std::to_string(std::numeric_limits<int64_t>::max());
   WriteFile(dir_.File("t.jsonl"),
             "{\"prompt\":0,\"sample\":0,\"prompt_tokens\":5,\"reward\":1,\"turns\":["
-            "{\"generated_tokens\":" + max + ",\"end\":\"stop\"}]}\n"
-            "{\"prompt\":1,\"sample\":0,\"prompt_tokens\":5,\"reward\":1,\"turns\":["
-            "{\"generated_tokens\":1,\"end\":\"tool_call\",\"tool\":\"t\","
-            "\"tool_output_tokens\":" + max + "},{\"generated_tokens\":1,\"end\":\"stop\"}]}\n");
+            "{\"generated_tokens\":" +
+                max +
+                ",\"end\":\"stop\"}]}\n"
+                "{\"prompt\":1,\"sample\":0,\"prompt_tokens\":5,\"reward\":1,\"turns\":["
+                "{\"generated_tokens\":1,\"end\":\"tool_call\",\"tool\":\"t\","
+                "\"tool_output_tokens\":" +
+                max + "},{\"generated_tokens\":1,\"end\":\"stop\"}]}\n");
   const CommandResult r = Libra({"run", "trace.toml", "--db", "t.db"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("t.jsonl:1: turns[0].generated_tokens: must be at most 100000000"),
@@ -285,8 +286,7 @@ TEST_F(Issue24CliTest, ARunStillBeingRecordedOrOnAnotherHostIsNotTakenOver) {
   ASSERT_OK(store.ReopenRun(*run, store::ThisProcess()));
   CommandResult r = Libra({"run", "--resume", "1"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("run 1 is still being recorded by libra pid " +
-                       std::to_string(getpid())),
+  EXPECT_NE(r.err.find("run 1 is still being recorded by libra pid " + std::to_string(getpid())),
             std::string::npos)
       << r.err;
   // Recorded on another host: only --take-over resumes it.
@@ -346,11 +346,10 @@ TEST_F(Issue24CliTest, HostileValuesInADatabaseDoNotCrashReports) {
       ASSERT_OK((*opened)->RecordStep(*id, batch));
     }
   }
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"report", "1"},
-        {"report", "1", "--markdown", "r.md"},
-        {"report", "1", "--plots", "plots"},
-        {"report", "1", "--timeline", "t.json"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"report", "1"},
+                                               {"report", "1", "--markdown", "r.md"},
+                                               {"report", "1", "--plots", "plots"},
+                                               {"report", "1", "--timeline", "t.json"}}) {
     SCOPED_TRACE(args.back());
     const CommandResult r = Libra(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -358,10 +357,10 @@ TEST_F(Issue24CliTest, HostileValuesInADatabaseDoNotCrashReports) {
 }
 
 TEST_F(Issue24CliTest, ADamagedDatabaseIsRefusedAndNotWritten) {
-  ASSERT_EQ(Libra({"run", "quickstart.toml", "--steps", "3", "-q", "--set",
-                   "sim.record_events=true"})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      Libra({"run", "quickstart.toml", "--steps", "3", "-q", "--set", "sim.record_events=true"})
+          .exit_code,
+      0);
   // 200 flipped bytes in one b-tree page (past the file header and the schema).
   const std::string db = dir_.File("results/libra.db");
   std::string bytes = ReadFile(db);
@@ -394,8 +393,9 @@ class Issue24SandboxTest : public ::testing::Test {
   Result<std::string> RunCall(const cluster::SandboxCall& call) {
     std::optional<Result<std::string>> result;
     sandbox_->Run(call, [&](Result<std::string> r) { result = std::move(r); });
-    EXPECT_OK(loop_->RunUntil([&] { return result.has_value(); },
-                              cluster::EventLoop::Clock::now() + Deadline(std::chrono::seconds(60))));
+    EXPECT_OK(
+        loop_->RunUntil([&] { return result.has_value(); },
+                        cluster::EventLoop::Clock::now() + Deadline(std::chrono::seconds(60))));
     if (!result.has_value()) return Status::Internal("the call did not finish");
     return *std::move(result);
   }
@@ -427,11 +427,17 @@ TEST_F(Issue24SandboxTest, NothingATooLStartsOutlivesItsCall) {
   // `setsid sleep 300` (a session of its own), a double fork, and a plain background child:
   // none is left once the call has returned.
   const std::string pids = dir_.File("pids");
-  const auto result = RunCall(Shell(
-      "escape", "setsid sh -c 'echo $$ >> " + pids + "; exec sleep 300' & "
-                "(sh -c 'echo $$ >> " + pids + "; exec sleep 300' &) ; "
-                "sleep 300 & echo $! >> " + pids + "; "
-                "while [ $(wc -l < " + pids + ") -lt 3 ]; do sleep 0.01; done; echo done"));
+  const auto result =
+      RunCall(Shell("escape", "setsid sh -c 'echo $$ >> " + pids +
+                                  "; exec sleep 300' & "
+                                  "(sh -c 'echo $$ >> " +
+                                  pids +
+                                  "; exec sleep 300' &) ; "
+                                  "sleep 300 & echo $! >> " +
+                                  pids +
+                                  "; "
+                                  "while [ $(wc -l < " +
+                                  pids + ") -lt 3 ]; do sleep 0.01; done; echo done"));
   ASSERT_OK(result);
   EXPECT_EQ(*result, "done\n");
   const std::vector<pid_t> left = Pids(pids);
@@ -446,9 +452,9 @@ TEST_F(Issue24SandboxTest, ACallCannotForkWithoutLimit) {
   // 300 forks with room for 8: the forks past the limit fail (RLIMIT_NPROC), or, for root, to
   // whom the kernel does not apply it, the call is stopped; either way nothing is left.
   const std::string pids = dir_.File("pids");
-  cluster::SandboxCall call = Shell(
-      "bomb", "i=0; while [ $i -lt 300 ]; do sleep 300 & echo $! >> " + pids +
-                  "; i=$((i+1)); done; echo forked");
+  cluster::SandboxCall call =
+      Shell("bomb", "i=0; while [ $i -lt 300 ]; do sleep 300 & echo $! >> " + pids +
+                        "; i=$((i+1)); done; echo forked");
   call.limits.max_processes = 8;
   const auto result = RunCall(call);
   if (getuid() == 0) {
@@ -471,8 +477,10 @@ TEST_F(Issue24SandboxTest, ACallSeesOnlyItsOwnScratchFolder) {
   std::vector<Result<std::string>> results;
   for (const std::string name : {"a", "b"}) {
     sandbox_->Run(Shell(name, "touch " + dir_.File(name) + "; while [ ! -e " + dir_.File("a") +
-                                  " ] || [ ! -e " + dir_.File("b") + " ]; do sleep 0.01; done; "
-                                  "ls " + Scratch()),
+                                  " ] || [ ! -e " + dir_.File("b") +
+                                  " ]; do sleep 0.01; done; "
+                                  "ls " +
+                                  Scratch()),
                   [&](Result<std::string> r) { results.push_back(std::move(r)); });
   }
   ASSERT_OK(loop_->RunUntil([&] { return results.size() == 2; },
@@ -501,8 +509,9 @@ TEST(Issue24SandboxCrashTest, ACrashedLibraLeavesNoToolAndNoScratchFolder) {
     auto* sandbox = new cluster::Sandbox(loop.get(), processes, scratch.File("calls"));
     cluster::SandboxCall call;
     call.name = "tool";
-    call.argv = {"sh", "-c", "echo $$ >> " + pids + "; setsid sh -c 'echo $$ >> " + pids +
-                                 "; exec sleep 300' & exec sleep 300"};
+    call.argv = {"sh", "-c",
+                 "echo $$ >> " + pids + "; setsid sh -c 'echo $$ >> " + pids +
+                     "; exec sleep 300' & exec sleep 300"};
     call.limits.timeout_s = 600;
     sandbox->Run(call, [](Result<std::string>) {});
     // The loop only wakes for its own events: look at the file between short runs of it.
@@ -560,7 +569,8 @@ TEST(Issue24Test, AnHttpReplyBeyondTheLimitFailsItsRequest) {
       << reply->status().ToString();
 }
 
-// --- 11. A busy machine fails CI ------------------------------------------------------------------
+// --- 11. A busy machine fails CI
+// ------------------------------------------------------------------
 
 TEST(Issue24Test, TestDeadlinesStretchByTheEnvironmentsFactor) {
   // HttpTransportTest.ThousandsOfRequestsInFlightAtOnce failed on a fixed 5 s deadline beside
@@ -621,8 +631,8 @@ TEST_F(Issue24CliTest, SshHostsAndUsersThatSshWouldReadAsOptionsFailValidation) 
   // They passed `validate` and were refused only when the run started.
   WriteFile(dir_.File("cpu-local.toml"), ReadFile(SourcePath("recipes/cpu-local.toml")));
   WriteFile(dir_.File("cpu-ssh.toml"), ReadFile(SourcePath("recipes/cpu-ssh.toml")));
-  for (const std::string set : {"launcher.hosts[0].host=-oProxyCommand=x",
-                                "launcher.hosts[0].user=-lroot"}) {
+  for (const std::string set :
+       {"launcher.hosts[0].host=-oProxyCommand=x", "launcher.hosts[0].user=-lroot"}) {
     const CommandResult r = Libra({"validate", "cpu-ssh.toml", "--set", set});
     EXPECT_EQ(r.exit_code, 2) << set;
     EXPECT_NE(r.err.find("must not start with '-'"), std::string::npos) << r.err;

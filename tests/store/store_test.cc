@@ -184,12 +184,29 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
   const std::string path = dir.File("libra.db");
   ASSERT_NE(OpenOrDie(path), nullptr);
   using Names = std::vector<std::string>;
-  EXPECT_EQ(
-      Columns(path, "runs"),
-      (Names{"id", "name", "system", "router", "planner", "backend", "seed", "steps_planned",
-             "gpus", "recipe_source", "recipe_toml", "git_revision", "libra_version", "started_at",
-             "ended_at", "status", "error", "comparison_id", "throughput_bound", "folder",
-             "owner_host", "owner_pid", "owner_start"}));
+  EXPECT_EQ(Columns(path, "runs"), (Names{"id",
+                                          "name",
+                                          "system",
+                                          "router",
+                                          "planner",
+                                          "backend",
+                                          "seed",
+                                          "steps_planned",
+                                          "gpus",
+                                          "recipe_source",
+                                          "recipe_toml",
+                                          "git_revision",
+                                          "libra_version",
+                                          "started_at",
+                                          "ended_at",
+                                          "status",
+                                          "error",
+                                          "comparison_id",
+                                          "throughput_bound",
+                                          "folder",
+                                          "owner_host",
+                                          "owner_pid",
+                                          "owner_start"}));
   EXPECT_EQ(Columns(path, "steps"),
             (Names{"run_id",           "step",        "start_s",        "end_s",
                    "rollout_s",        "train_s",     "sync_s",         "wait_s",
@@ -210,9 +227,8 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
   EXPECT_EQ(Columns(path, "turns"), (Names{"run_id", "trajectory", "turn", "instance", "start_s",
                                            "end_s", "generated_tokens", "end", "tool",
                                            "tool_status", "tool_output_tokens", "tool_latency_s"}));
-  EXPECT_EQ(Columns(path, "comparisons"),
-            (Names{"id", "name", "created_at", "systems", "seeds", "reward_target",
-                   "recipe_source", "recipe_toml"}));
+  EXPECT_EQ(Columns(path, "comparisons"), (Names{"id", "name", "created_at", "systems", "seeds",
+                                                 "reward_target", "recipe_source", "recipe_toml"}));
   EXPECT_EQ(Columns(path, "comparison_runs"), (Names{"comparison_id", "run_id", "position"}));
   EXPECT_EQ(Columns(path, "probes"), (Names{"id", "host", "gpu", "kind", "value", "unit", "detail",
                                             "recorded_at", "libra_version"}));
