@@ -2,7 +2,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include "cli/commands.h"
@@ -31,6 +33,23 @@ void AddRewardTarget(CLI::App* sub, std::optional<double>* target) {
       ->type_name("R");
 }
 
+/// An integer in [min, 2^63 - 1] written in decimal: CLI11 alone would clamp a larger one to
+/// the largest int64 (two different seeds would run the same experiment).
+CLI::Validator Int64AtLeast(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        int64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size() || value < min) {
+          return StrFormat(
+              "must be an integer in [%lld, %lld] (got %s)", static_cast<long long>(min),
+              static_cast<long long>(std::numeric_limits<int64_t>::max()), text.c_str());
+        }
+        return "";
+      },
+      "");
+}
+
 void AddRecipeOptions(CLI::App* sub, RecipeOptions* o, bool recipe_required = true) {
   CLI::Option* recipe =
       sub->add_option("recipe", o->recipe, "Recipe file (TOML), e.g. recipes/quickstart.toml")
@@ -39,8 +58,11 @@ void AddRecipeOptions(CLI::App* sub, RecipeOptions* o, bool recipe_required = tr
   sub->add_option("--db", o->db, "Results database (created if missing)")
       ->capture_default_str()
       ->type_name("PATH");
-  sub->add_option("--seed", o->seed, "Override the recipe's seed")->type_name("N");
+  sub->add_option("--seed", o->seed, "Override the recipe's seed")
+      ->check(Int64AtLeast(0))
+      ->type_name("N");
   sub->add_option("--steps", o->steps, "Override the recipe's number of training steps")
+      ->check(Int64AtLeast(1))
       ->type_name("N");
   sub->add_option("--set", o->sets,
                   "Override any recipe field, checked like the file; repeatable.\n"
@@ -73,9 +95,12 @@ int Main(int argc, char** argv) {
   AddRecipeOptions(run_cmd, run.get(), /*recipe_required=*/false);
   run_cmd
       ->add_option("--resume", run->resume,
-                   "Continue this interrupted or failed run of --db (its recorded recipe\n"
-                   "and system; no RECIPE)")
+                   "Continue this interrupted or failed run of --db, or one whose libra\n"
+                   "died (its recorded recipe and system; no RECIPE)")
       ->type_name("RUN");
+  run_cmd->add_flag("--take-over", run->take_over,
+                    "With --resume: take over a run recorded as running by a libra on\n"
+                    "another host, which this one cannot check (make sure it is gone)");
   run_cmd->callback([&] { exit_code = RunRun(*run, io); });
 
   auto compare = std::make_shared<CompareOptions>();
@@ -85,11 +110,20 @@ int Main(int argc, char** argv) {
       "Every system runs on the identical workload (same seed, same trajectories). The runs\n"
       "are recorded as one comparison; the table shows the speedup over the first baseline.\n\n" +
       std::string(kFooter));
-  AddRecipeOptions(compare_cmd, &compare->common);
+  AddRecipeOptions(compare_cmd, &compare->common, /*recipe_required=*/false);
+  compare_cmd
+      ->add_option("--resume", compare->resume,
+                   "Continue this comparison of --db as recorded (no RECIPE): show the\n"
+                   "finished runs, resume unfinished ones, run the rest")
+      ->type_name("COMPARISON");
+  compare_cmd->add_flag("--take-over", compare->common.take_over,
+                        "With --resume: take over runs recorded as running by a libra on\n"
+                        "another host (make sure it is gone)");
   compare_cmd
       ->add_option("--systems", compare->systems,
                    "Only these systems, in this order (comma separated)")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->type_name("A,B,...");
   compare_cmd
       ->add_option("--repeat", compare->repeat,

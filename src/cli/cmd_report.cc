@@ -1,5 +1,6 @@
 // `libra report`: tables from the results database.
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <ostream>
 #include <set>
@@ -65,7 +66,11 @@ Result<Selection> Select(store::Store& store, const std::vector<store::RunInfo>&
   for (const std::string& arg : args) {
     if (!arg.empty() &&
         std::all_of(arg.begin(), arg.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      selection.ids.push_back(std::stoll(arg));
+      int64_t id = 0;
+      if (std::from_chars(arg.data(), arg.data() + arg.size(), id).ec != std::errc()) {
+        return Status::NotFound("run " + arg + " is not in " + db);
+      }
+      selection.ids.push_back(id);
       continue;
     }
     auto comparison = std::find_if(comparisons.rbegin(), comparisons.rend(),
@@ -264,7 +269,7 @@ int RunReport(const ReportOptions& options, const Io& io) {
                                             options.format + "')"));
   }
   store::Store::Options open;
-  open.create_if_missing = false;
+  open.read_only = true;
   auto store = store::Store::Open(options.db, open);
   if (!store.ok()) return Fail(io, store.status());
 

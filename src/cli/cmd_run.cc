@@ -1,5 +1,8 @@
 // `libra run`, `libra compare` and `libra tune`.
 #include <algorithm>
+#include <limits>
+#include <map>
+#include <tuple>
 #include <ostream>
 
 #include "cli/common.h"
@@ -30,6 +33,11 @@ struct Plan {
   int repeat = 1;
   std::optional<double> reward_target;
   std::optional<int64_t> resume_run;
+  /// Continue this comparison instead of making one (with `compare`): runs it finished are shown
+  /// as recorded, runs it left unfinished are resumed, and the rest run and join it.
+  std::optional<int64_t> resume_comparison;
+  /// Recorded with the comparison: whether its peers run at their tuned configurations.
+  bool tuned = false;
   /// Empty: the recipe as written only.
   std::vector<experiment::Perturbation> scenarios;
 };
@@ -44,14 +52,35 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
                const recipe::Recipe& recipe, const std::vector<Entrant>& entrants,
                const Plan& plan) {
   std::optional<int64_t> comparison_id;
-  if (plan.compare) {
-    auto id = store.CreateComparison(recipe.name, experiment::NowIso8601());
+  // The comparison's runs so far, by (system, seed, scenario).
+  std::map<std::tuple<std::string, uint64_t, std::string>, store::RunInfo> earlier;
+  if (plan.resume_comparison) {
+    comparison_id = *plan.resume_comparison;
+    auto comparison = store.GetComparison(*comparison_id);
+    if (!comparison.ok()) return Fail(io, comparison.status());
+    for (const int64_t id : comparison->run_ids) {
+      auto run = store.GetRun(id);
+      if (!run.ok()) return Fail(io, run.status());
+      earlier[{run->system, run->seed, run->scenario}] = *run;
+    }
+  } else if (plan.compare) {
+    store::ComparisonInfo comparison;
+    comparison.name = recipe.name;
+    comparison.created_at = experiment::NowIso8601();
+    for (const Entrant& e : entrants) comparison.systems.push_back(e.system.name);
+    comparison.seeds = plan.repeat;
+    comparison.reward_target = plan.reward_target;
+    comparison.recipe_source = recipe.source;
+    comparison.recipe_toml = recipe.effective_toml;
+    comparison.tuned = plan.tuned;
+    comparison.sensitivity = !plan.scenarios.empty();
+    auto id = store.CreateComparison(comparison);
     if (!id.ok()) return Fail(io, id.status());
     comparison_id = *id;
   }
 
   InterruptGuard guard;
-  const experiment::BackendFactory backend = MakeBackendFactory(options.db);
+  const experiment::BackendFactory backend = MakeBackendFactory();
   std::vector<report::RunView> views;
   int exit_code = kExitOk;
   // Seed k of a repeat runs the recipe with seed + k; the systems share each seed's workload. A
@@ -83,6 +112,18 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
       std::string label = recipe.name + "/" + entrant.system.name;
       if (!w.scenario.empty()) label += " [" + w.scenario + "]";
       if (total > 1) label = StrFormat("(%zu/%zu) ", ++done, total) + label;
+      std::optional<int64_t> resume = plan.resume_run;
+      if (auto it = earlier.find({entrant.system.name, w.world.seed, w.scenario});
+          it != earlier.end()) {
+        if (it->second.status == store::kRunOk) {
+          auto view = report::ReadRunView(store, it->second.id);
+          if (!view.ok()) return Fail(io, view.status());
+          if (!options.quiet) io.out << report::RunHeadline(view->run) << " (recorded before)\n";
+          views.push_back(std::move(*view));
+          continue;
+        }
+        resume = it->second.id;
+      }
       ProgressLine progress(io, !options.quiet, label, recipe.backend == "sim");
       experiment::RunRequest request;
       request.recipe = &w.world;
@@ -90,7 +131,8 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
       request.comparison_id = comparison_id;
       request.interrupted = &InterruptGuard::Interrupted;
       request.progress = [&](const experiment::Progress& p) { progress.Update(p); };
-      request.resume_run = plan.resume_run;
+      request.resume_run = resume;
+      request.take_over = options.take_over;
       request.configuration = entrant.configuration;
       request.tuning_id = entrant.tuning_id;
       request.scenario = w.scenario;
@@ -112,7 +154,12 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
           io.err << "libra: interrupted; run " << outcome->run_id
                  << " is recorded as interrupted in " << options.db
                  << " (continue it: libra run --resume " << outcome->run_id << " --db "
-                 << options.db << ")\n";
+                 << options.db;
+          if (plan.compare) {
+            io.err << "; the whole comparison: libra compare --resume " << *comparison_id
+                   << " --db " << options.db;
+          }
+          io.err << ")\n";
           return exit_code;
         }
       }
@@ -275,7 +322,7 @@ Result<experiment::TuneOutcome> TuneOrReuse(const RecipeOptions& options, const 
   request.interrupted = &InterruptGuard::Interrupted;
   request.progress = [&](const experiment::TuneProgress& p) { line.Update(p); };
   Result<experiment::TuneOutcome> outcome =
-      experiment::TuneSystem(store, request, MakeBackendFactory(options.db));
+      experiment::TuneSystem(store, request, MakeBackendFactory());
   line.Clear();
   return outcome;
 }
@@ -372,6 +419,7 @@ Result<std::vector<Entrant>> Entrants(const RecipeOptions& options, const Io& io
 
 int RunRun(const RecipeOptions& options, const Io& io) {
   if (options.resume) return ResumeRun(options, io);
+  if (options.take_over) return Fail(io, Status::InvalidArgument("--take-over needs --resume RUN"));
   if (options.recipe.empty()) {
     return Fail(io, Status::InvalidArgument("run needs a RECIPE (or --resume RUN)"));
   }
@@ -382,14 +430,68 @@ int RunRun(const RecipeOptions& options, const Io& io) {
   return RunSystems(options, io, **store, *recipe, {AsWritten(recipe->system)}, Plan{});
 }
 
+// `libra compare --resume COMPARISON`: the comparison's recorded recipe, systems, seeds, tuning
+// and scenarios.
+int ResumeCompare(const CompareOptions& options, const Io& io) {
+  const RecipeOptions& common = options.common;
+  if (!common.recipe.empty() || common.seed || common.steps || !common.sets.empty() ||
+      !options.systems.empty() || options.repeat != 1 || options.reward_target ||
+      options.tuned || options.as_written || options.sensitivity) {
+    return Fail(io, Status::InvalidArgument(
+                        "--resume continues a comparison as it was recorded: give no RECIPE, "
+                        "--seed, --steps, --set, --systems, --repeat, --reward-target, --tuned, "
+                        "--as-written or --sensitivity"));
+  }
+  auto store = store::Store::Open(common.db, store::Store::Options{.create_if_missing = false});
+  if (!store.ok()) return Fail(io, store.status());
+  auto comparison = (*store)->GetComparison(*options.resume);
+  if (!comparison.ok()) return Fail(io, comparison.status());
+  if (comparison->recipe_toml.empty() || comparison->systems.empty()) {
+    return Fail(io, Status::InvalidArgument(StrFormat(
+                        "comparison %lld was recorded by a libra that did not record its plan; "
+                        "resume its runs one by one with libra run --resume",
+                        static_cast<long long>(comparison->id))));
+  }
+  auto parsed = recipe::ParseRecipe(comparison->recipe_toml, comparison->recipe_source, {});
+  if (!parsed.ok()) return Fail(io, parsed.status());
+  recipe::Recipe& recipe = parsed->recipe;
+  if (Status added = AddNamedSystems(comparison->systems, "--systems", &recipe); !added.ok()) {
+    return Fail(io, added);
+  }
+  // The recorded tunings are found again (a libra of another version tunes afresh).
+  auto entrants = Entrants(common, io, **store, recipe, Chosen(recipe, comparison->systems),
+                           comparison->tuned);
+  if (!entrants.ok()) return Fail(io, entrants.status());
+  Plan plan;
+  plan.compare = true;
+  plan.repeat = comparison->seeds;
+  plan.reward_target = comparison->reward_target;
+  plan.resume_comparison = comparison->id;
+  plan.tuned = comparison->tuned;
+  if (comparison->sensitivity) plan.scenarios = experiment::StandardPerturbations();
+  return RunSystems(common, io, **store, recipe, *entrants, plan);
+}
+
 int RunCompare(const CompareOptions& options, const Io& io) {
   if (options.tuned && options.as_written) {
     return Fail(io, Status::InvalidArgument("--tuned and --as-written contradict each other"));
+  }
+  if (options.resume) return ResumeCompare(options, io);
+  if (options.common.recipe.empty()) {
+    return Fail(io, Status::InvalidArgument("compare needs a RECIPE (or --resume COMPARISON)"));
   }
   auto recipe = LoadRecipe(options.common);
   if (!recipe.ok()) return Fail(io, recipe.status());
   if (Status added = AddNamedSystems(options.systems, "--systems", &*recipe); !added.ok()) {
     return Fail(io, added);
+  }
+  if (recipe->seed >
+      static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - (options.repeat - 1))) {
+    return Fail(
+        io, Status::InvalidArgument(StrFormat(
+                "--repeat %d runs seeds %llu and the next %d, beyond the largest seed (%lld)",
+                options.repeat, static_cast<unsigned long long>(recipe->seed), options.repeat - 1,
+                static_cast<long long>(std::numeric_limits<int64_t>::max()))));
   }
   const bool tuned = options.tuned || (recipe->tuning.compare_tuned && !options.as_written);
   auto store = OpenStore(options.common);
@@ -401,6 +503,7 @@ int RunCompare(const CompareOptions& options, const Io& io) {
   plan.compare = true;
   plan.repeat = options.repeat;
   plan.reward_target = options.reward_target;
+  plan.tuned = tuned;
   if (options.sensitivity) plan.scenarios = experiment::StandardPerturbations();
   return RunSystems(options.common, io, **store, *recipe, *entrants, plan);
 }

@@ -20,6 +20,8 @@ struct RecipeOptions {
   bool quiet = false;
   /// `libra run --resume RUN`: continue that run of the database.
   std::optional<int64_t> resume;
+  /// `--take-over`: resume RUN even when it is recorded as running by a libra on another host.
+  bool take_over = false;
 };
 
 struct CompareOptions {
@@ -40,6 +42,8 @@ struct CompareOptions {
   /// Rerun the comparison under the standard perturbations (experiment/sensitivity.h) and print
   /// per system its throughput range and how often it is first.
   bool sensitivity = false;
+  /// `libra compare --resume COMPARISON`: continue that comparison of the database.
+  std::optional<int64_t> resume;
 };
 
 struct TuneOptions {

@@ -21,13 +21,14 @@ Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options);
 /// count) to io.err and returns the exit code for `status` (0, printing nothing, when it is OK).
 int Fail(const Io& io, const Status& status);
 
-/// The folder of a run's logs, weights and scratch files: runs/<id>/ beside the database.
-std::string RunDir(const std::string& db_path, int64_t run_id);
-
-/// Builds the backend a recipe names; a cluster run keeps its files in RunDir(db_path, run).
-experiment::BackendFactory MakeBackendFactory(const std::string& db_path);
+/// Builds the backend a recipe names; a cluster run keeps its files (logs, weights, scratch) in
+/// its own folder (BackendContext::run_dir), which it claims first: a folder holding another
+/// run's files is refused.
+experiment::BackendFactory MakeBackendFactory();
 
 /// Installs a SIGINT/SIGTERM handler for the duration of a run; Interrupted() reports a signal.
+/// A second signal ends libra at once (with the signal's default action), for when the run is
+/// busy in a long computation; its run stays `running` and can be resumed.
 class InterruptGuard {
  public:
   InterruptGuard();

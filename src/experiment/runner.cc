@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 
 #include "common/strings.h"
 #include "libra/config.h"
 #include "model/cost_model.h"
 #include "planner/planner.h"
+#include "recipe/limits.h"
 #include "sched/router.h"
 
 namespace libra::experiment {
@@ -210,8 +212,14 @@ double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel&
 
 void ValidateWithRegistries(const recipe::Recipe& recipe,
                             std::vector<recipe::Diagnostic>* diagnostics) {
+  // The sampled workload and the plans are only worked out for a recipe whose fields are all
+  // sound (a planner given an oversized cluster could run for minutes), and the cost model for a
+  // cluster within libra's limits.
+  const bool sound = diagnostics->empty();
   std::unique_ptr<model::CostModel> cost;
-  if (recipe.cluster.gpus_per_node >= 1) {
+  if (recipe.cluster.gpus_per_node >= 1 &&
+      recipe.cluster.gpus_per_node <= recipe::kMaxGpusPerNode && recipe.cluster.nodes >= 1 &&
+      recipe.cluster.nodes <= recipe::kMaxNodes) {
     auto made = model::MakeCostModel(recipe);
     if (made.ok()) {
       cost = std::move(made).value();
@@ -226,7 +234,7 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
     AppendStatus(made.status(), recipe.Where("workload"), diagnostics);
   }
   std::optional<SequenceSizes> sizes;
-  if (workload) sizes = SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps);
+  if (workload && sound) sizes = SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps);
   for (const recipe::SystemSpec* system : AllSystems(recipe)) {
     const std::string router_key = system->path + ".router";
     const std::string planner_key = system->path + ".planner";
@@ -252,7 +260,7 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
       continue;
     }
     // Without a cluster or a cost model (already reported) a plan says nothing more.
-    if (recipe.cluster.nodes < 1 || recipe.cluster.gpus_per_node < 1 || !cost) continue;
+    if (!sound || !cost) continue;
     auto plan = (*p)->Initial(MakePlanContext(recipe, *system, cost.get(), sizes));
     if (!plan.ok()) {
       Add(recipe::Diagnostic{recipe.Where(system->path + ".planner_options"),
@@ -342,6 +350,34 @@ std::string NowIso8601() {
   return buffer;
 }
 
+namespace {
+
+/// OK when `run`, recorded as running, may be resumed: its libra is gone from this host, or
+/// `take_over` says it is gone from another. Otherwise why not, and what to do.
+Status CheckAbandoned(const store::RunInfo& run, bool take_over) {
+  const long long id = static_cast<long long>(run.id);
+  switch (store::CheckOwner(run.owner)) {
+    case store::OwnerState::kGone:
+      return Status();
+    case store::OwnerState::kAlive:
+      return Status::InvalidArgument(
+          StrFormat("run %lld is still being recorded by libra %s; wait for it, or stop it "
+                    "(Ctrl-C or kill %lld) and resume then",
+                    id, run.owner.ToString().c_str(), static_cast<long long>(run.owner.pid)));
+    case store::OwnerState::kUnknown:
+      break;
+  }
+  if (take_over) return Status();
+  const std::string who =
+      run.owner.pid > 0 ? "libra " + run.owner.ToString() : "a libra that recorded no process id";
+  return Status::InvalidArgument(StrFormat(
+      "run %lld is recorded as running by %s, which this libra cannot check; resume it on that "
+      "host, or, once sure that libra is gone, here with --take-over",
+      id, who.c_str()));
+}
+
+}  // namespace
+
 Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                              const BackendFactory& make_backend) {
   const recipe::Recipe& recipe = *request.recipe;
@@ -383,14 +419,18 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   // A resumed run: its recorded steps, and whether the backend replays them.
   std::vector<store::StepRecord> recorded;
   const bool replay = recipe.backend == "sim";
+  info.owner = store::ThisProcess();
   if (request.resume_run) {
     run_id = *request.resume_run;
     LIBRA_ASSIGN_OR_RETURN(store::RunInfo was, store.GetRun(run_id));
-    if (was.status == store::kRunOk || was.status == store::kRunRunning) {
+    if (was.status == store::kRunOk) {
       return Status::InvalidArgument(StrFormat(
-          "run %lld is %s: only an interrupted or failed run can be resumed",
-          static_cast<long long>(run_id),
-          was.status == store::kRunOk ? "complete" : "still running (or its libra was killed)"));
+          "run %lld is complete: only an interrupted or failed run, or one whose libra died, can "
+          "be resumed",
+          static_cast<long long>(run_id)));
+    }
+    if (was.status == store::kRunRunning) {
+      LIBRA_RETURN_IF_ERROR(CheckAbandoned(was, request.take_over));
     }
     if (was.system != system.name) {
       return Status::InvalidArgument(StrFormat("run %lld ran system '%s', not '%s'",
@@ -398,13 +438,14 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                                                system.name.c_str()));
     }
     LIBRA_ASSIGN_OR_RETURN(recorded, store.Steps(run_id));
-    LIBRA_RETURN_IF_ERROR(store.FinishRun(run_id, store::kRunRunning, "", ""));
+    LIBRA_RETURN_IF_ERROR(store.ReopenRun(was, info.owner));
   } else {
     LIBRA_ASSIGN_OR_RETURN(run_id, store.BeginRun(info));
     if (request.comparison_id) {
       LIBRA_RETURN_IF_ERROR(store.AddToComparison(*request.comparison_id, run_id));
     }
   }
+  LIBRA_ASSIGN_OR_RETURN(const store::RunInfo recorded_run, store.GetRun(run_id));
 
   RunOutcome outcome;
   outcome.run_id = run_id;
@@ -413,6 +454,10 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
     LIBRA_ASSIGN_OR_RETURN(auto cost, std::move(made_cost));
     BackendContext context;
     context.run_id = run_id;
+    context.run_dir = store.RunFolder(recorded_run);
+    context.run_key = StrFormat("run %lld of %s, started %s", static_cast<long long>(run_id),
+                                std::filesystem::path(store.path()).filename().c_str(),
+                                recorded_run.started_at.c_str());
     std::optional<ResumeState> resume;
     if (request.resume_run && !replay && !recorded.empty()) {
       LIBRA_ASSIGN_OR_RETURN(resume,

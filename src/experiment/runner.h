@@ -25,6 +25,12 @@ struct BackendContext {
   /// The policy version it starts from: 0, or the steps done of a run resumed from a
   /// checkpoint (the cluster backend then restarts from that version's saved weights).
   int start_version = 0;
+  /// The run's own folder (store::Store::RunFolder): for backends that keep files (logs,
+  /// weights). Nothing is created there until a backend claims it (ClaimFolder with
+  /// `run_key`), which refuses a folder that holds another run's files.
+  std::string run_dir;
+  /// What names the run in its folder's claim: its id, database and start time.
+  std::string run_key;
 };
 
 /// Builds the backend a recipe asks for (the CLI knows the concrete backends).
@@ -86,6 +92,10 @@ struct RunRequest {
   /// The recipe whose cost model the planner and router believe (a sensitivity scenario runs the
   /// world of `recipe` and plans with this one); null: `recipe`'s.
   const recipe::Recipe* planning_recipe = nullptr;
+  /// Resume `resume_run` even when it is recorded as running by a libra on another host, which
+  /// this one cannot check (the caller makes sure it is gone). A run whose libra is gone from this
+  /// host is resumed without it; one whose libra still runs never is.
+  bool take_over = false;
 };
 
 struct RunOutcome {

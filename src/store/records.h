@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "store/run_owner.h"
+
 namespace libra::store {
 
 /// Run status values stored in runs.status.
@@ -50,6 +52,12 @@ struct RunInfo {
   std::optional<int> staleness;
   /// The evaluation score of the initial policy (version 0) on the held-out prompts.
   std::optional<double> eval_initial;
+  /// The run's own folder (logs, weights, scratch of a cluster run), relative to the database's
+  /// folder, e.g. "runs/libra-3-5f2a9c1e": unique per run and database. Assigned by the store;
+  /// empty for runs recorded before schema version 8, whose folder is "runs/<id>".
+  std::string folder;
+  /// The libra process recording the run (while it is `running`); unset when not recorded.
+  RunOwner owner;
 
   bool operator==(const RunInfo&) const = default;
 };
@@ -231,6 +239,19 @@ struct ComparisonInfo {
   std::string name;
   std::string created_at;        // ISO 8601 UTC
   std::vector<int64_t> run_ids;  // in the order they were added
+  /// What `libra compare` was asked to run, so that an interrupted comparison can be continued
+  /// (`libra compare --resume`): the systems in order, the seeds of each (`--repeat`), the reward
+  /// target and the recipe (after --set). Empty (seeds 1) for comparisons recorded before schema
+  /// version 8, which cannot be continued.
+  std::vector<std::string> systems;
+  int seeds = 1;
+  std::optional<double> reward_target;
+  std::string recipe_source;
+  std::string recipe_toml;
+  /// Whether the peers ran at their tuned configurations (`--tuned`) and the comparison is a
+  /// sensitivity study (`--sensitivity`); false for comparisons recorded before schema version 9.
+  bool tuned = false;
+  bool sensitivity = false;
 
   bool operator==(const ComparisonInfo&) const = default;
 };

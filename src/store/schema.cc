@@ -195,10 +195,26 @@ CREATE TABLE probes (
 CREATE INDEX idx_probes_host_recorded ON probes (host, recorded_at);
 )sql";
 
-// Version 8: tuned peers (`libra tune`, docs/results.md "Fair peers"): each tuning with what it
+// Version 8: each run's own folder (unique per run and database, so that two databases in one
+// folder never share run files), the libra process recording it (so that a run left `running` by
+// a libra that died can be resumed), and what a comparison was asked to run (so that an
+// interrupted one can be continued).
+constexpr char kSchemaV8[] = R"sql(
+ALTER TABLE runs ADD COLUMN folder      TEXT    NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_host  TEXT    NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_pid   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN owner_start TEXT    NOT NULL DEFAULT '';
+ALTER TABLE comparisons ADD COLUMN systems       TEXT    NOT NULL DEFAULT '[]';
+ALTER TABLE comparisons ADD COLUMN seeds         INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE comparisons ADD COLUMN reward_target REAL;
+ALTER TABLE comparisons ADD COLUMN recipe_source TEXT    NOT NULL DEFAULT '';
+ALTER TABLE comparisons ADD COLUMN recipe_toml   TEXT    NOT NULL DEFAULT '';
+)sql";
+
+// Version 9: tuned peers (`libra tune`, docs/results.md "Fair peers"): each tuning with what it
 // tried, and per run the configuration it ran, the tuning it came from and the sensitivity
 // scenario it belongs to.
-constexpr char kSchemaV8[] = R"sql(
+constexpr char kSchemaV9[] = R"sql(
 CREATE TABLE tunings (
   id            INTEGER PRIMARY KEY AUTOINCREMENT,
   key           TEXT    NOT NULL,  -- recipe, cluster, model, system and budget, hashed
@@ -231,6 +247,8 @@ ALTER TABLE runs ADD COLUMN scenario TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN staleness INTEGER;
 ALTER TABLE steps ADD COLUMN eval_score REAL;
 ALTER TABLE runs ADD COLUMN eval_initial REAL;
+ALTER TABLE comparisons ADD COLUMN tuned       INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE comparisons ADD COLUMN sensitivity INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 Result<int> UserVersion(Db& db) {
@@ -251,7 +269,9 @@ const std::vector<Migration>& SchemaMigrations() {
        kSchemaV5},
       {6, "runs.throughput_bound", kSchemaV6},
       {7, "probes", kSchemaV7},
-      {8, "tunings, tuning_trials, runs.configuration/tuning_id/scenario/staleness, steps.eval_score, runs.eval_initial", kSchemaV8},
+      {8, "runs.folder, runs.owner_*, comparisons.systems/seeds/reward_target/recipe_*", kSchemaV8},
+      {9, "tunings, tuning_trials, runs.configuration/tuning_id/scenario/staleness, steps.eval_score, runs.eval_initial, comparisons.tuned/sensitivity",
+       kSchemaV9},
   };
   return *migrations;
 }

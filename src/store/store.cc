@@ -2,10 +2,13 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
+#include <random>
 #include <string_view>
 #include <utility>
 
+#include "common/json.h"
 #include "common/strings.h"
 #include "store/db.h"
 #include "store/schema.h"
@@ -18,7 +21,8 @@ namespace {
 constexpr char kRunColumns[] =
     "name, system, router, planner, backend, seed, steps_planned, gpus, recipe_source, "
     "recipe_toml, git_revision, libra_version, started_at, ended_at, status, error, "
-    "comparison_id, throughput_bound, configuration, tuning_id, scenario, staleness, eval_initial";
+    "comparison_id, throughput_bound, configuration, tuning_id, scenario, staleness, eval_initial, "
+    "folder, owner_host, owner_pid, owner_start";
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
@@ -30,6 +34,8 @@ constexpr char kDecisionColumns[] =
     "seq, at_s, step, planner, reason, train_gpus, rollout_gpus, layout, predicted_step_s, "
     "applied, \"trigger\", current_step_s, gain_s, transition_s";
 constexpr char kEventColumns[] = "seq, kind, start_s, end_s, resource, trajectory, step, detail";
+constexpr char kComparisonPlanColumns[] =
+    "systems, seeds, reward_target, recipe_source, recipe_toml, tuned, sensitivity";
 constexpr char kProbeColumns[] = "host, gpu, kind, value, unit, detail, recorded_at, libra_version";
 constexpr char kTuningColumns[] =
     "key, recipe, system, created_at, budget_runs, steps, seeds, objective, winner, score, "
@@ -57,6 +63,37 @@ Status RunNotFound(int64_t run_id, const std::string& path) {
 Status ComparisonNotFound(int64_t comparison_id, const std::string& path) {
   return Status::NotFound(StrFormat("comparison %lld is not in %s",
                                     static_cast<long long>(comparison_id), path.c_str()));
+}
+
+/// The folder of a new run, relative to the database's folder: "runs/<database stem>-<id>-<8 random
+/// hex digits>". The database's name and the run id tell a reader whose it is; the random part
+/// keeps a database that was deleted and made again (whose ids start at 1 again) off the folders
+/// of the old one.
+std::string NewRunFolder(const std::string& db_path, int64_t run_id) {
+  std::random_device random;
+  const uint32_t salt = random();
+  return StrFormat("runs/%s-%lld-%08x", std::filesystem::path(db_path).stem().c_str(),
+                   static_cast<long long>(run_id), salt);
+}
+
+/// kStore with SQLite's first finding when `PRAGMA integrity_check` finds the file damaged (a
+/// damaged file is only ever read, never written: a write could spread the damage).
+Status CheckIntegrity(Db& db) {
+  LIBRA_ASSIGN_OR_RETURN(const std::string report,
+                         db.QueryText("PRAGMA integrity_check(1)", "check the database"));
+  if (report == "ok") return Status();
+  // The first finding, without the "*** in database main ***" heading.
+  std::string first;
+  for (const std::string& line : StrSplit(report, '\n')) {
+    if (!line.empty() && !StartsWith(line, "***")) {
+      first = line;
+      break;
+    }
+  }
+  return Status::Store(db.path(), "the database is damaged (integrity_check: " + first +
+                                      "); libra does not write to a damaged database. Save what "
+                                      "can be read with `sqlite3 " +
+                                      db.path() + " .recover`, or use another --db");
 }
 
 /// NULL for an empty string (ended_at while a run is running).
@@ -92,6 +129,10 @@ RunInfo ReadRun(const Statement& statement) {
   run.scenario = row.Text();
   run.staleness = row.OptionalInt();
   run.eval_initial = row.OptionalDouble();
+  run.folder = row.Text();
+  run.owner.host = row.Text();
+  run.owner.pid = row.Int64();
+  run.owner.start = row.Text();
   return run;
 }
 
@@ -209,6 +250,28 @@ ProbeRecord ReadProbe(const Statement& statement) {
   return probe;
 }
 
+ComparisonInfo ReadComparison(const Statement& statement) {
+  RowReader row(statement);
+  ComparisonInfo comparison;
+  comparison.id = row.Int64();
+  comparison.name = row.Text();
+  comparison.created_at = row.Text();
+  // Written by CreateComparison as a JSON array of names; anything else reads as none.
+  const Result<JsonValue> systems = ParseJson(row.Text());
+  if (systems.ok() && systems->is_array()) {
+    for (const JsonValue& name : systems->as_array()) {
+      if (name.is_string()) comparison.systems.push_back(name.as_string());
+    }
+  }
+  comparison.seeds = row.Int();
+  comparison.reward_target = row.OptionalDouble();
+  comparison.recipe_source = row.Text();
+  comparison.recipe_toml = row.Text();
+  comparison.tuned = row.Bool();
+  comparison.sensitivity = row.Bool();
+  return comparison;
+}
+
 /// Every row of a per-run SELECT, read by `read`.
 template <typename T>
 Result<std::vector<T>> SelectRunRows(Statement& select, T (*read)(const Statement&),
@@ -247,6 +310,8 @@ class Store::Impl {
   // Write path.
   std::optional<Statement> insert_run;
   std::optional<Statement> finish_run;
+  std::optional<Statement> set_run_folder;
+  std::optional<Statement> reopen_run;
   std::optional<Statement> insert_step;
   std::optional<Statement> insert_trajectory;
   std::optional<Statement> insert_decision;
@@ -294,6 +359,14 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(finish_run,
                                 "UPDATE runs SET status = ?, error = ?, ended_at = ? WHERE id = ?",
                                 "finish the run"));
+  LIBRA_RETURN_IF_ERROR(Prepare(set_run_folder, "UPDATE runs SET folder = ? WHERE id = ?",
+                                "set the folder of the run"));
+  LIBRA_RETURN_IF_ERROR(Prepare(reopen_run,
+                                "UPDATE runs SET status = 'running', error = '', ended_at = NULL, "
+                                "owner_host = ?, owner_pid = ?, owner_start = ? WHERE id = ? AND "
+                                "status = ? AND owner_host = ? AND owner_pid = ? AND "
+                                "owner_start = ?",
+                                "reopen the run"));
   LIBRA_RETURN_IF_ERROR(Prepare(insert_step,
                                 InsertSql("steps", std::string("run_id, ") + kStepColumns),
                                 "insert into steps"));
@@ -313,9 +386,10 @@ Status Store::Impl::PrepareStatements() {
       Prepare(insert_router_metric,
               "INSERT INTO router_metrics (run_id, step, name, value) VALUES (?, ?, ?, ?)",
               "insert into router_metrics"));
-  LIBRA_RETURN_IF_ERROR(Prepare(insert_comparison,
-                                "INSERT INTO comparisons (name, created_at) VALUES (?, ?)",
-                                "insert into comparisons"));
+  LIBRA_RETURN_IF_ERROR(
+      Prepare(insert_comparison,
+              InsertSql("comparisons", std::string("name, created_at, ") + kComparisonPlanColumns),
+              "insert into comparisons"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(append_comparison_run,
               "INSERT INTO comparison_runs (comparison_id, run_id, position) "
@@ -357,11 +431,13 @@ Status Store::Impl::PrepareStatements() {
                                 "SELECT step, name, value FROM router_metrics WHERE run_id = ? "
                                 "ORDER BY step, name",
                                 "select from router_metrics"));
+  const std::string comparison_columns =
+      std::string("id, name, created_at, ") + kComparisonPlanColumns;
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparisons,
-                                "SELECT id, name, created_at FROM comparisons ORDER BY id",
+                                "SELECT " + comparison_columns + " FROM comparisons ORDER BY id",
                                 "select from comparisons"));
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparison,
-                                "SELECT id, name, created_at FROM comparisons WHERE id = ?",
+                                "SELECT " + comparison_columns + " FROM comparisons WHERE id = ?",
                                 "select from comparisons"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(insert_probe, InsertSql("probes", kProbeColumns), "insert into probes"));
@@ -442,18 +518,34 @@ Result<std::unique_ptr<Store>> Store::OpenWithMigrations(const std::string& path
                                                          const Options& options,
                                                          const std::vector<Migration>& migrations) {
   LIBRA_RETURN_IF_ERROR(ValidateMigrations(migrations));
+  if (path.empty()) {
+    // SQLite would open a temporary database, deleted at exit: nothing recorded would be kept.
+    return Status::InvalidArgument("the results database needs a path (--db PATH), not ''");
+  }
   Db::Options db_options;
   db_options.create_if_missing = options.create_if_missing;
   db_options.busy_timeout_ms = options.busy_timeout_ms;
+  db_options.read_only = options.read_only;
   LIBRA_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, db_options));
-  // Refuse foreign and newer files before the first write (the switch to WAL below).
-  LIBRA_RETURN_IF_ERROR(CheckSchema(*db, migrations).status());
-  // WAL lets reports read while a run writes. The mode is stored in the file; synchronous is
-  // per connection (NORMAL is durable at every checkpoint and safe against corruption in WAL).
-  LIBRA_RETURN_IF_ERROR(
-      db->QueryText("PRAGMA journal_mode = WAL", "switch to write-ahead logging").status());
-  LIBRA_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL", "set synchronous"));
-  LIBRA_ASSIGN_OR_RETURN(const int version, ApplyMigrations(*db, migrations));
+  // Refuse foreign, newer and damaged files before the first write (the switch to WAL below).
+  LIBRA_ASSIGN_OR_RETURN(int version, CheckSchema(*db, migrations));
+  LIBRA_RETURN_IF_ERROR(CheckIntegrity(*db));
+  if (options.read_only && version < migrations.back().version) {
+    // An older file is brought up to date first, which needs a writable connection.
+    db.reset();
+    db_options.read_only = false;
+    db_options.create_if_missing = false;
+    LIBRA_ASSIGN_OR_RETURN(db, Db::Open(path, db_options));
+    LIBRA_ASSIGN_OR_RETURN(version, CheckSchema(*db, migrations));
+  }
+  if (!options.read_only || version < migrations.back().version) {
+    // WAL lets reports read while a run writes. The mode is stored in the file; synchronous is
+    // per connection (NORMAL is durable at every checkpoint and safe against corruption in WAL).
+    LIBRA_RETURN_IF_ERROR(
+        db->QueryText("PRAGMA journal_mode = WAL", "switch to write-ahead logging").status());
+    LIBRA_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL", "set synchronous"));
+    LIBRA_ASSIGN_OR_RETURN(version, ApplyMigrations(*db, migrations));
+  }
 
   auto impl = std::make_unique<Impl>(std::move(db), version);
   LIBRA_RETURN_IF_ERROR(impl->PrepareStatements());
@@ -479,9 +571,10 @@ Result<int64_t> Store::BeginRun(const RunInfo& run) {
       static_cast<int64_t>(run.seed),  // the bit pattern: uint64 seeds above 2^63 read back exactly
       run.steps_planned, run.gpus, run.recipe_source, run.recipe_toml, run.git_revision,
       run.libra_version, run.started_at, NullIfEmpty(run.ended_at), run.status, run.error,
-      run.comparison_id, run.throughput_bound, run.configuration, run.tuning_id, run.scenario, run.staleness,
-      run.eval_initial));
+      run.comparison_id, run.throughput_bound, run.configuration, run.tuning_id, run.scenario,
+      run.staleness, run.eval_initial, "", run.owner.host, run.owner.pid, run.owner.start));
   const int64_t id = db.LastInsertRowid();
+  LIBRA_RETURN_IF_ERROR(impl_->set_run_folder->Execute(NewRunFolder(db.path(), id), id));
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;
 }
@@ -549,11 +642,45 @@ Status Store::FinishRun(int64_t run_id, const std::string& status, const std::st
   return transaction.Commit();
 }
 
-Result<int64_t> Store::CreateComparison(const std::string& name, const std::string& created_at) {
+Status Store::ReopenRun(const RunInfo& was, const RunOwner& owner) {
   Db& db = *impl_->db;
   LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
                          Transaction::Begin(db, Transaction::Mode::kWrite));
-  LIBRA_RETURN_IF_ERROR(impl_->insert_comparison->Execute(name, created_at));
+  LIBRA_RETURN_IF_ERROR(impl_->RequireRun(was.id));
+  LIBRA_RETURN_IF_ERROR(impl_->reopen_run->Execute(owner.host, owner.pid, owner.start, was.id,
+                                                   was.status, was.owner.host, was.owner.pid,
+                                                   was.owner.start));
+  if (db.Changes() == 0) {
+    return Status::InvalidArgument(
+        StrFormat("run %lld changed in %s while this libra was resuming it (another libra took "
+                  "it over?)",
+                  static_cast<long long>(was.id), db.path().c_str()));
+  }
+  return transaction.Commit();
+}
+
+std::string Store::RunFolder(const RunInfo& run) const {
+  const std::filesystem::path folder = std::filesystem::path(path()).parent_path();
+  if (run.folder.empty()) return (folder / "runs" / std::to_string(run.id)).string();
+  return (folder / run.folder).string();
+}
+
+Result<int64_t> Store::CreateComparison(const std::string& name, const std::string& created_at) {
+  ComparisonInfo comparison;
+  comparison.name = name;
+  comparison.created_at = created_at;
+  return CreateComparison(comparison);
+}
+
+Result<int64_t> Store::CreateComparison(const ComparisonInfo& c) {
+  Db& db = *impl_->db;
+  JsonValue systems = JsonValue::MakeArray();
+  for (const std::string& name : c.systems) systems.Append(name);
+  LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
+                         Transaction::Begin(db, Transaction::Mode::kWrite));
+  LIBRA_RETURN_IF_ERROR(impl_->insert_comparison->Execute(c.name, c.created_at, ToJson(systems),
+                                                          c.seeds, c.reward_target, c.recipe_source,
+                                                          c.recipe_toml, c.tuned, c.sensitivity));
   const int64_t id = db.LastInsertRowid();
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;
@@ -746,12 +873,7 @@ Result<std::vector<ComparisonInfo>> Store::ListComparisons() {
   std::vector<ComparisonInfo> comparisons;
   LIBRA_RETURN_IF_ERROR(
       impl_->select_comparisons->ForEachRow([&comparisons](const Statement& statement) {
-        RowReader row(statement);
-        ComparisonInfo comparison;
-        comparison.id = row.Int64();
-        comparison.name = row.Text();
-        comparison.created_at = row.Text();
-        comparisons.push_back(std::move(comparison));
+        comparisons.push_back(ReadComparison(statement));
         return Status();
       }));
   for (ComparisonInfo& comparison : comparisons) {
@@ -767,11 +889,7 @@ Result<ComparisonInfo> Store::GetComparison(int64_t comparison_id) {
   std::optional<ComparisonInfo> comparison;
   LIBRA_RETURN_IF_ERROR(impl_->select_comparison->ForEachRow(
       [&comparison](const Statement& statement) {
-        RowReader row(statement);
-        comparison.emplace();
-        comparison->id = row.Int64();
-        comparison->name = row.Text();
-        comparison->created_at = row.Text();
+        comparison = ReadComparison(statement);
         return Status();
       },
       comparison_id));
