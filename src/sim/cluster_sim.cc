@@ -111,10 +111,7 @@ Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
       Schedule(instance, instance.ready_at);
     }
   }
-  Pending p;
-  p.kind = Kind::kLayout;
-  p.event = backend::Event{done_at, backend::LayoutApplied{}};
-  queue_.Push(done_at, kRankLayout, p);
+  Deliver(Kind::kLayout, kRankLayout, backend::Event{done_at, backend::LayoutApplied{}});
   return Status();
 }
 
@@ -178,11 +175,9 @@ void ClusterSim::StartTool(TrajectoryId id, double latency, double now) {
   ++tools_running_;
   const Trajectory& t = trajectories_.at(id);
   const workload::TurnScript& called = t.script.turns[static_cast<size_t>(t.next_turn - 1)];
-  Pending p;
-  p.kind = Kind::kTool;
-  p.event = backend::Event{
-      now + latency, backend::ToolDone{id, called.tool_status, called.tool_output_tokens, now}};
-  queue_.Push(now + latency, kRankTool, p);
+  Deliver(Kind::kTool, kRankTool,
+          backend::Event{now + latency, backend::ToolDone{id, called.tool_status,
+                                                          called.tool_output_tokens, now}});
 }
 
 Status ClusterSim::Train(const backend::Train& train) {
@@ -205,10 +200,8 @@ Status ClusterSim::Train(const backend::Train& train) {
   }
   // GPUs that just joined training start once their role switch is done.
   const double start = std::max(queue_.now(), trainer_ready_at_);
-  Pending p;
-  p.kind = Kind::kTrain;
-  p.event = backend::Event{start + duration, backend::TrainDone{train.step, start}};
-  queue_.Push(start + duration, kRankTrain, p);
+  Deliver(Kind::kTrain, kRankTrain,
+          backend::Event{start + duration, backend::TrainDone{train.step, start}});
   return Status();
 }
 
@@ -222,10 +215,8 @@ Status ClusterSim::Sync(const backend::SyncWeights& sync) {
   const double duration = cost_.WeightSyncTime(request);
   LIBRA_RETURN_IF_ERROR(PauseAll(duration));
   const double now = queue_.now();
-  Pending p;
-  p.kind = Kind::kSync;
-  p.event = backend::Event{now + duration, backend::SyncDone{sync.version, now}};
-  queue_.Push(now + duration, kRankSync, p);
+  Deliver(Kind::kSync, kRankSync,
+          backend::Event{now + duration, backend::SyncDone{sync.version, now}});
   return Status();
 }
 
@@ -253,9 +244,24 @@ Status ClusterSim::PauseAll(double duration) {
 void ClusterSim::Schedule(Instance& instance, double at) {
   Pending p;
   p.kind = Kind::kBoundary;
-  p.instance = static_cast<size_t>(instance.spec.id.value);
+  p.index = static_cast<uint32_t>(instance.spec.id.value);
   p.generation = ++instance.generation;
   queue_.Push(at, kRankBoundary, p);
+}
+
+void ClusterSim::Deliver(Kind kind, int rank, backend::Event event) {
+  Pending p;
+  p.kind = kind;
+  const double at = event.at;
+  if (free_slots_.empty()) {
+    p.index = static_cast<uint32_t>(parked_.size());
+    parked_.push_back(std::move(event));
+  } else {
+    p.index = free_slots_.back();
+    free_slots_.pop_back();
+    parked_[p.index] = std::move(event);
+  }
+  queue_.Push(at, rank, p);
 }
 
 Status ClusterSim::Kick(Instance& instance, double now) {
@@ -498,11 +504,12 @@ Status ClusterSim::Boundary(Instance& instance, double now, std::vector<backend:
     }
     instance.used += k * static_cast<int64_t>(instance.running.size());
   }
-  // Finished turns leave; a tool call keeps the context cached (kv_policy "cache").
-  std::vector<Seq> still;
+  // Finished turns leave (the others keep their order); a tool call keeps the context cached
+  // (kv_policy "cache").
+  size_t kept = 0;
   for (Seq& s : instance.running) {
     if (s.prefill_left > 0 || s.decode_left > 0) {
-      still.push_back(s);
+      instance.running[kept++] = s;
       continue;
     }
     Trajectory& t = trajectories_.at(s.id);
@@ -515,7 +522,7 @@ Status ClusterSim::Boundary(Instance& instance, double now, std::vector<backend:
     done.tool = script.tool;
     done.reward = script.end == workload::TurnEnd::kToolCall ? 0 : t.script.reward;
     done.started_at = s.started_at < 0 ? now : s.started_at;
-    out->push_back(backend::Event{now, done});
+    out->push_back(backend::Event{now, std::move(done)});
     t.running = false;
     if (script.end == workload::TurnEnd::kToolCall) {
       t.awaiting_tool = true;
@@ -530,33 +537,27 @@ Status ClusterSim::Boundary(Instance& instance, double now, std::vector<backend:
     }
     instance.used -= s.context;
   }
-  instance.running = std::move(still);
+  instance.running.resize(kept);
   return StartPhase(instance, now);
 }
 
 Status ClusterSim::Handle(const EventQueue<Pending>::Entry& entry,
                           std::vector<backend::Event>* out) {
   const Pending& p = entry.payload;
-  switch (p.kind) {
-    case Kind::kBoundary: {
-      Instance& instance = instances_[p.instance];
-      if (p.generation != instance.generation) return Status();  // superseded by a cut
-      return Boundary(instance, entry.at, out);
+  if (p.kind == Kind::kBoundary) {
+    Instance& instance = instances_[p.index];
+    if (p.generation != instance.generation) return Status();  // superseded by a cut
+    return Boundary(instance, entry.at, out);
+  }
+  out->push_back(std::move(parked_[p.index]));
+  free_slots_.push_back(p.index);
+  if (p.kind == Kind::kTool) {
+    --tools_running_;
+    if (!tool_queue_.empty()) {
+      const auto [id, latency] = tool_queue_.front();
+      tool_queue_.pop_front();
+      StartTool(id, latency, entry.at);
     }
-    case Kind::kTool:
-      out->push_back(p.event);
-      --tools_running_;
-      if (!tool_queue_.empty()) {
-        const auto [id, latency] = tool_queue_.front();
-        tool_queue_.pop_front();
-        StartTool(id, latency, entry.at);
-      }
-      return Status();
-    case Kind::kTrain:
-    case Kind::kSync:
-    case Kind::kLayout:
-      out->push_back(p.event);
-      return Status();
   }
   return Status();
 }

@@ -106,11 +106,11 @@ class ClusterSim : public backend::Backend {
     int64_t cached_on = -1;  // instance holding its cached prefix
   };
   enum class Kind { kBoundary, kTool, kTrain, kSync, kLayout };
+  /// A queue entry, kept small: the events it will deliver wait in parked_.
   struct Pending {
     Kind kind = Kind::kBoundary;
-    size_t instance = 0;
-    uint64_t generation = 0;
-    backend::Event event;
+    uint32_t index = 0;       // kBoundary: the instance; otherwise the parked event's slot
+    uint64_t generation = 0;  // kBoundary: of the phase it ends
   };
 
   Status StartTurn(const backend::StartTurn& turn);
@@ -140,6 +140,8 @@ class ClusterSim : public backend::Backend {
   void Schedule(Instance& instance, double at);
   /// Pauses every instance until now + duration.
   Status PauseAll(double duration);
+  /// Queues `event` for delivery at its time, ordered by `rank` among simultaneous events.
+  void Deliver(Kind kind, int rank, backend::Event event);
 
   recipe::SimSpec spec_;
   const workload::Workload& workload_;
@@ -148,6 +150,8 @@ class ClusterSim : public backend::Backend {
   std::vector<Instance> instances_;
   std::unordered_map<TrajectoryId, Trajectory> trajectories_;
   EventQueue<Pending> queue_;
+  std::vector<backend::Event> parked_;  // events in the queue, by slot
+  std::vector<uint32_t> free_slots_;    // slots of parked_ not in use
   double paused_until_ = 0;
   /// When GPUs that joined training in a re-layout are ready for it.
   double trainer_ready_at_ = 0;
