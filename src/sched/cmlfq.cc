@@ -482,10 +482,8 @@ void CmlfqRouter::OnStep(int step) {
   if (options_.rebuild_interval > 0 && step > 0 && step % options_.rebuild_interval == 0 &&
       !recent_.empty()) {
     // 9. Rebuild from the recent trajectories, oldest first (this discards a warm-start tree).
-    tree_.Clear();
-    for (size_t k = 0; k < recent_.size(); ++k) {
-      tree_.Insert(recent_[(recent_next_ + k) % recent_.size()]);
-    }
+    const std::span<const TreeTrajectory> recent(recent_);
+    tree_.Rebuild(recent.subspan(recent_next_), recent.first(recent_next_));
     ++rebuilds_;
   }
 }
