@@ -160,6 +160,7 @@ Status Coordinator::OnLayout(double now) {
     instances.push_back(state);
   }
   instances_ = std::move(instances);
+  index_.Reset(instances_);
   if (reclaiming_ && layout_.train_gpus > 0) {
     lent_from_.reset();
     reclaiming_ = false;
@@ -167,6 +168,10 @@ Status Coordinator::OnLayout(double now) {
   Launch();
   LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
   return TryTrain(now);
+}
+
+void Coordinator::Changed(const sched::InstanceState& instance) {
+  index_.Update(instances_, static_cast<size_t>(&instance - instances_.data()));
 }
 
 sched::InstanceState* Coordinator::FindInstance(InstanceId id) {
@@ -203,8 +208,8 @@ void Coordinator::Launch() {
 
 Status Coordinator::RouteWaiting(double now) {
   if (instances_.empty()) return Status();
-  std::deque<TrajectoryId> deferred;
-  while (!waiting_.empty()) {
+  // Each waiting turn once, in order; those the router defers go back, in order, behind them.
+  for (size_t n = waiting_.size(); n > 0; --n) {
     const TrajectoryId id = waiting_.front();
     waiting_.pop_front();
     Trajectory& t = live_.at(id);
@@ -217,6 +222,7 @@ Status Coordinator::RouteWaiting(double now) {
     request.generated_tokens = t.generated_tokens;
     request.previous = t.instance;
     request.last_tool = t.last_tool;
+    request.index = &index_;
     if (router_.WantsOracle()) {
       if (!t.oracle_tokens) {
         backend::StartTurn probe;
@@ -230,7 +236,7 @@ Status Coordinator::RouteWaiting(double now) {
     }
     const sched::RouteDecision decision = router_.Route(request, instances_);
     if (!decision.instance) {
-      deferred.push_back(id);
+      waiting_.push_back(id);
       continue;
     }
     sched::InstanceState* chosen = FindInstance(*decision.instance);
@@ -239,6 +245,7 @@ Status Coordinator::RouteWaiting(double now) {
                               decision.instance->ToString());
     }
     ++chosen->active;
+    Changed(*chosen);
     if (t.turns == 0) {
       t.version = rollout_version_;
       t.start_s = now;
@@ -260,7 +267,6 @@ Status Coordinator::RouteWaiting(double now) {
     turn.skill = skill_.Skill(t.turn_version);
     LIBRA_RETURN_IF_ERROR(backend_.Submit(turn));
   }
-  waiting_ = std::move(deferred);
   return Status();
 }
 
@@ -273,6 +279,7 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   Trajectory& t = it->second;
   if (sched::InstanceState* instance = FindInstance(done.instance)) {
     instance->active = std::max(0, instance->active - 1);
+    Changed(*instance);
   }
   if (t.turns == 0 && done.prompt_tokens) {
     t.context_tokens += *done.prompt_tokens - t.prompt_tokens;
@@ -373,6 +380,7 @@ Status Coordinator::OnTurnFailed(double now, const backend::TurnFailed& failed) 
   Trajectory& t = it->second;
   if (sched::InstanceState* instance = FindInstance(failed.instance)) {
     instance->active = std::max(0, instance->active - 1);
+    Changed(*instance);
   }
   if (!t.path.empty()) t.path.pop_back();
   t.instance = t.path.empty() ? InstanceId() : InstanceId(t.path.back());
@@ -389,6 +397,7 @@ Status Coordinator::OnInstanceHealth(double now, const backend::InstanceHealth& 
   const bool leaving = pool_ && std::count(pool_->leaving().begin(), pool_->leaving().end(),
                                            static_cast<size_t>(health.instance.value)) > 0;
   instance->available = health.up && !leaving;
+  Changed(*instance);
   AddEvent(health.up ? "instance-up" : "instance-down", now, now,
            "instance " + health.instance.ToString(), std::nullopt, next_train_step_, health.reason);
   return health.up ? RouteWaiting(now) : Status();
@@ -490,7 +499,10 @@ Status Coordinator::Reclaim(double now) {
   const Status begun = pool_->Begin(*lent_from_);
   if (!begun.ok()) return Status::Internal("cannot take the lent GPUs back: " + begun.message());
   reclaiming_ = true;
-  for (size_t i : pool_->leaving()) instances_[i].available = false;
+  for (size_t i : pool_->leaving()) {
+    instances_[i].available = false;
+    Changed(instances_[i]);
+  }
   AddEvent("reclaim", now, now, "trainer", std::nullopt, next_train_step_, lent_from_->ToString());
   return AdvanceTransition(now);
 }
@@ -679,7 +691,10 @@ Status Coordinator::Replan(double now, const store::StepRecord& step,
     const Status begun = pool_->Begin(*decision->layout);
     if (begun.ok()) {
       record.applied = true;
-      for (size_t i : pool_->leaving()) instances_[i].available = false;
+      for (size_t i : pool_->leaving()) {
+        instances_[i].available = false;
+        Changed(instances_[i]);
+      }
     } else {
       record.reason += " (not applied: " + begun.message() + ")";
     }
