@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <string>
 
 #include "common/check.h"
 #include "common/strings.h"
@@ -334,12 +336,11 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   record.end_s = now;
   record.reward = done.reward;
   record.truncated = done.end == workload::TurnEnd::kTruncated;
-  std::vector<std::string> path;
   for (size_t i = 0; i < t.path.size(); ++i) {
-    path.push_back(std::to_string(t.path[i]));
+    if (i > 0) record.instances += ',';
+    record.instances += std::to_string(t.path[i]);
     if (i > 0 && t.path[i] != t.path[i - 1]) ++record.migrations;
   }
-  record.instances = StrJoin(path, ",");
   sched::TrajectoryObservation observation;
   observation.trajectory = t.id;
   observation.prompt = PromptId(t.prompt);
@@ -355,7 +356,8 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   }
   router_.OnTrajectoryDone(observation);
   group.done.push_back(record);
-  group.turns.insert(group.turns.end(), t.turn_records.begin(), t.turn_records.end());
+  group.turns.insert(group.turns.end(), std::make_move_iterator(t.turn_records.begin()),
+                     std::make_move_iterator(t.turn_records.end()));  // t is erased below
   group.sequence_tokens.push_back(t.context_tokens);
   group.sizes.push_back(
       planner::TrajectorySize{t.prompt_tokens, t.generated_tokens,
