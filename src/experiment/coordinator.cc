@@ -28,6 +28,14 @@ std::vector<double> GroupAdvantages(const std::vector<double>& rewards, int grou
   return advantages;
 }
 
+void Coordinator::Batch::Reserve(size_t trajectories, size_t turn_records) {
+  done.reserve(trajectories);
+  turns.reserve(turn_records);
+  sequence_tokens.reserve(trajectories);
+  sizes.reserve(trajectories);
+  mean_versions.reserve(trajectories);
+}
+
 void Coordinator::Batch::Append(Batch&& group) {
   oldest_version = std::min(oldest_version, group.oldest_version);
   auto move = [](auto& to, auto& from) {
@@ -458,6 +466,13 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
     }
   }
   Batch batch;
+  size_t trajectories = 0, turns = 0;
+  for (int64_t prompt : prompts) {
+    const Batch& group = groups_.at(prompt);
+    trajectories += group.done.size();
+    turns += group.turns.size();
+  }
+  batch.Reserve(trajectories, turns);  // each record moves once
   for (int64_t prompt : prompts) {
     batch.Append(std::move(groups_.at(prompt)));
     groups_.erase(prompt);

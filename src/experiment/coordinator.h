@@ -167,6 +167,7 @@ class Coordinator {
     double rollout_start = std::numeric_limits<double>::infinity();
     double rollout_end = 0;
 
+    void Reserve(size_t trajectories, size_t turn_records);
     void Append(Batch&& group);
   };
 
