@@ -250,6 +250,14 @@ void SlidingWindow::Push(double value, size_t capacity) {
   }
 }
 
+void SlidingWindow::Clear() {
+  ring_.clear();
+  head_ = 0;
+  top_.clear();
+  least_top_ = std::numeric_limits<double>::infinity();
+  rest_max_known_ = false;
+}
+
 void SlidingWindow::PushUnsorted(double value, size_t capacity) {
   if (ring_.size() < capacity) {
     if (head_ != 0) {  // a larger capacity than before: put the oldest first again
@@ -298,10 +306,20 @@ PrefixTree::PrefixTree(PrefixTreeOptions options) : options_(options) {
 }
 
 uint32_t PrefixTree::NewNode(int depth, StateId state) {
-  TreeNode node;
+  if (spare_.empty()) {
+    nodes_.emplace_back();
+  } else {
+    // A node of a cleared tree: its window keeps its buffers.
+    nodes_.push_back(std::move(spare_.back()));
+    spare_.pop_back();
+    SlidingWindow window = std::move(nodes_.back().window);
+    window.Clear();
+    nodes_.back() = TreeNode();
+    nodes_.back().window = std::move(window);
+  }
+  TreeNode& node = nodes_.back();
   node.depth = depth;
   node.state = state;
-  nodes_.push_back(std::move(node));
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
@@ -396,6 +414,8 @@ const TreeNode* PrefixTree::global_root() const {
 }
 
 void PrefixTree::Clear() {
+  // The nodes are kept for reuse: a rebuild (every few steps) does not allocate them again.
+  for (TreeNode& node : nodes_) spare_.push_back(std::move(node));
   nodes_.clear();
   children_.Clear();
   prompt_roots_.Clear();

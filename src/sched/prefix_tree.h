@@ -109,6 +109,8 @@ class SlidingWindow {
   void Sort();
   /// Holds the last `capacity` of `values` (oldest first).
   void Assign(std::span<const double> values, size_t capacity);
+  /// Holds nothing (keeps its buffers).
+  void Clear();
   size_t size() const { return ring_.size(); }
   bool empty() const { return ring_.empty(); }
   /// The values, oldest first.
@@ -241,6 +243,7 @@ class PrefixTree {
   PrefixTreeOptions options_;
   StateTable states_;
   std::vector<TreeNode> nodes_;
+  std::vector<TreeNode> spare_;        // nodes of a cleared tree, reused by NewNode
   detail::FlatMap children_;           // EdgeKey(parent, state) -> child
   detail::FlatMap prompt_roots_;       // prompt id -> root
   std::vector<int64_t> prompt_order_;  // prompts in order of first insertion (for output)
