@@ -135,10 +135,13 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   context.sync_path =
       recipe.sim.sync_path == "disk" ? model::SyncPath::kDisk : model::SyncPath::kNccl;
   context.max_num_seqs = recipe.sim.max_num_seqs;
+  context.sync_interval = recipe.rl.sync_interval;
+  context.kv_cache_across_tools = recipe.sim.kv_policy != "free";
   if (sizes) {
     context.typical_sequence_tokens = sizes->typical;
     context.max_sequence_tokens = sizes->max;
     context.history = sizes->profile;
+    context.tool_latencies_s = sizes->profile_tool_latencies_s;
   }
   return context;
 }
@@ -168,8 +171,15 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
     const int64_t prompt = kFirstProfilePrompt + i / group;
     const workload::TrajectoryScript script =
         workload.Script(prompt, i % group, 0, workload.skill_params().initial);
-    sizes.profile.push_back({workload.Prompt(prompt).prompt_tokens, script.generated_tokens(),
-                             script.tool_output_tokens()});
+    planner::TrajectorySize size{workload.Prompt(prompt).prompt_tokens, script.generated_tokens(),
+                                 script.tool_output_tokens()};
+    size.turns = static_cast<int>(script.turns.size());
+    for (const workload::TurnScript& turn : script.turns) {
+      if (turn.end != workload::TurnEnd::kToolCall) continue;
+      size.tool_s += turn.tool_latency_s;
+      sizes.profile_tool_latencies_s.push_back(turn.tool_latency_s);
+    }
+    sizes.profile.push_back(size);
   }
   return sizes;
 }
@@ -209,7 +219,7 @@ double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel&
 }
 
 void ValidateWithRegistries(const recipe::Recipe& recipe,
-                            std::vector<recipe::Diagnostic>* diagnostics) {
+                            std::vector<recipe::Diagnostic>* diagnostics, bool plan_systems) {
   std::unique_ptr<model::CostModel> cost;
   if (recipe.cluster.gpus_per_node >= 1) {
     auto made = model::MakeCostModel(recipe);
@@ -252,7 +262,9 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
       continue;
     }
     // Without a cluster or a cost model (already reported) a plan says nothing more.
-    if (recipe.cluster.nodes < 1 || recipe.cluster.gpus_per_node < 1 || !cost) continue;
+    if (!plan_systems || recipe.cluster.nodes < 1 || recipe.cluster.gpus_per_node < 1 || !cost) {
+      continue;
+    }
     auto plan = (*p)->Initial(MakePlanContext(recipe, *system, cost.get(), sizes));
     if (!plan.ok()) {
       Add(recipe::Diagnostic{recipe.Where(system->path + ".planner_options"),
