@@ -12,7 +12,7 @@
 
 namespace libra::cli {
 
-Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options) {
+Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options, bool plan_systems) {
   std::vector<std::string> overrides;
   if (options.seed)
     overrides.push_back(StrFormat("seed=%lld", static_cast<long long>(*options.seed)));
@@ -22,7 +22,7 @@ Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options) {
   overrides.insert(overrides.end(), options.sets.begin(), options.sets.end());
   LIBRA_ASSIGN_OR_RETURN(recipe::ParsedRecipe parsed,
                          recipe::ParseRecipeFile(options.recipe, overrides));
-  experiment::ValidateWithRegistries(parsed.recipe, &parsed.diagnostics);
+  experiment::ValidateWithRegistries(parsed.recipe, &parsed.diagnostics, plan_systems);
   recipe::SortDiagnostics(&parsed.diagnostics);
   if (!parsed.diagnostics.empty()) return recipe::DiagnosticsToStatus(parsed.diagnostics);
   if (parsed.recipe.backend == "cluster") {
@@ -63,10 +63,10 @@ experiment::BackendFactory MakeBackendFactory(const std::string& db_path) {
         if (recipe.backend == "cluster") {
           LIBRA_ASSIGN_OR_RETURN(cluster::ClusterOptions options,
                                  cluster::DecodeClusterOptions(recipe));
-          LIBRA_ASSIGN_OR_RETURN(
-              auto made, cluster::ClusterBackend::Create(recipe, std::move(options),
-                                                         RunDir(db_path, context.run_id),
-                                                         context.start_version));
+          LIBRA_ASSIGN_OR_RETURN(auto made,
+                                 cluster::ClusterBackend::Create(recipe, std::move(options),
+                                                                 RunDir(db_path, context.run_id),
+                                                                 context.start_version));
           return std::unique_ptr<backend::Backend>(std::move(made));
         }
         return Status::InvalidRecipe(recipe.Where("backend"),
