@@ -76,21 +76,9 @@ class Lender : public planner::Planner {
     return Status::Internal("not a planner");
   }
   std::optional<backend::Layout> IdleTrainerLayout(const backend::Layout& current) const override {
-    if (current.colocated || current.train_gpus <= 0 || current.instances.empty()) {
-      return std::nullopt;
-    }
     int tp = 1;
     for (const backend::InstanceSpec& i : current.instances) tp = std::max(tp, i.tp);
-    auto added =
-        planner::PackInstances(gpus_per_node_, current.rollout_gpus(), current.train_gpus, {tp});
-    if (!added.ok()) return std::nullopt;
-    backend::Layout lent = current;
-    for (backend::InstanceSpec spec : *added) {
-      spec.id = InstanceId(static_cast<int64_t>(lent.instances.size()));
-      lent.instances.push_back(spec);
-    }
-    lent.train_gpus = 0;
-    return lent;
+    return planner::LendTrainerGpus(current, gpus_per_node_, tp);
   }
 
  private:

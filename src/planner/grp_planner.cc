@@ -318,21 +318,10 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
 }
 
 std::optional<backend::Layout> GrpPlanner::IdleTrainerLayout(const backend::Layout& current) const {
-  if (!lend_trainer_ || current.colocated || current.train_gpus <= 0 || current.instances.empty()) {
-    return std::nullopt;
-  }
+  if (!lend_trainer_) return std::nullopt;
   int tp = 1;
   for (const backend::InstanceSpec& i : current.instances) tp = std::max(tp, i.tp);
-  auto added =
-      PackInstances(context_.gpus_per_node, current.rollout_gpus(), current.train_gpus, {tp});
-  if (!added.ok()) return std::nullopt;
-  backend::Layout lent = current;
-  for (backend::InstanceSpec spec : *added) {
-    spec.id = InstanceId(static_cast<int64_t>(lent.instances.size()));
-    lent.instances.push_back(spec);
-  }
-  lent.train_gpus = 0;
-  return lent;
+  return LendTrainerGpus(current, context_.gpus_per_node, tp);
 }
 
 std::optional<std::string> GrpPlanner::Trigger(const StepObservation& o) {

@@ -204,4 +204,10 @@ Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpu
 Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,
                                                          const std::vector<int>& pattern);
 
+/// `current` with the training GPUs lent to rollout as TP-`tp` instances after the current ones
+/// (the trainer waiting for its batch); nullopt when there is nothing to lend (time-shared, no
+/// training GPUs, no rollout instance) or they do not pack.
+std::optional<backend::Layout> LendTrainerGpus(const backend::Layout& current, int gpus_per_node,
+                                               int tp);
+
 }  // namespace libra::planner
