@@ -221,7 +221,8 @@ int Main(int argc, char** argv) {
   plan_cmd->footer(
       "Shows the training / rollout split and rollout layout that each system's planner\n"
       "chooses for the recipe's cluster, and why; for planners that search (grp, no-ehp,\n"
-      "libra-ref), their best candidates with predicted times. Runs nothing.\n\n" +
+      "libra-ref), their best candidates with predicted times. Runs nothing, except that\n"
+      "--check simulates each plan (docs/planner.md, \"Checking a plan\").\n\n" +
       std::string(kFooter));
   AddRecipeOptions(plan_cmd, &plan->common);
   plan_cmd->add_option("--systems", plan->systems, "Only these systems (comma separated)")
@@ -229,6 +230,10 @@ int Main(int argc, char** argv) {
       ->type_name("A,B,...");
   plan_cmd->add_flag("--explain", plan->explain,
                      "Also print the search: training budgets, what was pruned and why");
+  plan_cmd->add_flag("--check", plan->check,
+                     "Simulate each plan that comes with predicted phases and print predicted\n"
+                     "against measured (rollout, train, sync, step); exit 1 when the step is off\n"
+                     "by more than 10% or a phase by more than 15%");
   plan_cmd->callback([&] { exit_code = RunPlan(*plan, io); });
 
   auto validate = std::make_shared<RecipeOptions>();

@@ -81,6 +81,9 @@ struct PlanOptions {
   std::vector<std::string> systems;
   /// Also print each searching planner's search summary (budgets, prunes, best per budget).
   bool explain = false;
+  /// Simulate each predicting planner's plan and print predicted against measured per phase;
+  /// exit 1 when a phase is outside its limit.
+  bool check = false;
 };
 
 struct CostOptions {

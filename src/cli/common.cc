@@ -13,7 +13,7 @@
 
 namespace libra::cli {
 
-Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options) {
+Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options, bool plan_systems) {
   std::vector<std::string> overrides;
   if (options.seed)
     overrides.push_back(StrFormat("seed=%lld", static_cast<long long>(*options.seed)));
@@ -23,7 +23,7 @@ Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options) {
   overrides.insert(overrides.end(), options.sets.begin(), options.sets.end());
   LIBRA_ASSIGN_OR_RETURN(recipe::ParsedRecipe parsed,
                          recipe::ParseRecipeFile(options.recipe, overrides));
-  experiment::ValidateWithRegistries(parsed.recipe, &parsed.diagnostics);
+  experiment::ValidateWithRegistries(parsed.recipe, &parsed.diagnostics, plan_systems);
   recipe::SortDiagnostics(&parsed.diagnostics);
   if (!parsed.diagnostics.empty()) return recipe::DiagnosticsToStatus(parsed.diagnostics);
   if (parsed.recipe.backend == "cluster") {

@@ -15,7 +15,8 @@ namespace libra::cli {
 
 /// Parses the recipe with the command-line overrides (--seed, --steps, --set) and runs every
 /// check, structural and against the registries. kInvalidRecipe lists every problem, one per line.
-Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options);
+/// `plan_systems` false leaves out planning each system (a caller that plans them itself, once).
+Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options, bool plan_systems = true);
 
 /// Prints the error ("libra: error: <message>", or a recipe's problems one per line with a
 /// count) to io.err and returns the exit code for `status` (0, printing nothing, when it is OK).

@@ -376,9 +376,11 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   group.turns.insert(group.turns.end(), std::make_move_iterator(t.turn_records.begin()),
                      std::make_move_iterator(t.turn_records.end()));  // t is erased below
   group.sequence_tokens.push_back(t.context_tokens);
-  group.sizes.push_back(
-      planner::TrajectorySize{t.prompt_tokens, t.generated_tokens,
-                              t.context_tokens - t.prompt_tokens - t.generated_tokens});
+  planner::TrajectorySize size{t.prompt_tokens, t.generated_tokens,
+                               t.context_tokens - t.prompt_tokens - t.generated_tokens};
+  size.turns = t.turns;
+  for (const store::TurnRecord& r : t.turn_records) size.tool_s += r.tool_latency_s;
+  group.sizes.push_back(size);
   group.mean_versions.push_back(t.generated_tokens > 0
                                     ? t.version_tokens / static_cast<double>(t.generated_tokens)
                                     : t.version);
@@ -671,6 +673,10 @@ Status Coordinator::FinishStep(double now, double sync_s) {
         "the cost model is wrong",
         step, static_cast<double>(trained_) / now, *config_.throughput_bound));
   }
+  std::vector<double> tool_latencies_s;
+  for (const store::TurnRecord& turn : batch.turns) {
+    if (!turn.tool.empty()) tool_latencies_s.push_back(turn.tool_latency_s);
+  }
   LIBRA_RETURN_IF_ERROR(recorder_.RecordStep(
       store::StepBatch{record, std::move(batch.done), std::move(batch.turns), std::move(events_),
                        std::move(decisions_), router_.Metrics().values}));
@@ -691,14 +697,15 @@ Status Coordinator::FinishStep(double now, double sync_s) {
                        summary_.generated_tokens});
   }
   if (steps_done_ < config_.steps) {
-    LIBRA_RETURN_IF_ERROR(Replan(now, record, std::move(sizes)));
+    LIBRA_RETURN_IF_ERROR(Replan(now, record, std::move(sizes), std::move(tool_latencies_s)));
     LIBRA_RETURN_IF_ERROR(AdvanceTransition(now));
   }
   return TryTrain(now);
 }
 
 Status Coordinator::Replan(double now, const store::StepRecord& step,
-                           std::vector<planner::TrajectorySize> sizes) {
+                           std::vector<planner::TrajectorySize> sizes,
+                           std::vector<double> tool_latencies_s) {
   planner::StepObservation observation;
   observation.step = step.step;
   observation.now_s = now;
@@ -708,6 +715,7 @@ Status Coordinator::Replan(double now, const store::StepRecord& step,
   observation.sync_s = step.sync_s;
   observation.wait_s = step.wait_s;
   observation.trajectories = std::move(sizes);
+  observation.tool_latencies_s = std::move(tool_latencies_s);
   observation.waiting_turns = static_cast<int>(waiting_.size());
   observation.in_flight = static_cast<int>(live_.size());
   observation.rejected = summary_.rejected_groups * config_.group_size;

@@ -208,7 +208,7 @@ class Coordinator {
   Status TryTrain(double now);
   /// Asks the planner after a step and starts the transition it wants.
   Status Replan(double now, const store::StepRecord& step,
-                std::vector<planner::TrajectorySize> sizes);
+                std::vector<planner::TrajectorySize> sizes, std::vector<double> tool_latencies_s);
   /// Applies a draining transition once its instances are idle at a step boundary.
   Status AdvanceTransition(double now);
   Status FinishStep(double now, double sync_s);

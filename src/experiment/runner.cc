@@ -137,10 +137,13 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   context.sync_path =
       recipe.sim.sync_path == "disk" ? model::SyncPath::kDisk : model::SyncPath::kNccl;
   context.max_num_seqs = recipe.sim.max_num_seqs;
+  context.sync_interval = recipe.rl.sync_interval;
+  context.kv_cache_across_tools = recipe.sim.kv_policy != "free";
   if (sizes) {
     context.typical_sequence_tokens = sizes->typical;
     context.max_sequence_tokens = sizes->max;
     context.history = sizes->profile;
+    context.tool_latencies_s = sizes->profile_tool_latencies_s;
   }
   return context;
 }
@@ -170,8 +173,15 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
     const int64_t prompt = kFirstProfilePrompt + i / group;
     const workload::TrajectoryScript script =
         workload.Script(prompt, i % group, 0, workload.skill_params().initial);
-    sizes.profile.push_back({workload.Prompt(prompt).prompt_tokens, script.generated_tokens(),
-                             script.tool_output_tokens()});
+    planner::TrajectorySize size{workload.Prompt(prompt).prompt_tokens, script.generated_tokens(),
+                                 script.tool_output_tokens()};
+    size.turns = static_cast<int>(script.turns.size());
+    for (const workload::TurnScript& turn : script.turns) {
+      if (turn.end != workload::TurnEnd::kToolCall) continue;
+      size.tool_s += turn.tool_latency_s;
+      sizes.profile_tool_latencies_s.push_back(turn.tool_latency_s);
+    }
+    sizes.profile.push_back(size);
   }
   return sizes;
 }
@@ -211,7 +221,7 @@ double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel&
 }
 
 void ValidateWithRegistries(const recipe::Recipe& recipe,
-                            std::vector<recipe::Diagnostic>* diagnostics) {
+                            std::vector<recipe::Diagnostic>* diagnostics, bool plan_systems) {
   // The sampled workload and the plans are only worked out for a recipe whose fields are all
   // sound (a planner given an oversized cluster could run for minutes), and the cost model for a
   // cluster within libra's limits.
@@ -260,7 +270,7 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
       continue;
     }
     // Without a cluster or a cost model (already reported) a plan says nothing more.
-    if (!sound || !cost) continue;
+    if (!plan_systems || !sound || !cost) continue;
     auto plan = (*p)->Initial(MakePlanContext(recipe, *system, cost.get(), sizes));
     if (!plan.ok()) {
       Add(recipe::Diagnostic{recipe.Where(system->path + ".planner_options"),

@@ -54,20 +54,8 @@ Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
 
 std::optional<backend::Layout> StaticPlanner::IdleTrainerLayout(
     const backend::Layout& current) const {
-  if (!lend_idle_trainer_ || current.colocated || current.train_gpus <= 0 ||
-      current.instances.empty() || gpus_per_node_ <= 0) {
-    return std::nullopt;
-  }
-  auto added = PackInstances(gpus_per_node_, current.rollout_gpus(), current.train_gpus,
-                             {current.instances.back().tp});
-  if (!added.ok()) return std::nullopt;
-  backend::Layout lent = current;
-  for (backend::InstanceSpec spec : *added) {
-    spec.id = InstanceId(static_cast<int64_t>(lent.instances.size()));
-    lent.instances.push_back(spec);
-  }
-  lent.train_gpus = 0;
-  return lent;
+  if (!lend_idle_trainer_ || current.instances.empty()) return std::nullopt;
+  return LendTrainerGpus(current, gpus_per_node_, current.instances.back().tp);
 }
 
 }  // namespace libra::planner

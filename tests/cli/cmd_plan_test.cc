@@ -39,5 +39,14 @@ TEST_F(CmdPlanTest, SearchingPlannersShowTheirCandidatesAndSearch) {
                e.out);
 }
 
+TEST_F(CmdPlanTest, CheckSimulatesThePlanAndComparesEveryPhase) {
+  // --check: predicted against measured per phase for each predicting planner, a summary line,
+  // exit 0 when every phase is within its limit; planners without a model say so.
+  CopyRecipe("quickstart.toml");
+  const CommandResult r = Libra({"plan", "--check", "quickstart.toml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("cli/plan_check_quickstart.txt", "libra plan --check quickstart.toml", r.out);
+}
+
 }  // namespace
 }  // namespace libra::test

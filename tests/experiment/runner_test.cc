@@ -540,23 +540,32 @@ TEST(RunnerTest, LibraHomogeneousUsesOneRolloutTpSize) {
   }
 }
 
-TEST(RunnerTest, LibraChangesItsSplitWhenTheWorkloadDrifts) {
-  // libra re-plans online and its split follows the lengths: when trajectories get 4x longer at
-  // step 3 it moves training GPUs to rollout; when they shrink to a quarter it keeps them
-  // training. (Whether a move pays is another matter: docs/planner.md reports it.)
-  auto drifting = [](const std::string& factor) {
-    return RunNamed("libra", {"steps=12", "workload.drift=\"step\"", "workload.drift_step_at=3",
-                              "workload.drift_factor=" + factor});
-  };
-  auto growing = drifting("4");
-  auto shrinking = drifting("0.25");
-  ASSERT_NE(growing, nullptr);
-  ASSERT_NE(shrinking, nullptr);
-  int moves = 0;
-  for (const store::DecisionRecord& d : growing->decisions) moves += d.applied && d.step > 3;
-  EXPECT_GE(moves, 1);
-  EXPECT_LT(growing->steps.back().train_gpus, shrinking->steps.back().train_gpus);
-  EXPECT_LT(growing->steps.back().train_gpus, growing->steps.front().train_gpus);
+TEST(RunnerTest, LibraLooksAgainWhenTheWorkloadDriftsAndNeverLosesByIt) {
+  // libra re-plans online: when trajectories get 4x longer (or a quarter as long) at step 3 it
+  // looks again after the change, moves only on a predicted net gain, and is never more than 2%
+  // slower than the same plan held (libra-no-ehp). On the quickstart the balanced split stays
+  // the best one either way (the regret benchmark simulates the alternatives: docs/planner.md),
+  // so keeping it is the right call.
+  for (const std::string factor : {"4", "0.25"}) {
+    SCOPED_TRACE(factor);
+    const std::vector<std::string> sets = {"steps=12", "workload.drift=\"step\"",
+                                           "workload.drift_step_at=3",
+                                           "workload.drift_factor=" + factor};
+    auto libra = RunNamed("libra", sets);
+    auto held = RunNamed("libra-no-ehp", sets);
+    ASSERT_NE(libra, nullptr);
+    ASSERT_NE(held, nullptr);
+    int looks = 0;
+    for (const store::DecisionRecord& d : libra->decisions) {
+      looks += d.step > 3 && !d.trigger.empty();
+      if (d.applied && d.step > 0) {
+        ASSERT_TRUE(d.gain_s.has_value());
+        EXPECT_GT(*d.gain_s, 0) << d.reason;
+      }
+    }
+    EXPECT_GE(looks, 1);
+    EXPECT_LE(libra->steps.back().end_s, 1.02 * held->steps.back().end_s);
+  }
 }
 
 TEST(RunnerTest, FirstFinishedBatchesBiasTheBatchRewardNotTheEvaluation) {
