@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
     }
   }
   if (recipes.empty()) {
-    recipes = {std::string(LIBRA_SOURCE_DIR) + "/recipes/paper/r2e-gym-qwen3-14b.toml",
+    recipes = {std::string(LIBRA_SOURCE_DIR) + "/recipes/paper/r2e-gym-ablations.toml",
                std::string(LIBRA_SOURCE_DIR) + "/bench/large-1024.toml"};
     if (steps == 0) steps = -1;  // each recipe's own steps, but the paper one at 100
   }

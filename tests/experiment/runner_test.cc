@@ -294,7 +294,7 @@ TEST(RunnerTest, ThroughputStaysUnderThePerfectBalanceBound) {
   EXPECT_GT(throughput, 0.05 * bound);
 }
 
-// Mean throughput ratio of the paper recipe's cmlfq-buckets over least-conn-buckets (same
+// Mean throughput ratio of the ablation recipe's cmlfq-buckets over least-conn-buckets (same
 // heterogeneous layout: per node 2 x TP1, TP2, TP4) over seeds 1..3, 6 steps each.
 double CmlfqOverLeastConn(double causal_strength, const std::string& cmlfq_option = "") {
   std::vector<std::string> sets = {"steps=6",
@@ -304,7 +304,7 @@ double CmlfqOverLeastConn(double causal_strength, const std::string& cmlfq_optio
   for (int seed = 1; seed <= 3; ++seed) {
     sets.push_back("seed=" + std::to_string(seed));
     auto parsed =
-        recipe::ParseRecipeFile(test::SourcePath("recipes/paper/r2e-gym-qwen3-14b.toml"), sets);
+        recipe::ParseRecipeFile(test::SourcePath("recipes/paper/r2e-gym-ablations.toml"), sets);
     sets.pop_back();
     EXPECT_OK(parsed);
     if (!parsed.ok()) return 0;
