@@ -18,11 +18,18 @@
 //   calls in flight. Train steps are timed by the cost model for the actual batch and the
 //   layout's training parallelism (a colocated layout also switches roles both ways); weight syncs
 //   by the cost model. Both pause exactly the instances they touch.
+// * A router's scheduling hints (backend::StartTurn): waiting turns are admitted by priority
+//   (higher first; first come, first served without one) and a higher-priority turn that cannot
+//   be admitted preempts the lowest-priority running one, whose KV stays cached; a turn that moves
+//   its trajectory's KV from another instance skips re-prefilling it, and a turn cannot start
+//   before its preceding tool call's start plus the router's setup and that transfer.
 // docs/simulator.md explains the model, its assumptions and its limits.
 #pragma once
 
 #include <deque>
+#include <limits>
 #include <list>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -36,18 +43,23 @@ namespace libra::sim {
 
 /// Counters of a simulation, for tests and benchmarks.
 struct SimStats {
-  int64_t events = 0;             // entries popped from the event queue
-  int64_t iterations = 0;         // engine iterations simulated (inside spans too)
-  int64_t spans = 0;              // closed-form decode spans
-  int64_t mixed_iterations = 0;   // iterations with prefill, simulated one by one
-  int64_t preemptions = 0;        // sequences preempted for KV (recomputed later)
-  int64_t evictions = 0;          // cached contexts evicted for KV
-  int64_t prefix_hits = 0;        // turns that reused their cached context
-  double rollout_busy_gpu_s = 0;  // GPU-seconds instances spent iterating
+  int64_t events = 0;                // entries popped from the event queue
+  int64_t iterations = 0;            // engine iterations simulated (inside spans too)
+  int64_t spans = 0;                 // closed-form decode spans
+  int64_t mixed_iterations = 0;      // iterations with prefill, simulated one by one
+  int64_t preemptions = 0;           // sequences preempted for KV (recomputed later)
+  int64_t priority_preemptions = 0;  // sequences preempted for a higher-priority turn
+  int64_t kv_moves = 0;              // turns that moved their KV from another instance
+  int64_t evictions = 0;             // cached contexts evicted for KV
+  int64_t prefix_hits = 0;           // turns that reused their cached context
+  double rollout_busy_gpu_s = 0;     // GPU-seconds instances spent iterating
 };
 
 class ClusterSim : public backend::Backend {
  public:
+  /// The priority of a turn without one (below every priority a router gives).
+  static constexpr double kNoPriority = -std::numeric_limits<double>::infinity();
+
   /// `workload` and `cost` must outlive the simulator.
   ClusterSim(const recipe::SimSpec& spec, const workload::Workload& workload,
              const model::CostModel& cost);
@@ -76,6 +88,8 @@ class ClusterSim : public backend::Backend {
     double started_at = -1;    // first iteration that worked on it
     uint64_t order = 0;        // admission order (the last admitted is preempted first)
     bool cached_prefix = false;
+    double priority = kNoPriority;  // higher first (StartTurn::priority)
+    int64_t moved = 0;              // context tokens whose KV arrived from another instance
   };
   enum class Phase { kIdle, kIteration, kSpan, kPaused };
   struct Instance {
@@ -103,9 +117,10 @@ class ClusterSim : public backend::Backend {
     int next_turn = 0;
     bool running = false;
     bool awaiting_tool = false;
-    int64_t cached_on = -1;  // instance holding its cached prefix
+    int64_t cached_on = -1;     // instance holding its cached prefix
+    double tool_called_at = 0;  // when its last tool call was submitted
   };
-  enum class Kind { kBoundary, kTool, kTrain, kSync, kLayout };
+  enum class Kind { kBoundary, kTool, kTrain, kSync, kLayout, kArrive };
   struct Pending {
     Kind kind = Kind::kBoundary;
     size_t instance = 0;
@@ -133,8 +148,17 @@ class ClusterSim : public backend::Backend {
   void Cut(Instance& instance, double now);
   /// Admits waiting turns while KV and the sequence limit allow. Error when a turn can never fit.
   Status Admit(Instance& instance);
-  /// Preempts the most recently admitted running sequence; false when none runs.
+  /// Preempts the lowest-priority running sequence (the most recently admitted among equals);
+  /// false when none runs.
   bool Preempt(Instance& instance);
+  /// Queues a turn by priority: behind those of equal or higher priority, or (`front`, a
+  /// preempted turn) ahead of those of equal or lower priority. Without priorities: FIFO.
+  static void Enqueue(Instance& instance, const Seq& seq, bool front);
+  /// Preempts the lowest-priority running sequence if the first waiting turn has a higher
+  /// priority, keeping its KV cached (kv_policy "cache"); false when there is none.
+  bool PreemptForPriority(Instance& instance);
+  /// A turn whose setup or KV transfer outlasted its tool call reaches its instance.
+  Status Arrive(uint64_t arrival, double now);
   /// Drops a trajectory's cached prefix from the instance holding it.
   void DropCache(TrajectoryId id);
   void Schedule(Instance& instance, double at);
@@ -154,6 +178,9 @@ class ClusterSim : public backend::Backend {
   uint64_t next_order_ = 0;
   int tools_running_ = 0;
   std::deque<std::pair<TrajectoryId, double>> tool_queue_;  // waiting for a sandbox slot
+  /// Turns on their way to an instance (Arrive), by arrival number: instance index and turn.
+  std::map<uint64_t, std::pair<size_t, Seq>> arrivals_;
+  uint64_t next_arrival_ = 0;
   SimStats stats_;
 };
 
