@@ -31,6 +31,12 @@ Result<std::unique_ptr<Planner>> HeddlePlanner::Create(const recipe::OptionTable
   if (reader.Has("train_gpus"))
     o.train_gpus = static_cast<int>(reader.Int("train_gpus", 1, 1, 1 << 20));
   o.tp_degrees = ReadTpList(reader, "tp_degrees", o.tp_degrees, /*allow_empty=*/false);
+  if (reader.Has("max_tp")) {
+    o.max_tp = static_cast<int>(reader.Int("max_tp", 8, 1, 1 << 20));
+    if (*o.max_tp < *std::min_element(o.tp_degrees.begin(), o.tp_degrees.end())) {
+      reader.Error("max_tp", StrFormat("%d is below every TP degree of tp_degrees", *o.max_tp));
+    }
+  }
   o.retune_steps = static_cast<int>(reader.Int("retune_steps", o.retune_steps, 0, 1 << 20));
   o.min_gain = reader.Double("min_gain", o.min_gain, 0, 1);
   o.history = static_cast<int>(reader.Int("history", o.history, 1, 1 << 20));
@@ -43,6 +49,7 @@ HeddlePlanner::HeddlePlanner(HeddlePlannerOptions options) : options_(std::move(
   std::vector<int>& tps = options_.tp_degrees;
   std::sort(tps.begin(), tps.end(), std::greater<>());
   tps.erase(std::unique(tps.begin(), tps.end()), tps.end());
+  if (options_.max_tp) std::erase_if(tps, [&](int tp) { return tp > *options_.max_tp; });
 }
 
 std::vector<double> HeddlePlanner::Profile() const {

@@ -44,6 +44,9 @@ struct HeddlePlannerOptions {
   std::optional<int> train_gpus;
   /// TP degrees an instance may have. Default {1, 2, 4, 8}.
   std::vector<int> tp_degrees = {1, 2, 4, 8};
+  /// The largest of tp_degrees an instance may have (the knob `libra tune` searches: Fix-1 is
+  /// max_tp 1). Default: no limit.
+  std::optional<int> max_tp{};
   /// Steps between re-tunings; 0 = never. Default 5.
   int retune_steps = 5;
   /// Least relative makespan gain that justifies a transition. Default 0.05.
@@ -63,7 +66,7 @@ struct TpMix {
 class HeddlePlanner : public Planner {
  public:
   static Result<std::unique_ptr<Planner>> Create(const recipe::OptionTable& options);
-  /// Sorts and deduplicates `options.tp_degrees` (largest first).
+  /// Sorts and deduplicates `options.tp_degrees` (largest first) and drops those above max_tp.
   explicit HeddlePlanner(HeddlePlannerOptions options);
 
   std::string_view Name() const override { return kHeddlePlannerName; }

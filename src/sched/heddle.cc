@@ -26,6 +26,7 @@ Result<std::unique_ptr<Router>> HeddleRouter::Create(const recipe::OptionTable& 
   HeddleOptions o;
   o.noise_sigma = reader.DoubleList("noise_sigma", o.noise_sigma, 0, 10);
   if (o.noise_sigma.empty()) reader.Error("noise_sigma", "must list at least one sigma");
+  o.noise_correlation = reader.Double("noise_correlation", o.noise_correlation, 0, 1);
   o.noise_seed = static_cast<uint64_t>(
       reader.Int("noise_seed", static_cast<int64_t>(o.noise_seed), 0, int64_t{1} << 62));
   o.prediction_latency_s = reader.Double("prediction_latency_s", o.prediction_latency_s, 0, 3600);
@@ -53,9 +54,11 @@ HeddleRouter::HeddleRouter(HeddleOptions options, const RouterDeps& deps)
 double HeddleRouter::PredictWithNoise(const HeddleOptions& options, TrajectoryId trajectory,
                                       int turn, int64_t oracle_remaining) {
   const size_t k = std::min(static_cast<size_t>(std::max(turn, 0)), options.noise_sigma.size() - 1);
-  Rng noise = Rng::ForKey(options.noise_seed, static_cast<uint64_t>(trajectory.value),
-                          static_cast<uint64_t>(turn));
-  const double z = noise.Normal();
+  const auto id = static_cast<uint64_t>(trajectory.value);
+  Rng persistent = Rng::ForKey(options.noise_seed, id, 0, 1);
+  Rng fresh = Rng::ForKey(options.noise_seed, id, static_cast<uint64_t>(turn), 2);
+  const double c = options.noise_correlation;
+  const double z = std::sqrt(c) * persistent.Normal() + std::sqrt(1 - c) * fresh.Normal();
   return std::max(1.0, static_cast<double>(std::max<int64_t>(oracle_remaining, 1)) *
                            std::exp(options.noise_sigma[k] * z));
 }

@@ -26,6 +26,11 @@ struct HeddleOptions {
   /// as context accumulates; a constant sigma would lose recall as the remaining lengths
   /// narrow).
   std::vector<double> noise_sigma = {1.0, 0.55, 0.3, 0.22, 0.15};
+  /// Share of the error's variance that persists across a trajectory's turns (what the
+  /// predictor cannot see in any turn's context); the rest is drawn afresh each turn. Default
+  /// 0.8: a predictor re-run on a growing context mostly keeps its error, so ranks move with
+  /// what the new turns reveal, not with independent draws. Not in the paper.
+  double noise_correlation = 0.8;
   /// Salt of the noise hash. Default 0.
   uint64_t noise_seed = 0;
   /// Seconds one prediction takes, overlapped with the tool call before the turn. Default 0.15
@@ -52,9 +57,9 @@ struct HeddleOptions {
 /// Assumptions: a predictor estimates each trajectory's remaining generated tokens from its
 /// context, more accurately as turns accumulate. Here it is simulated: the simulator's truth
 /// (RouteRequest::oracle_remaining_tokens) times log-normal noise, exp(sigma_k * z) with z a
-/// standard normal drawn from a hash of (noise_seed, trajectory, turn) and sigma_k shrinking with
-/// the turns observed; without the truth (a real cluster) it falls back to a history predictor.
-/// Long trajectories decide a batch's makespan, so they run first and on the largest TP;
+/// standard normal hashed from (noise_seed, trajectory), mostly kept across turns, and sigma_k
+/// shrinking with the turns observed; without the truth (a real cluster) it falls back to a history
+/// predictor. Long trajectories decide a batch's makespan, so they run first and on the largest TP;
 /// interference grows with the group an instance serves (model/partition.h). A KV cache can move
 /// between instances while its trajectory waits for a tool.
 ///
@@ -92,8 +97,9 @@ class HeddleRouter : public Router {
   void OnStep(int step) override;
   RouterMetrics Metrics() const override;
 
-  /// The simulated predictor: `oracle_remaining` x exp(sigma_k * z(noise_seed, trajectory,
-  /// turn)), k = turn; at least 1 token.
+  /// The simulated predictor: `oracle_remaining` x exp(sigma_k * z), k = turn, z = sqrt(c) *
+  /// z(noise_seed, trajectory) + sqrt(1 - c) * z(noise_seed, trajectory, turn) (standard
+  /// normal; c = noise_correlation); at least 1 token.
   static double PredictWithNoise(const HeddleOptions& options, TrajectoryId trajectory, int turn,
                                  int64_t oracle_remaining);
 

@@ -527,6 +527,42 @@ TEST(RunnerTest, VerlDynamicLendsIdleTrainerGpusToRollout) {
   ExpectCompleteGroups(*run, 16, 8);
 }
 
+TEST(RunnerTest, HeddleIsDeterministicAndUsesItsMechanisms) {
+  // heddle (its resource manager as planner, its scheduler as router): two runs of the same
+  // seed record the same rows; the planner chose a TP mix by its group model, and the router
+  // predicted every turn, placed first turns by rank and migrated some trajectories at tool
+  // returns (the trajectory records show turns on another instance).
+  const std::vector<std::string> sets = {"steps=6", "sim.record_events=true"};
+  auto a = RunNamed("heddle", sets);
+  auto b = RunNamed("heddle", sets);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->steps, b->steps);
+  EXPECT_EQ(a->trajectories, b->trajectories);
+  EXPECT_EQ(a->decisions, b->decisions);
+  EXPECT_EQ(a->events, b->events);
+  auto metrics = a->store->RouterMetrics(a->run);
+  ASSERT_OK(metrics);
+  EXPECT_EQ(*metrics, *b->store->RouterMetrics(b->run));
+
+  ASSERT_FALSE(a->decisions.empty());
+  EXPECT_EQ(a->decisions[0].planner, "heddle");
+  EXPECT_NE(a->decisions[0].reason.find("TP mixes"), std::string::npos) << a->decisions[0].reason;
+  std::map<std::string, double> last;
+  for (const auto& [step, name, value] : *metrics) {
+    if (step == 5) last[name] = value;
+  }
+  EXPECT_GT(last["routes"], 0);
+  EXPECT_EQ(last["predictions"], last["routes"]);
+  EXPECT_EQ(last["predictions/history"], 0);  // the simulator's truth plus noise
+  EXPECT_GT(last["placements"], 0);
+  EXPECT_GT(last["migrations"], 0);
+  int migrated = 0;
+  for (const store::TrajectoryRecord& t : a->trajectories) migrated += t.migrations > 0;
+  EXPECT_GT(migrated, 0);
+  ExpectCompleteGroups(*a, 16, 8);
+}
+
 TEST(RunnerTest, LibraHomogeneousUsesOneRolloutTpSize) {
   // libra-homogeneous: every layout it runs has rollout instances of a single TP size
   // ("rollout tp4x3", never "tp1x2+tp4x1").

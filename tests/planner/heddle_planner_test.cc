@@ -142,6 +142,12 @@ TEST(HeddlePlannerTest, EveryMixFillsTheRolloutGpusAndPacks) {
   for (const TpMix& mix : tp_limited.RankMixes(16, tp_limited.Profile(), 1000)) {
     for (int tp : mix.tps) EXPECT_TRUE(tp == 2 || tp == 4);
   }
+  // max_tp (the tuning knob) caps the degrees: max_tp 2 leaves the 9 mixes of 1s and 2s.
+  HeddlePlanner capped({.train_gpus = 8, .max_tp = 2});
+  ASSERT_OK(capped.Initial(Context(cost, Lengths({{64, 2000}}))));
+  const std::vector<TpMix> small = capped.RankMixes(16, capped.Profile(), 1000);
+  EXPECT_EQ(small.size(), 9u);
+  for (const TpMix& mix : small) EXPECT_LE(mix.tps.front(), 2);
 }
 
 TEST(HeddlePlannerTest, RetunesWhenTheLengthsChangeAndTheGainPays) {
@@ -207,6 +213,10 @@ TEST(HeddlePlannerTest, DefaultSplitAndBadOptions) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("train_gpus"), std::string::npos);
   EXPECT_NE(bad.status().message().find("retune: unknown option"), std::string::npos);
+
+  auto below = HeddlePlanner::Create(Options({{"max_tp", 0}}));
+  ASSERT_FALSE(below.ok());
+  EXPECT_NE(below.status().message().find("max_tp"), std::string::npos);
 
   auto all = HeddlePlanner::Create(Options({{"train_gpus", 24}}));
   ASSERT_OK(all);
