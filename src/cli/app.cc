@@ -25,8 +25,9 @@ constexpr const char* kFooter =
 
 void AddRewardTarget(CLI::App* sub, std::optional<double>* target) {
   sub->add_option("--reward-target", *target,
-                  "Reward (3-step moving mean) that \"to reward s\" times; default: the lowest "
-                  "peak among the runs, which every run reaches")
+                  "Evaluation score that \"to target s\" times; default: per seed, [eval]\n"
+                  "target_fraction (0.8) of the way from the initial score to the best final\n"
+                  "score among the runs")
       ->type_name("R");
 }
 

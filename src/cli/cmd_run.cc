@@ -122,6 +122,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
 
   std::vector<std::string> names;
   for (const Entrant& e : entrants) names.push_back(e.system.name);
+  const report::Convergence convergence{plan.reward_target, recipe.eval.target_fraction};
   if (!plan.scenarios.empty()) {
     io.out << "\nSensitivity: throughput (traj/s) under each scenario, mean over "
            << plan.repeat << (plan.repeat == 1 ? " seed" : " seeds") << "\n"
@@ -133,7 +134,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
     std::optional<std::string> base;
     if (names.size() > 1) base = names[1];
     io.out << "\n"
-           << report::RepeatTable(views, names, base).Render(report::Format::kText)
+           << report::RepeatTable(views, names, base, convergence).Render(report::Format::kText)
            << StrFormat("(%d seeds from %llu; speedup: mean of the per-seed ratios over %s)\n",
                         plan.repeat, static_cast<unsigned long long>(recipe.seed),
                         base ? base->c_str() : "-");
@@ -141,8 +142,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
     std::optional<size_t> baseline;
     if (plan.compare && views.size() > 1) baseline = 1;  // speedups are over the first baseline
     io.out << "\n"
-           << report::SummaryTable(views, baseline, plan.reward_target)
-                  .Render(report::Format::kText);
+           << report::SummaryTable(views, baseline, convergence).Render(report::Format::kText);
   }
   if (plan.compare) {
     io.out << StrFormat("\ncomparison %lld recorded in %s; `libra report` shows it again\n",

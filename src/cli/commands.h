@@ -29,8 +29,8 @@ struct CompareOptions {
   /// Run every system with this many seeds (the recipe's, then the next ones) and report the
   /// mean and spread.
   int repeat = 1;
-  /// The smoothed reward whose first arrival the "to reward s" column times (default: the
-  /// lowest peak among the runs).
+  /// The evaluation score whose first arrival the "to target s" column times (default: per
+  /// seed, [eval] target_fraction of the way from the initial to the best final score).
   std::optional<double> reward_target;
   /// Run every peer at its tuned configuration (tuning it first where none is recorded); the
   /// recipe's [tuning] compare_tuned sets it by default.

@@ -8,6 +8,14 @@
 
 namespace libra::experiment {
 
+std::vector<double> HeldOutDifficulties(const workload::Workload& workload, int count) {
+  // Far beyond any prompt a run trains on (and the planner's startup profile).
+  constexpr int64_t kFirstHeldOut = int64_t{1} << 41;
+  std::vector<double> out;
+  for (int i = 0; i < count; ++i) out.push_back(workload.Prompt(kFirstHeldOut + i).difficulty);
+  return out;
+}
+
 std::vector<double> GroupAdvantages(const std::vector<double>& rewards, int group_size) {
   LIBRA_CHECK(group_size >= 1 && rewards.size() % static_cast<size_t>(group_size) == 0)
       << rewards.size() << " rewards in groups of " << group_size;
@@ -49,7 +57,8 @@ Coordinator::Coordinator(const CoordinatorConfig& config, const workload::Worklo
       planner_(planner),
       backend_(backend),
       recorder_(recorder),
-      skill_(workload.skill_params()) {}
+      skill_(workload.skill_params()),
+      heldout_(HeldOutDifficulties(workload, config.eval_prompts)) {}
 
 Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
                                     const std::function<void(const Progress&)>& progress) {
@@ -537,20 +546,30 @@ Status Coordinator::OnTrainDone(double now, const backend::TrainDone& done) {
   }
   trainer_busy_ = false;
   train_s_ = now - train_start_;
-  // Samples of a group whose rewards are all equal carry no learning signal (zero advantage).
+  // Samples of a group whose rewards are all equal carry no learning signal (zero advantage);
+  // truncated samples are masked from the loss (DAPO's overlong filtering).
   std::vector<double> lags;
+  std::vector<double> batch_difficulty;
   const Batch& batch = *training_;
   const auto n = static_cast<size_t>(config_.group_size);
   for (size_t first = 0; first < batch.done.size(); first += n) {
+    batch_difficulty.push_back(workload_.Prompt(batch.done[first].prompt).difficulty);
     bool signal = false;
     for (size_t i = first + 1; i < first + n; ++i) {
       signal = signal || batch.done[i].reward != batch.done[first].reward;
     }
     for (size_t i = first; signal && i < first + n; ++i) {
-      lags.push_back(done.step - batch.mean_versions[i]);
+      if (!batch.done[i].truncated) lags.push_back(done.step - batch.mean_versions[i]);
     }
   }
-  skill_.RecordStep(done.step, lags, config_.staleness);
+  // A batch out of dataset order teaches less about the prompts it stands for (selection bias).
+  std::vector<double> population;
+  const int64_t per_step = config_.prompts_per_step;
+  for (int64_t p = done.step * per_step; p < (done.step + 1) * per_step; ++p) {
+    population.push_back(workload_.Prompt(p).difficulty);
+  }
+  skill_.RecordStep(done.step, lags, config_.staleness, config_.objective,
+                    workload::SelectionEfficiency(batch_difficulty, population));
   AddEvent("train", train_start_, now, "trainer", std::nullopt, done.step,
            StrFormat("step %d", done.step));
   const int version = done.step + 1;
@@ -600,6 +619,10 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   record.rollout_gpus = layout_.rollout_gpus();
   record.train_gpus = layout_.train_gpus;
   record.predicted_step_s = predicted_step_s_;
+  // The trained version's evaluation score, every eval interval and at the last step.
+  if ((step + 1) % config_.eval_interval == 0 || step + 1 == config_.steps) {
+    record.eval_score = skill_.EvalScore(step + 1, heldout_);
+  }
   // Utilisation: GPU-time generating or training over the cluster's GPU-time in the step.
   const std::optional<double> busy = backend_.RolloutBusyGpuSeconds();
   const double window = now - step_start_;

@@ -90,6 +90,11 @@ struct CoordinatorConfig {
   bool stream_batches = false;
   /// Turns after a weight sync run on the new weights.
   bool partial_rollout = false;
+  /// The trainer's loss: what a stale sample is worth to the modelled skill.
+  workload::Objective objective = workload::Objective::kPpo;
+  /// Evaluate every this many versions on this many held-out prompts (StepRecord::eval_score).
+  int eval_interval = 1;
+  int eval_prompts = 256;
   /// What the planner plans for.
   planner::PlanContext plan;
   /// Record a span per turn and per tool call (the timeline's detail). Default: false.
@@ -112,6 +117,9 @@ struct RunSummary {
   /// Groups dropped for exceeding the staleness bound (stream batching only).
   int64_t rejected_groups = 0;
 };
+
+/// The difficulties of the held-out evaluation prompts: `count` prompts no run trains on.
+std::vector<double> HeldOutDifficulties(const workload::Workload& workload, int count);
 
 /// Group-normalised advantages: (r - mean) / (std + 1e-6) within each run of `group_size`
 /// consecutive rewards (population std). REQUIRES: rewards.size() is a multiple of group_size.
@@ -242,6 +250,7 @@ class Coordinator {
   std::vector<store::EventRecord> events_;
   std::vector<store::DecisionRecord> decisions_;
   workload::SkillModel skill_;
+  std::vector<double> heldout_;  // difficulties of the held-out evaluation prompts
   RunSummary summary_;
   std::function<void(const Progress&)> progress_;
 };

@@ -296,6 +296,10 @@ Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::Sy
   config.staleness = recipe.StalenessFor(system);
   config.stream_batches = recipe.BatchingFor(system) == "stream";
   config.partial_rollout = recipe.PartialRolloutFor(system);
+  config.objective = recipe.ObjectiveFor(system) == "decoupled" ? workload::Objective::kDecoupled
+                                                               : workload::Objective::kPpo;
+  config.eval_interval = recipe.eval.interval;
+  config.eval_prompts = recipe.eval.prompts;
   config.sync_interval = recipe.rl.sync_interval;
   config.plan = MakePlanContext(recipe, system, &plan_cost,
                                 SampleSequenceSizes(workload, recipe.rl.group_size, recipe.steps));
@@ -369,6 +373,11 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   Result<std::unique_ptr<model::CostModel>> made_cost = model::MakeCostModel(recipe);
   if (recipe.backend == "sim" && made_workload.ok() && made_cost.ok()) {
     info.throughput_bound = PerfectBalanceBound(recipe, **made_cost, **made_workload);
+  }
+  if (recipe.backend == "sim" && made_workload.ok()) {
+    const workload::SkillModel skill((*made_workload)->skill_params());
+    info.eval_initial =
+        skill.EvalScore(0, HeldOutDifficulties(**made_workload, recipe.eval.prompts));
   }
   int64_t run_id = 0;
   // A resumed run: its recorded steps, and whether the backend replays them.

@@ -81,7 +81,23 @@ struct RlSpec {
   /// After a weight sync, in-flight trajectories generate their next turns with the new weights
   /// (interruptible rollouts) instead of the weights they started with. Default: false.
   bool partial_rollout = false;
+  /// The trainer's loss, which decides what a stale sample is worth: "ppo" (the clipped ratio
+  /// against the behaviour policy) or "decoupled" (AReaL's decoupled objective). Default: "ppo".
+  std::string objective = "ppo";
   bool operator==(const RlSpec&) const = default;
+};
+
+/// [eval]: the evaluation score every policy version gets, from which convergence is read.
+struct EvalSpec {
+  /// Evaluate every this many versions (the last version always). Default: 1.
+  int interval = 1;
+  /// Held-out prompts evaluated (never trained on). Default: 256.
+  int prompts = 256;
+  /// The time-to-target column times when a run's evaluation score first reaches this fraction
+  /// of the way from the initial score to the best final score among the systems compared (per
+  /// seed). Default: 0.8.
+  double target_fraction = 0.8;
+  bool operator==(const EvalSpec&) const = default;
 };
 
 /// [sim]: the simulated engines, tools and trainer. Times come from the cost model.
@@ -137,6 +153,8 @@ struct SystemSpec {
   std::optional<int> staleness;
   std::optional<std::string> batching;
   std::optional<bool> partial_rollout;
+  /// Override rl.objective for this system (AReaL's decoupled loss). Default: unset.
+  std::optional<std::string> objective;
   /// [.tune]: the ranges `libra tune` searches for this system's knobs (each key a knob name, its
   /// value an array of candidates), replacing the defaults the knob takes from the cluster;
   /// `enabled = false` keeps the system as written. Decoded by the experiment module
@@ -176,6 +194,7 @@ struct Recipe {
   CostModelSpec cost_model;
   WorkloadSpec workload;
   RlSpec rl;
+  EvalSpec eval;
   SimSpec sim;
   ClusterBackendSpec cluster_backend;
   TuningSpec tuning;
@@ -199,6 +218,9 @@ struct Recipe {
   }
   bool PartialRolloutFor(const SystemSpec& spec) const {
     return spec.partial_rollout.value_or(rl.partial_rollout);
+  }
+  const std::string& ObjectiveFor(const SystemSpec& spec) const {
+    return spec.objective ? *spec.objective : rl.objective;
   }
 };
 

@@ -503,6 +503,7 @@ class Converter {
     t.Read("staleness", &system->staleness);
     t.Read("batching", &system->batching);
     t.Read("partial_rollout", &system->partial_rollout);
+    t.Read("objective", &system->objective);
     t.Read("tune", &system->tune);
   }
 
@@ -559,6 +560,12 @@ class Converter {
       t.Read("sync_interval", &r.rl.sync_interval);
       t.Read("batching", &r.rl.batching);
       t.Read("partial_rollout", &r.rl.partial_rollout);
+      t.Read("objective", &r.rl.objective);
+    });
+    top.Sub("eval", false, [&](Table& t) {
+      t.Read("interval", &r.eval.interval);
+      t.Read("prompts", &r.eval.prompts);
+      t.Read("target_fraction", &r.eval.target_fraction);
     });
     top.Sub("sim", false, [&](Table& t) {
       SimSpec& s = r.sim;

@@ -128,6 +128,12 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
   c.AtLeast(r.rl.staleness, 0, "rl.staleness");
   c.AtLeast(r.rl.sync_interval, 1, "rl.sync_interval");
   c.OneOf(r.rl.batching, {"ordered", "stream"}, "rl.batching");
+  c.OneOf(r.rl.objective, {"ppo", "decoupled"}, "rl.objective");
+  c.AtLeast(r.eval.interval, 1, "eval.interval");
+  c.Check(r.eval.prompts >= 1 && r.eval.prompts <= 100000, "eval.prompts",
+          StrFormat("must be in [1, 100000] (got %d)", r.eval.prompts));
+  c.Check(r.eval.target_fraction > 0 && r.eval.target_fraction <= 1, "eval.target_fraction",
+          StrFormat("must be in (0, 1] (got %g)", r.eval.target_fraction));
 
   c.AtLeast(r.sim.max_num_seqs, 1, "sim.max_num_seqs");
   c.AtLeast(r.sim.max_batched_tokens, 1, "sim.max_batched_tokens");
@@ -147,6 +153,7 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
             "'" + s->name + "' names another system of this recipe already");
     if (s->staleness) c.AtLeast(*s->staleness, 0, s->path + ".staleness");
     if (s->batching) c.OneOf(*s->batching, {"ordered", "stream"}, s->path + ".batching");
+    if (s->objective) c.OneOf(*s->objective, {"ppo", "decoupled"}, s->path + ".objective");
     const int staleness = r.StalenessFor(*s);
     // Rollouts for step k need weights of version k - staleness; with fewer syncs the pipeline
     // would wait forever.

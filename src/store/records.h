@@ -48,6 +48,8 @@ struct RunInfo {
   std::string scenario;
   /// The staleness bound in force (unset in runs recorded before it was kept).
   std::optional<int> staleness;
+  /// The evaluation score of the initial policy (version 0) on the held-out prompts.
+  std::optional<double> eval_initial;
 
   bool operator==(const RunInfo&) const = default;
 };
@@ -78,6 +80,9 @@ struct StepRecord {
   std::optional<double> idle_gpu_s;
   /// What the planner predicted this step would take (unset when it made no prediction).
   std::optional<double> predicted_step_s;
+  /// The evaluation score of the version this step trained (policy_version + 1) on held-out
+  /// prompts: modelled in the simulator, measured on real runs; unset on steps not evaluated.
+  std::optional<double> eval_score;
 
   bool operator==(const StepRecord&) const = default;
 };

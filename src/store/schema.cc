@@ -229,6 +229,8 @@ ALTER TABLE runs ADD COLUMN configuration TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN tuning_id INTEGER REFERENCES tunings (id);
 ALTER TABLE runs ADD COLUMN scenario TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN staleness INTEGER;
+ALTER TABLE steps ADD COLUMN eval_score REAL;
+ALTER TABLE runs ADD COLUMN eval_initial REAL;
 )sql";
 
 Result<int> UserVersion(Db& db) {
@@ -249,7 +251,7 @@ const std::vector<Migration>& SchemaMigrations() {
        kSchemaV5},
       {6, "runs.throughput_bound", kSchemaV6},
       {7, "probes", kSchemaV7},
-      {8, "tunings, tuning_trials, runs.configuration/tuning_id/scenario/staleness", kSchemaV8},
+      {8, "tunings, tuning_trials, runs.configuration/tuning_id/scenario/staleness, steps.eval_score, runs.eval_initial", kSchemaV8},
   };
   return *migrations;
 }

@@ -18,11 +18,11 @@ namespace {
 constexpr char kRunColumns[] =
     "name, system, router, planner, backend, seed, steps_planned, gpus, recipe_source, "
     "recipe_toml, git_revision, libra_version, started_at, ended_at, status, error, "
-    "comparison_id, throughput_bound, configuration, tuning_id, scenario, staleness";
+    "comparison_id, throughput_bound, configuration, tuning_id, scenario, staleness, eval_initial";
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
-    "train_gpus, gpu_util, idle_gpu_s, predicted_step_s";
+    "train_gpus, gpu_util, idle_gpu_s, predicted_step_s, eval_score";
 constexpr char kTrajectoryColumns[] =
     "id, prompt, sample, step, version, turns, tool_calls, prompt_tokens, generated_tokens, "
     "start_s, end_s, reward, truncated, instances, migrations";
@@ -91,6 +91,7 @@ RunInfo ReadRun(const Statement& statement) {
   run.tuning_id = row.OptionalInt64();
   run.scenario = row.Text();
   run.staleness = row.OptionalInt();
+  run.eval_initial = row.OptionalDouble();
   return run;
 }
 
@@ -117,6 +118,7 @@ StepRecord ReadStep(const Statement& statement) {
   step.gpu_util = row.OptionalDouble();
   step.idle_gpu_s = row.OptionalDouble();
   step.predicted_step_s = row.OptionalDouble();
+  step.eval_score = row.OptionalDouble();
   return step;
 }
 
@@ -477,7 +479,8 @@ Result<int64_t> Store::BeginRun(const RunInfo& run) {
       static_cast<int64_t>(run.seed),  // the bit pattern: uint64 seeds above 2^63 read back exactly
       run.steps_planned, run.gpus, run.recipe_source, run.recipe_toml, run.git_revision,
       run.libra_version, run.started_at, NullIfEmpty(run.ended_at), run.status, run.error,
-      run.comparison_id, run.throughput_bound, run.configuration, run.tuning_id, run.scenario, run.staleness));
+      run.comparison_id, run.throughput_bound, run.configuration, run.tuning_id, run.scenario, run.staleness,
+      run.eval_initial));
   const int64_t id = db.LastInsertRowid();
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;
@@ -492,7 +495,7 @@ Status Store::RecordStep(int64_t run_id, const StepBatch& batch) {
       run_id, s.step, s.start_s, s.end_s, s.rollout_s, s.train_s, s.sync_s, s.wait_s,
       s.trajectories, s.turns, s.tool_calls, s.prompt_tokens, s.generated_tokens, s.reward_mean,
       s.policy_version, s.max_lag, s.rollout_gpus, s.train_gpus, s.gpu_util, s.idle_gpu_s,
-      s.predicted_step_s));
+      s.predicted_step_s, s.eval_score));
   for (const TrajectoryRecord& t : batch.trajectories) {
     LIBRA_RETURN_IF_ERROR(impl_->insert_trajectory->Execute(
         run_id, t.id, t.prompt, t.sample, t.step, t.version, t.turns, t.tool_calls, t.prompt_tokens,
