@@ -142,6 +142,16 @@ double HeddleRouter::RankFraction(double predicted) const {
   return static_cast<double>(longer) / static_cast<double>(snapshot_.size());
 }
 
+double HeddleRouter::LiveRankFraction(TrajectoryId id, double predicted) const {
+  // Trajectories in flight predicted longer (ties: smaller id first), among all in flight.
+  int64_t before = 0;
+  for (const auto& [other, t] : trajectories_) {
+    before += t.predicted > predicted || (t.predicted == predicted && other < id.value);
+  }
+  return static_cast<double>(before) /
+         static_cast<double>(std::max<size_t>(1, trajectories_.size()));
+}
+
 size_t HeddleRouter::RangeFor(double rank) const {
   size_t last = ranges_.size();
   for (size_t j = 0; j < ranges_.size(); ++j) {
@@ -176,7 +186,13 @@ RouteDecision HeddleRouter::Route(const RouteRequest& request,
           options_.repartition_drift * std::max(1.0, partitioned)) {
     Repartition(instances);
   }
-  const size_t target = RangeFor(RankFraction(t.predicted));
+  const bool resumed = request.turn > 0 && request.previous.valid();
+  // A first turn is ranked against the last partition's lengths (a burst spreads like the
+  // population); a later one against the trajectories in flight now: every remaining length
+  // shrinks as its trajectory runs, so a stale snapshot would rank every re-prediction short.
+  const double rank =
+      resumed ? LiveRankFraction(request.trajectory, t.predicted) : RankFraction(t.predicted);
+  const size_t target = RangeFor(rank);
   if (target == ranges_.size()) {
     ++no_instance_;
     decision.reason = "no instance available";
@@ -184,7 +200,6 @@ RouteDecision HeddleRouter::Route(const RouteRequest& request,
   }
   if (options_.priority) decision.priority = t.predicted;
   decision.setup_s = options_.prediction_latency_s;
-  const bool resumed = request.turn > 0 && request.previous.valid();
   const size_t current = resumed ? FindRange(request.previous) : ranges_.size();
   if (!resumed) {
     ++placements_;
@@ -200,7 +215,6 @@ RouteDecision HeddleRouter::Route(const RouteRequest& request,
     decision.reason = "heddle_reroute";
     return decision;
   }
-  const double rank = RankFraction(t.predicted);
   const Range& range = ranges_[current];
   const double h = options_.migration_hysteresis;
   if (options_.migration && target != current && (rank < range.lo - h || rank >= range.hi + h)) {

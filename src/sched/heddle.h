@@ -75,7 +75,10 @@ struct HeddleOptions {
 ///     change, when the number in flight moved by repartition_drift, and at every step.
 ///  3. A first turn goes to the instance whose range holds its rank fraction against the last
 ///     partition's sorted lengths (so a burst spreads like the population).
-///  4. A later turn (after a tool return) stays on its instance while its new rank fraction is
+///  4. A later turn (after a tool return) is ranked among the trajectories in flight by their
+///     latest predictions (the paper's ranges rescaled to the trajectories still active: every
+///     remaining length shrinks as its trajectory runs). It stays on its instance while that
+///     rank fraction is
 ///     within the instance's range widened by migration_hysteresis; outside it, it migrates to the
 ///     instance owning the new rank and moves its KV there (no re-prefill). An instance no longer
 ///     in the partition (gone, draining) sends it to its rank's instance, moving its KV too.
@@ -125,6 +128,8 @@ class HeddleRouter : public Router {
   bool InstancesChanged(std::span<const InstanceState> instances) const;
   void Repartition(std::span<const InstanceState> instances);
   double RankFraction(double predicted) const;
+  /// The rank fraction of `id` among the trajectories in flight, by their latest predictions.
+  double LiveRankFraction(TrajectoryId id, double predicted) const;
   /// Index into ranges_ of the range holding `rank`; ranges_.size() when none.
   size_t RangeFor(double rank) const;
   size_t FindRange(InstanceId id) const;
