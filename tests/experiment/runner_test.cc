@@ -75,10 +75,10 @@ TEST(RunnerTest, ValidateWithRegistriesReportsPolicyProblems) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"system.router=fastest",
        "--set system.router=fastest: system.router: unknown router 'fastest' (known: cmlfq, "
-       "la-mlfq, least-conn, length-aware, oracle-length, round-robin, sorted)"},
+       "heddle, la-mlfq, least-conn, length-aware, oracle-length, round-robin, sorted)"},
       {"baselines[0].planner=gpr",
        "--set baselines[0].planner=gpr: baselines[0].planner: unknown planner 'gpr' (known: "
-       "colocated, grp, libra-ref, no-ehp, static); did you mean 'grp'?"},
+       "colocated, grp, heddle, libra-ref, no-ehp, static); did you mean 'grp'?"},
       {"system.planner_options.train_gpu=3",
        "--set system.planner_options.train_gpu=3: system.planner_options.train_gpu: unknown "
        "option; did you mean 'train_gpus'? (known: lend_idle_trainer, reclaim_at, rollout_tp, "

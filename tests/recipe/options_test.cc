@@ -64,7 +64,8 @@ TEST(OptionReaderTest, DoubleListTakesIntegersAndChecksTheRange) {
   OptionValue text = good;
   text.where = "r.toml:8:1";
   text.array.push_back(Str("x", "d"));
-  OptionReader reader(Table({{"good", good}, {"bad", bad}, {"text", text}}));
+  const OptionTable table = Table({{"good", good}, {"bad", bad}, {"text", text}});
+  OptionReader reader(table);  // it keeps a reference to the table
   EXPECT_EQ(reader.DoubleList("good", {}), (std::vector<double>{1, 0.5}));
   EXPECT_EQ(reader.DoubleList("bad", {7}, 0), (std::vector<double>{7}));
   EXPECT_EQ(reader.DoubleList("absent", {3}), (std::vector<double>{3}));
