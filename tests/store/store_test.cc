@@ -188,14 +188,15 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
       Columns(path, "runs"),
       (Names{"id", "name", "system", "router", "planner", "backend", "seed", "steps_planned",
              "gpus", "recipe_source", "recipe_toml", "git_revision", "libra_version", "started_at",
-             "ended_at", "status", "error", "comparison_id", "throughput_bound"}));
+             "ended_at", "status", "error", "comparison_id", "throughput_bound", "configuration",
+             "tuning_id", "scenario", "staleness", "eval_initial"}));
   EXPECT_EQ(Columns(path, "steps"),
             (Names{"run_id",           "step",        "start_s",        "end_s",
                    "rollout_s",        "train_s",     "sync_s",         "wait_s",
                    "trajectories",     "turns",       "tool_calls",     "prompt_tokens",
                    "generated_tokens", "reward_mean", "policy_version", "max_lag",
                    "rollout_gpus",     "train_gpus",  "gpu_util",       "idle_gpu_s",
-                   "predicted_step_s"}));
+                   "predicted_step_s", "eval_score"}));
   EXPECT_EQ(Columns(path, "trajectories"),
             (Names{"run_id", "id", "prompt", "sample", "step", "version", "turns", "tool_calls",
                    "prompt_tokens", "generated_tokens", "start_s", "end_s", "reward", "truncated",
