@@ -284,6 +284,9 @@ Status Coordinator::RouteWaiting(double now) {
     turn.policy_version = t.turn_version;
     turn.context_tokens = t.context_tokens;
     turn.skill = skill_.Skill(t.turn_version);
+    turn.priority = decision.priority;
+    turn.move_kv = decision.move_kv;
+    turn.setup_s = decision.setup_s;
     LIBRA_RETURN_IF_ERROR(backend_.Submit(turn));
   }
   return Status();

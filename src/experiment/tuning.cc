@@ -137,6 +137,22 @@ const std::vector<KnobDef>& KnobDefs() {
                           "divide its %d GPUs per node",
                           tp, r.cluster.gpus_per_node);
        }},
+      {"max_tp", Target::kPlannerOption, "max_tp", true,
+       [](const recipe::Recipe&, const recipe::SystemSpec& s) { return PlannerIs(s, {"heddle"}); },
+       [](const recipe::Recipe& r, const recipe::SystemSpec&) {
+         std::vector<OptionValue> v;
+         for (int tp : {1, 2, 4, 8}) {
+           if (r.cluster.gpus_per_node % tp == 0) v.push_back(IntValue(tp));
+         }
+         return v;
+       },
+       [](const recipe::Recipe& r, const recipe::SystemSpec&, double tp) -> std::string {
+         const bool power = tp == 1 || tp == 2 || tp == 4 || tp == 8;
+         if (power && r.cluster.gpus_per_node % static_cast<int>(tp) == 0) return "";
+         return StrFormat("largest rollout TP %g cannot fit the cluster: it must be 1, 2, 4 or 8 "
+                          "and divide its %d GPUs per node",
+                          tp, r.cluster.gpus_per_node);
+       }},
       {"reclaim_at", Target::kPlannerOption, "reclaim_at", false,
        [](const recipe::Recipe&, const recipe::SystemSpec& s) {
          return PlannerIs(s, {"static"}) && LendsIdleTrainer(s);

@@ -71,6 +71,11 @@ const std::vector<Preset>& Presets() {
        .planner = "colocated",
        .staleness = 1,
        .batching = "stream"},
+      {.name = "heddle",
+       .summary = "Heddle-style: a fixed split whose rollout TP mix follows the length profile; "
+                  "predicted-longest first, presorted-DP placement, KV migration at tool returns",
+       .router = "heddle",
+       .planner = "heddle"},
   };
   return *presets;
 }

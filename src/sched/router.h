@@ -69,6 +69,15 @@ struct RouteDecision {
   std::string reason;
   /// The bucket (queue level) the turn was routed as; empty for routers without buckets.
   std::string bucket;
+  /// The turn's priority on its instance: higher runs first and may preempt lower ones. Unset:
+  /// first come, first served (every router but heddle).
+  std::optional<double> priority{};
+  /// Move the trajectory's cached KV from its previous instance (a transfer overlapped with the
+  /// tool call) instead of prefilling its context again on the new one.
+  bool move_kv = false;
+  /// Seconds of the router's own work before the turn can start (a length prediction), counted
+  /// from the start of the tool call that preceded the turn (from now for a first turn).
+  double setup_s = 0;
 };
 
 /// What happened to a turn, for routers that learn.

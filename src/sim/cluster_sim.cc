@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/strings.h"
+#include "model/partition.h"
 
 namespace libra::sim {
 namespace {
@@ -14,6 +15,7 @@ constexpr int kRankTrain = 1;
 constexpr int kRankSync = 2;
 constexpr int kRankBoundary = 3;
 constexpr int kRankTool = 4;
+constexpr int kRankArrive = 5;
 
 }  // namespace
 
@@ -65,6 +67,13 @@ Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
           "sim", StrFormat("instance %zu still has %zu turn(s) in flight: drain it before it "
                            "leaves the layout",
                            i, old.running.size() + old.waiting.size()));
+    }
+  }
+  for (const auto& [arrival, to] : arrivals_) {
+    if (to.first >= kept.size() || !kept[to.first]) {
+      return Status::Backend("sim", StrFormat("instance %zu still has a turn on its way: drain "
+                                              "it before it leaves the layout",
+                                              to.first));
     }
   }
   double done_at = now;
@@ -154,13 +163,54 @@ Status ClusterSim::StartTurn(const backend::StartTurn& turn) {
   seq.context = turn.context_tokens;
   seq.prefill_left = turn.context_tokens;
   seq.decode_left = t.script.turns[static_cast<size_t>(turn.turn)].generated_tokens;
+  seq.priority = turn.priority.value_or(kNoPriority);
+  const double now = queue_.now();
+  // Router setup and a KV transfer run from the start of the tool call that preceded the turn.
+  double ready = (turn.turn > 0 ? t.tool_called_at : now) + turn.setup_s;
   if (t.cached_on == index) {
     seq.cached_prefix = true;  // its cached tokens are claimed at admission
   } else {
-    DropCache(t);  // a copy on another instance is of no use now
+    if (turn.move_kv && t.cached_on >= 0) {
+      const Instance& from = instances_[static_cast<size_t>(t.cached_on)];
+      seq.moved = std::min(t.cached_tokens, seq.context);
+      ready += model::KvTransferTime(cost_, seq.moved, from.spec.node == instance.spec.node);
+      ++stats_.kv_moves;
+    }
+    DropCache(t);  // a copy on another instance is of no use now (or moved)
   }
-  instance.waiting.push_back(seq);
-  return Kick(instance, queue_.now());
+  if (ready > now) {
+    const uint64_t arrival = next_arrival_++;
+    arrivals_.emplace(arrival, std::make_pair(static_cast<size_t>(index), seq));
+    Pending p;
+    p.kind = Kind::kArrive;
+    p.generation = arrival;
+    queue_.Push(ready, kRankArrive, p);
+    return Status();
+  }
+  Enqueue(instance, seq, false);
+  return Kick(instance, now);
+}
+
+Status ClusterSim::Arrive(uint64_t arrival, double now) {
+  auto it = arrivals_.find(arrival);
+  if (it == arrivals_.end()) return Status::Internal("sim: unknown arrival");
+  Instance& instance = instances_[it->second.first];
+  Enqueue(instance, it->second.second, false);
+  arrivals_.erase(it);
+  return Kick(instance, now);
+}
+
+void ClusterSim::Enqueue(Instance& instance, const Seq& seq, bool front) {
+  std::deque<Seq>& waiting = instance.waiting;
+  if (front) {
+    auto it = waiting.begin();
+    while (it != waiting.end() && it->priority > seq.priority) ++it;
+    waiting.insert(it, seq);
+  } else {
+    auto it = waiting.end();
+    while (it != waiting.begin() && std::prev(it)->priority < seq.priority) --it;
+    waiting.insert(it, seq);
+  }
 }
 
 Status ClusterSim::RunTool(const backend::RunTool& tool) {
@@ -171,6 +221,7 @@ Status ClusterSim::RunTool(const backend::RunTool& tool) {
   }
   Trajectory& t = it->second;
   t.awaiting_tool = false;
+  t.tool_called_at = queue_.now();
   const double latency = t.script.turns[static_cast<size_t>(t.next_turn - 1)].tool_latency_s;
   if (spec_.tool_concurrency > 0 && tools_running_ >= spec_.tool_concurrency) {
     tool_queue_.emplace_back(&t, latency);
@@ -323,8 +374,11 @@ void ClusterSim::DropCache(Trajectory& t) {
 }
 
 Status ClusterSim::Admit(Instance& instance) {
-  while (!instance.waiting.empty() &&
-         static_cast<int>(instance.running.size()) < spec_.max_num_seqs) {
+  while (!instance.waiting.empty()) {
+    if (static_cast<int>(instance.running.size()) >= spec_.max_num_seqs) {
+      if (PreemptForPriority(instance)) continue;
+      break;
+    }
     Seq& seq = instance.waiting.front();
     int64_t claimed = 0;  // tokens of its cached prefix, already counted in `used`
     Trajectory& t = *seq.trajectory;
@@ -360,6 +414,7 @@ Status ClusterSim::Admit(Instance& instance) {
       ++stats_.evictions;
     }
     if (!fits()) {
+      if (PreemptForPriority(instance)) continue;
       if (instance.running.empty() && instance.cached <= (seq.cached_prefix ? 1u : 0u)) {
         return Status::Backend(
             "sim", StrFormat("trajectory %lld needs %lld tokens of KV cache, more than a TP-%d "
@@ -375,7 +430,8 @@ Status ClusterSim::Admit(Instance& instance) {
       ++stats_.prefix_hits;
     }
     instance.used += needed;
-    seq.prefill_left = needed;
+    seq.prefill_left = needed - std::min(seq.moved, needed);  // moved KV is not prefilled
+    seq.moved = 0;
     seq.order = next_order_++;
     instance.running.push_back(seq);
     instance.waiting.pop_front();
@@ -385,15 +441,46 @@ Status ClusterSim::Admit(Instance& instance) {
 
 bool ClusterSim::Preempt(Instance& instance) {
   if (instance.running.empty()) return false;
+  // The lowest priority, then the most recently admitted (without priorities: the latter).
   auto last = std::max_element(instance.running.begin(), instance.running.end(),
-                               [](const Seq& a, const Seq& b) { return a.order < b.order; });
+                               [](const Seq& a, const Seq& b) {
+                                 if (a.priority != b.priority) return a.priority > b.priority;
+                                 return a.order < b.order;
+                               });
   Seq seq = *last;
   instance.running.erase(last);
   instance.used -= seq.context;
   // Its KV is lost: it is recomputed from the whole context when readmitted.
   seq.cached_prefix = false;
-  instance.waiting.push_front(seq);
+  Enqueue(instance, seq, true);
   ++stats_.preemptions;
+  return true;
+}
+
+bool ClusterSim::PreemptForPriority(Instance& instance) {
+  const double head = instance.waiting.front().priority;
+  auto victim = instance.running.end();
+  for (auto it = instance.running.begin(); it != instance.running.end(); ++it) {
+    if (it->priority >= head) continue;
+    if (victim == instance.running.end() || it->priority < victim->priority ||
+        (it->priority == victim->priority && it->order > victim->order)) {
+      victim = it;
+    }
+  }
+  if (victim == instance.running.end()) return false;
+  Seq seq = *victim;
+  instance.running.erase(victim);
+  instance.used -= seq.context;
+  // What it computed stays in the prefix cache (evicted least recently used first, like a
+  // context waiting for a tool); readmitted, it prefills only what was evicted or not done.
+  const int64_t computed = seq.context - seq.prefill_left;
+  seq.cached_prefix = spec_.kv_policy == "cache" && computed > 0;
+  if (seq.cached_prefix) {
+    Cache(instance, *seq.trajectory, computed);
+    instance.used += computed;
+  }
+  Enqueue(instance, seq, true);
+  ++stats_.priority_preemptions;
   return true;
 }
 
@@ -564,6 +651,7 @@ Status ClusterSim::Handle(const EventQueue<Pending>::Entry& entry,
     if (p.generation != instance.generation) return Status();  // superseded by a cut
     return Boundary(instance, entry.at, out);
   }
+  if (p.kind == Kind::kArrive) return Arrive(p.generation, entry.at);
   out->push_back(std::move(parked_[p.index]));
   free_slots_.push_back(p.index);
   if (p.kind == Kind::kTool) {

@@ -77,7 +77,7 @@ TEST_F(CmdRunTest, CompareSystemsSelectsAndOrders) {
             "libra: error: --systems: 'nope' is neither a system of quickstart.toml (async-split, "
             "sync-colocated, sync-split, libra) nor a named system (libra, libra-no-ehp, "
             "libra-ref, libra-homogeneous, verl-sync, disagg-static, verl-dynamic, areal-async, "
-            "sortedrl)\n");
+            "sortedrl, heddle)\n");
 }
 
 TEST_F(CmdRunTest, CompareRunsNamedSystemsTheRecipeDoesNotList) {

@@ -75,10 +75,10 @@ TEST(RunnerTest, ValidateWithRegistriesReportsPolicyProblems) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"system.router=fastest",
        "--set system.router=fastest: system.router: unknown router 'fastest' (known: cmlfq, "
-       "la-mlfq, least-conn, length-aware, oracle-length, round-robin, sorted)"},
+       "heddle, la-mlfq, least-conn, length-aware, oracle-length, round-robin, sorted)"},
       {"baselines[0].planner=gpr",
        "--set baselines[0].planner=gpr: baselines[0].planner: unknown planner 'gpr' (known: "
-       "colocated, grp, libra-ref, no-ehp, static); did you mean 'grp'?"},
+       "colocated, grp, heddle, libra-ref, no-ehp, static); did you mean 'grp'?"},
       {"system.planner_options.train_gpu=3",
        "--set system.planner_options.train_gpu=3: system.planner_options.train_gpu: unknown "
        "option; did you mean 'train_gpus'? (known: lend_idle_trainer, reclaim_at, rollout_tp, "
@@ -230,13 +230,14 @@ TEST(RunnerTest, ComparisonRunsShareTheWorkload) {
 }
 
 TEST(RunnerTest, SynchronousColocatedBaselineIsRolloutBound) {
-  // The paper's setting (Qwen3-14B, 48 A800, r2e-gym): the synchronous colocated baseline spends
+  // The paper's setting (Qwen3-14B, 48 A800, r2e-gym; the ablation recipe's colocated-sync, TP1
+  // instances): the synchronous colocated baseline spends
   // 70-90% of each step in rollout, the share real synchronous systems report (performance.md
   // §3.4), with default parameters; GPU utilisation is recorded and below 1.
   test::ScopedTempDir dir;
   auto store = store::Store::Open(dir.File("r.db"));
   ASSERT_OK(store);
-  auto parsed = recipe::ParseRecipeFile(test::SourcePath("recipes/paper/r2e-gym-qwen3-14b.toml"),
+  auto parsed = recipe::ParseRecipeFile(test::SourcePath("recipes/paper/r2e-gym-ablations.toml"),
                                         {"steps=6"});
   ASSERT_OK(parsed);
   ASSERT_TRUE(parsed->diagnostics.empty());
@@ -526,6 +527,42 @@ TEST(RunnerTest, VerlDynamicLendsIdleTrainerGpusToRollout) {
   EXPECT_GT(lent_turns, 0);
   for (const store::StepRecord& s : run->steps) EXPECT_EQ(s.train_gpus, 8);
   ExpectCompleteGroups(*run, 16, 8);
+}
+
+TEST(RunnerTest, HeddleIsDeterministicAndUsesItsMechanisms) {
+  // heddle (its resource manager as planner, its scheduler as router): two runs of the same
+  // seed record the same rows; the planner chose a TP mix by its group model, and the router
+  // predicted every turn, placed first turns by rank and migrated some trajectories at tool
+  // returns (the trajectory records show turns on another instance).
+  const std::vector<std::string> sets = {"steps=6", "sim.record_events=true"};
+  auto a = RunNamed("heddle", sets);
+  auto b = RunNamed("heddle", sets);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->steps, b->steps);
+  EXPECT_EQ(a->trajectories, b->trajectories);
+  EXPECT_EQ(a->decisions, b->decisions);
+  EXPECT_EQ(a->events, b->events);
+  auto metrics = a->store->RouterMetrics(a->run);
+  ASSERT_OK(metrics);
+  EXPECT_EQ(*metrics, *b->store->RouterMetrics(b->run));
+
+  ASSERT_FALSE(a->decisions.empty());
+  EXPECT_EQ(a->decisions[0].planner, "heddle");
+  EXPECT_NE(a->decisions[0].reason.find("TP mixes"), std::string::npos) << a->decisions[0].reason;
+  std::map<std::string, double> last;
+  for (const auto& [step, name, value] : *metrics) {
+    if (step == 5) last[name] = value;
+  }
+  EXPECT_GT(last["routes"], 0);
+  EXPECT_EQ(last["predictions"], last["routes"]);
+  EXPECT_EQ(last["predictions/history"], 0);  // the simulator's truth plus noise
+  EXPECT_GT(last["placements"], 0);
+  EXPECT_GT(last["migrations"], 0);
+  int migrated = 0;
+  for (const store::TrajectoryRecord& t : a->trajectories) migrated += t.migrations > 0;
+  EXPECT_GT(migrated, 0);
+  ExpectCompleteGroups(*a, 16, 8);
 }
 
 TEST(RunnerTest, LibraHomogeneousUsesOneRolloutTpSize) {

@@ -42,6 +42,9 @@ preset = "sortedrl"
 
 [[baselines]]
 preset = "verl-dynamic"
+
+[[baselines]]
+preset = "heddle"
 )";
 
 recipe::Recipe Parse(const std::vector<std::string>& sets = {}) {
@@ -97,6 +100,16 @@ TEST(TuningTest, EachPeerDeclaresTheKnobsOfItsRealSystem) {
   auto dynamic = KnobsFor(r, System(r, "verl-dynamic"));
   ASSERT_OK(dynamic);
   EXPECT_EQ(Values(*dynamic)["reclaim_at"], (std::vector<double>{1.0, 0.9, 0.75, 0.5}));
+  // Heddle's resource manager picks its TP mix itself: the user sets the pool and the largest
+  // MP degree it may use (the paper's Fix-1 .. Fix-8 range); its staleness is the recipe's.
+  auto heddle = KnobsFor(r, System(r, "heddle"));
+  ASSERT_OK(heddle);
+  EXPECT_EQ(Values(*heddle), (std::map<std::string, std::vector<double>>{
+                                 {"train_gpus", {8, 16, 24, 32, 40}}, {"max_tp", {1, 2, 4, 8}}}));
+  const recipe::SystemSpec fix1 =
+      ApplyConfiguration(System(r, "heddle"), heddle->At(0));  // train_gpus 8, max_tp 1
+  ASSERT_NE(fix1.planner_options.Find("max_tp"), nullptr);
+  EXPECT_EQ(fix1.planner_options.Find("max_tp")->int_value, 1);
 }
 
 TEST(TuningTest, SmallClustersSplitByHalfNodes) {

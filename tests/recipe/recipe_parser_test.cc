@@ -343,7 +343,7 @@ TEST(RecipeParserTest, UnknownPresetSuggestsTheClosest) {
   EXPECT_NE(Messages(*parsed)[0].find(
                 "baselines[0].preset: unknown preset 'verl_sync' (known: "
                 "libra, libra-no-ehp, libra-ref, libra-homogeneous, verl-sync, disagg-static, "
-                "verl-dynamic, areal-async, sortedrl); "
+                "verl-dynamic, areal-async, sortedrl, heddle); "
                 "did you mean 'verl-sync'?"),
             std::string::npos)
       << Messages(*parsed)[0];
