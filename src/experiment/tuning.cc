@@ -95,6 +95,24 @@ bool LendsIdleTrainer(const recipe::SystemSpec& s) {
 }
 
 /// The split granularity: whole nodes on clusters of four nodes or more, half nodes below.
+/// The TP sizes an instance of the recipe's cluster can have: 1, 2, 4 and 8 that divide a node.
+std::vector<OptionValue> TpCandidates(const recipe::Recipe& r) {
+  std::vector<OptionValue> v;
+  for (int tp : {1, 2, 4, 8}) {
+    if (r.cluster.gpus_per_node % tp == 0) v.push_back(IntValue(tp));
+  }
+  return v;
+}
+
+/// Empty when `tp` is one of TpCandidates(r); else why not, naming the knob as `what`.
+std::string TpProblem(const recipe::Recipe& r, const char* what, double tp) {
+  const bool power = tp == 1 || tp == 2 || tp == 4 || tp == 8;
+  if (power && r.cluster.gpus_per_node % static_cast<int>(tp) == 0) return "";
+  return StrFormat("%s %g cannot fit the cluster: it must be 1, 2, 4 or 8 and divide its %d GPUs "
+                   "per node",
+                   what, tp, r.cluster.gpus_per_node);
+}
+
 int SplitUnit(const recipe::Recipe& r) {
   const int gpn = std::max(1, r.cluster.gpus_per_node);
   return r.cluster.nodes >= 4 ? gpn : std::max(1, gpn / 2);
@@ -123,35 +141,15 @@ const std::vector<KnobDef>& KnobDefs() {
          return PlannerIs(s, {"static", "colocated"}) &&
                 s.planner_options.Find("rollout_tps") == nullptr;
        },
-       [](const recipe::Recipe& r, const recipe::SystemSpec&) {
-         std::vector<OptionValue> v;
-         for (int tp : {1, 2, 4, 8}) {
-           if (r.cluster.gpus_per_node % tp == 0) v.push_back(IntValue(tp));
-         }
-         return v;
-       },
-       [](const recipe::Recipe& r, const recipe::SystemSpec&, double tp) -> std::string {
-         const bool power = tp == 1 || tp == 2 || tp == 4 || tp == 8;
-         if (power && r.cluster.gpus_per_node % static_cast<int>(tp) == 0) return "";
-         return StrFormat("rollout TP %g cannot fit the cluster: it must be 1, 2, 4 or 8 and "
-                          "divide its %d GPUs per node",
-                          tp, r.cluster.gpus_per_node);
+       [](const recipe::Recipe& r, const recipe::SystemSpec&) { return TpCandidates(r); },
+       [](const recipe::Recipe& r, const recipe::SystemSpec&, double tp) {
+         return TpProblem(r, "rollout TP", tp);
        }},
       {"max_tp", Target::kPlannerOption, "max_tp", true,
        [](const recipe::Recipe&, const recipe::SystemSpec& s) { return PlannerIs(s, {"heddle"}); },
-       [](const recipe::Recipe& r, const recipe::SystemSpec&) {
-         std::vector<OptionValue> v;
-         for (int tp : {1, 2, 4, 8}) {
-           if (r.cluster.gpus_per_node % tp == 0) v.push_back(IntValue(tp));
-         }
-         return v;
-       },
-       [](const recipe::Recipe& r, const recipe::SystemSpec&, double tp) -> std::string {
-         const bool power = tp == 1 || tp == 2 || tp == 4 || tp == 8;
-         if (power && r.cluster.gpus_per_node % static_cast<int>(tp) == 0) return "";
-         return StrFormat("largest rollout TP %g cannot fit the cluster: it must be 1, 2, 4 or 8 "
-                          "and divide its %d GPUs per node",
-                          tp, r.cluster.gpus_per_node);
+       [](const recipe::Recipe& r, const recipe::SystemSpec&) { return TpCandidates(r); },
+       [](const recipe::Recipe& r, const recipe::SystemSpec&, double tp) {
+         return TpProblem(r, "largest rollout TP", tp);
        }},
       {"reclaim_at", Target::kPlannerOption, "reclaim_at", false,
        [](const recipe::Recipe&, const recipe::SystemSpec& s) {
