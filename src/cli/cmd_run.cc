@@ -4,6 +4,7 @@
 
 #include "cli/common.h"
 #include "cli/exit_codes.h"
+#include "common/json.h"
 #include "common/strings.h"
 #include "recipe/presets.h"
 #include "recipe/recipe_parser.h"
@@ -19,11 +20,36 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
                const std::vector<const recipe::SystemSpec*>& systems, bool compare, int repeat = 1,
                std::optional<double> reward_target = std::nullopt,
                std::optional<int64_t> resume_run = std::nullopt) {
-  auto store = store::Store::Open(options.db);
+  auto format = ChosenFormat(options.output);
+  if (!format.ok()) return Fail(io, format.status());
+  if (options.log_format != "text" && options.log_format != "json") {
+    return Fail(io, Status::InvalidArgument("--log-format must be text or json (got '" +
+                                            options.log_format + "')"));
+  }
+  const bool json_log = options.log_format == "json";
+  // The step and run lines are a log: with tables for scripts on stdout, they go to stderr.
+  std::ostream& log = report::IsDataFormat(*format) ? io.err : io.out;
+  // Each system's resolved recipe, before anything is recorded: a recipe that cannot be resolved
+  // is an error of the recipe.
+  std::vector<std::vector<std::string>> resolved(static_cast<size_t>(repeat));
+  std::vector<recipe::Recipe> seeded;
+  for (int k = 0; k < repeat; ++k) {
+    // Seed k of a repeat runs the recipe with seed + k; the systems share each seed's workload.
+    seeded.push_back(recipe);
+    seeded.back().seed = recipe.seed + static_cast<uint64_t>(k);
+  }
+  for (int k = 0; k < repeat; ++k) {
+    for (const recipe::SystemSpec* system : systems) {
+      auto text = ResolveRecipe(seeded[static_cast<size_t>(k)], *system);
+      if (!text.ok()) return Fail(io, text.status());
+      resolved[static_cast<size_t>(k)].push_back(std::move(*text));
+    }
+  }
+  auto store = OpenStore(options.db, /*create_if_missing=*/true);
   if (!store.ok()) return Fail(io, store.status());
   std::optional<int64_t> comparison_id;
   if (compare) {
-    auto id = (*store)->CreateComparison(recipe.name, experiment::NowIso8601());
+    auto id = (*store)->CreateComparison(recipe.name, experiment::NowIso8601(), repeat);
     if (!id.ok()) return Fail(io, id.status());
     comparison_id = *id;
   }
@@ -32,50 +58,61 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
   const experiment::BackendFactory backend = MakeBackendFactory(options.db);
   std::vector<report::RunView> views;
   int exit_code = kExitOk;
-  // Seed k of a repeat runs the recipe with seed + k; the systems share each seed's workload.
-  std::vector<recipe::Recipe> seeded;
-  for (int k = 0; k < repeat; ++k) {
-    seeded.push_back(recipe);
-    seeded.back().seed = recipe.seed + static_cast<uint64_t>(k);
-  }
-  // A system does not depend on the seed, so each one runs against every seeded copy.
-  std::vector<std::pair<const recipe::Recipe*, const recipe::SystemSpec*>> work;
-  for (const recipe::Recipe& r : seeded) {
-    for (const recipe::SystemSpec* system : systems) work.emplace_back(&r, system);
-  }
-  for (const auto& [run_recipe, system] : work) {
-    ProgressLine progress(io, !options.quiet, recipe.name + "/" + system->name,
-                          recipe.backend == "sim");
-    experiment::RunRequest request;
-    request.recipe = run_recipe;
-    request.system = system;
-    request.comparison_id = comparison_id;
-    request.interrupted = &InterruptGuard::Interrupted;
-    request.progress = [&](const experiment::Progress& p) { progress.Update(p); };
-    request.resume_run = resume_run;
-    auto outcome = experiment::RunSystem(**store, request, backend);
-    progress.Clear();
-    if (!outcome.ok()) return Fail(io, outcome.status());
-    // Read back from the store, so that what is printed is what was recorded.
-    auto view = report::ReadRunView(**store, outcome->run_id);
-    if (!view.ok()) return Fail(io, view.status());
-    if (!options.quiet) io.out << report::RunHeadline(view->run) << "\n";
-    views.push_back(std::move(*view));
-    if (!outcome->status.ok()) {
+  for (size_t k = 0; k < seeded.size() && exit_code != kExitInterrupted; ++k) {
+    for (size_t i = 0; i < systems.size(); ++i) {
+      const recipe::SystemSpec* system = systems[i];
+      StepLog steps(io, !options.quiet, json_log, log, recipe.name + "/" + system->name,
+                    recipe.backend == "sim");
+      experiment::RunRequest request;
+      request.recipe = &seeded[k];
+      request.system = system;
+      request.comparison_id = comparison_id;
+      request.interrupted = &InterruptGuard::Interrupted;
+      request.progress = [&](const experiment::Progress& p) { steps.Update(p); };
+      request.resume_run = resume_run;
+      request.resolved_recipe = resolved[k][i];
+      auto outcome = experiment::RunSystem(**store, request, backend);
+      steps.Clear();
+      if (!outcome.ok()) return Fail(io, outcome.status());
+      // Read back from the store, so that what is printed is what was recorded.
+      auto view = report::ReadRunView(**store, outcome->run_id);
+      if (!view.ok()) return Fail(io, view.status());
+      if (!options.quiet) {
+        if (json_log) {
+          log << ToJson(JsonValue::MakeObject({{"event", "run"},
+                                               {"run", view->run.id},
+                                               {"system", view->run.system},
+                                               {"seed", static_cast<int64_t>(view->run.seed)},
+                                               {"status", view->run.status},
+                                               {"error", view->run.error}}))
+              << "\n";
+        } else {
+          log << report::RunHeadline(view->run) << "\n";
+        }
+        log << std::flush;
+      }
+      views.push_back(std::move(*view));
+      if (outcome->status.ok()) continue;
       exit_code = ExitCodeFor(outcome->status);
       if (outcome->status.code() != StatusCode::kInterrupted) {
         io.err << "libra: run " << outcome->run_id << " (" << system->name
                << ") failed: " << outcome->status.message() << "\n";
-      } else {
-        io.err << "libra: interrupted; run " << outcome->run_id << " is recorded as interrupted in "
-               << options.db << " (continue it: libra run --resume " << outcome->run_id << " --db "
-               << options.db << ")\n";
-        break;
+        continue;
       }
+      io.err << "libra: interrupted; run " << outcome->run_id << " is recorded as interrupted in "
+             << options.db << " (continue it: libra run --resume " << outcome->run_id
+             << DbFlag(options.db) << ")\n";
+      break;
     }
   }
   if (options.quiet) return exit_code;
 
+  report::Document doc;
+  doc.AddField("db", options.db);
+  std::vector<int64_t> ids;
+  for (const report::RunView& v : views) ids.push_back(v.run.id);
+  doc.AddField("runs", JsonValue::MakeArray({ids.begin(), ids.end()}));
+  if (comparison_id) doc.AddField("comparison", *comparison_id);
   std::optional<size_t> baseline;
   if (compare && views.size() > 1) baseline = 1;  // speedups are over the first baseline
   if (repeat > 1) {
@@ -83,33 +120,32 @@ int RunSystems(const RecipeOptions& options, const Io& io, const recipe::Recipe&
     for (const recipe::SystemSpec* s : systems) names.push_back(s->name);
     std::optional<std::string> base;
     if (names.size() > 1) base = names[1];
-    io.out << "\n"
-           << report::RepeatTable(views, names, base).Render(report::Format::kText)
-           << StrFormat("(%d seeds from %llu; speedup: mean of the per-seed ratios over %s)\n",
-                        repeat, static_cast<unsigned long long>(recipe.seed),
-                        base ? base->c_str() : "-");
-  } else {
-    io.out << "\n"
-           << report::SummaryTable(views, baseline, reward_target).Render(report::Format::kText);
+    doc.AddTable("repeat", "", report::RepeatTable(views, names, base));
+    doc.AddNote(report::RepeatCaption(repeat, recipe.seed, base));
   }
+  doc.AddTable("summary", "", report::SummaryTable(views, baseline, reward_target),
+               repeat > 1 ? report::Document::Shown::kDataOnly : report::Document::Shown::kAlways);
+  if (report::IsDataFormat(*format)) {
+    const int printed = Print(io, doc, options.output);
+    return exit_code != kExitOk ? exit_code : printed;
+  }
+  io.out << "\n";
+  if (const int printed = Print(io, doc, options.output); printed != kExitOk) return printed;
   if (compare) {
-    io.out << StrFormat("\ncomparison %lld recorded in %s; `libra report` shows it again\n",
-                        static_cast<long long>(*comparison_id), options.db.c_str());
-  } else {
-    io.out << StrFormat("\nrecorded in %s; `libra report %lld` shows the steps\n",
-                        options.db.c_str(), static_cast<long long>(views.front().run.id));
+    io.out << StrFormat("\ncomparison %lld recorded in %s; `libra report%s` shows it again\n",
+                        static_cast<long long>(*comparison_id), options.db.c_str(),
+                        DbFlag(options.db).c_str());
+  } else if (!views.empty()) {
+    io.out << StrFormat("\nrecorded in %s; `libra report %lld%s` shows the steps\n",
+                        options.db.c_str(), static_cast<long long>(views.front().run.id),
+                        DbFlag(options.db).c_str());
   }
   return exit_code;
 }
 
 // `libra run --resume RUN`: the run's recipe as recorded, and its system.
 int ResumeRun(const RecipeOptions& options, const Io& io) {
-  if (!options.recipe.empty() || options.seed || options.steps || !options.sets.empty()) {
-    return Fail(io, Status::InvalidArgument(
-                        "--resume continues a run with the recipe it recorded: give no RECIPE, "
-                        "--seed, --steps or --set"));
-  }
-  auto store = store::Store::Open(options.db, store::Store::Options{.create_if_missing = false});
+  auto store = OpenStore(options.db, /*create_if_missing=*/false);
   if (!store.ok()) return Fail(io, store.status());
   auto run = (*store)->GetRun(*options.resume);
   if (!run.ok()) return Fail(io, run.status());

@@ -288,6 +288,7 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   info.gpus = recipe.cluster.total_gpus();
   info.recipe_source = recipe.source;
   info.recipe_toml = recipe.effective_toml;
+  info.resolved_recipe = request.resolved_recipe;
   info.git_revision = LIBRA_GIT_REVISION;
   info.libra_version = LIBRA_VERSION;
   info.started_at = NowIso8601();
@@ -367,7 +368,15 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
       recorder = std::make_unique<StoreRecorder>(store, run_id);
     }
     Coordinator coordinator(config, *workload, *router, *planner, *backend, *recorder);
-    return coordinator.Run(request.interrupted, request.progress);
+    std::function<void(const Progress&)> progress;
+    if (request.progress) {
+      progress = [&](const Progress& p) {
+        Progress with_id = p;
+        with_id.run_id = run_id;
+        request.progress(with_id);
+      };
+    }
+    return coordinator.Run(request.interrupted, progress);
   };
   Result<RunSummary> summary = run();
   const char* status = store::kRunOk;

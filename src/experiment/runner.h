@@ -78,6 +78,8 @@ struct RunRequest {
   /// checked against its record) and records the rest; the cluster backend restarts from the
   /// checkpoint of the last recorded step. `system` must be the run's.
   std::optional<int64_t> resume_run;
+  /// The run's fully resolved recipe, recorded with it (runs.resolved_recipe).
+  std::string resolved_recipe;
 };
 
 struct RunOutcome {

@@ -58,6 +58,14 @@ RunMetrics ComputeMetrics(const RunView& view) {
 
 namespace {
 
+/// A seed as a number (uint64: beyond what Cell::Integer holds).
+Cell SeedCell(uint64_t seed) {
+  Cell cell = Cell::Integer(0);
+  cell.text = std::to_string(seed);
+  cell.value = static_cast<double>(seed);
+  return cell;
+}
+
 /// The reward of each step, averaged with the two before it (fewer at the start).
 std::vector<double> SmoothedRewards(const RunView& view) {
   std::vector<double> out;
@@ -82,14 +90,22 @@ std::optional<double> TimeToReward(const RunView& view, double target) {
 
 Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline,
                    std::optional<double> reward_target) {
+  using Shown = Column::Shown;
   std::vector<Column> columns = {
       {"run", "run", true},
+      {.key = "name", .header = "name", .shown = Shown::kData},
       {"system", "system", false},
+      {.key = "seed", .header = "seed", .right_align = true, .shown = Shown::kData},
       {"status", "status", false},
       {"steps", "steps", true},
       {"elapsed_s", "time s", true},
+      {.key = "trajectories", .header = "trajectories", .right_align = true, .shown = Shown::kData},
+      {.key = "generated_tokens",
+       .header = "generated tokens",
+       .right_align = true,
+       .shown = Shown::kData},
       {"trajectories_per_s", "traj/s", true},
-      {"tokens_per_s_per_gpu", "tok/s/GPU", true},
+      {"generated_tokens_per_s_per_gpu", "gen tok/s/GPU", true},
       {"gpu_util", "GPU util", true},
       {"step_s", "step s", true},
       {"rollout_s", "rollout s", true},
@@ -98,10 +114,18 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       {"wait_s", "wait s", true},
       {"final_reward", "reward", true},
       {"of_bound", "of bound", true},
+      {.key = "throughput_bound",
+       .header = "bound traj/s",
+       .right_align = true,
+       .shown = Shown::kData},
   };
   std::optional<double> reference;
   std::optional<double> target = reward_target;  // default: the lowest smoothed-reward peak
   if (baseline && *baseline < runs.size()) {
+    columns.push_back({.key = "reward_target",
+                       .header = "reward target",
+                       .right_align = true,
+                       .shown = Shown::kData});
     columns.push_back({"time_to_reward_s", "to reward s", true});
     columns.push_back({"speedup", "speedup", true});
     reference = ComputeMetrics(runs[*baseline]).trajectories_per_s;
@@ -118,10 +142,14 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
     const RunMetrics m = ComputeMetrics(view);
     std::vector<Cell> row = {
         Cell::Integer(view.run.id),
+        Cell::Text(view.run.name),
         Cell::Text(view.run.system),
+        SeedCell(view.run.seed),
         Cell::Text(view.run.status),
         Cell::Integer(m.steps),
         Cell::Number(m.elapsed_s, 1),
+        Cell::Integer(m.trajectories),
+        Cell::Integer(m.generated_tokens),
         Cell::Number(m.trajectories_per_s, 3),
         Cell::Number(m.tokens_per_s_per_gpu, 1),
         Cell::Number(m.gpu_util, 2),
@@ -135,12 +163,14 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
                          ? std::optional<double>(*m.trajectories_per_s / *view.run.throughput_bound)
                          : std::nullopt,
                      2),
+        Cell::Number(view.run.throughput_bound, 3),
     };
     if (baseline && *baseline < runs.size()) {
       std::optional<double> speedup;
       if (reference && *reference > 0 && m.trajectories_per_s) {
         speedup = *m.trajectories_per_s / *reference;
       }
+      row.push_back(Cell::Number(target, 3));
       row.push_back(Cell::Number(target ? TimeToReward(view, *target) : std::nullopt, 1));
       row.push_back(Cell::Number(speedup, 2));
     }
@@ -206,44 +236,79 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
   return table;
 }
 
+std::string RepeatCaption(int seeds, uint64_t first_seed,
+                          const std::optional<std::string>& baseline) {
+  return StrFormat("(%d seeds from %llu; speedup: mean of the per-seed ratios over %s)", seeds,
+                   static_cast<unsigned long long>(first_seed), baseline ? baseline->c_str() : "-");
+}
+
 Table StepTable(const RunView& view) {
+  using Shown = Column::Shown;
   Table table({
       {"step", "step", true},
+      {.key = "start_s", .header = "start s", .right_align = true, .shown = Shown::kData},
       {"end_s", "end s", true},
+      {.key = "step_s", .header = "step s", .right_align = true, .shown = Shown::kData},
       {"rollout_s", "rollout s", true},
       {"train_s", "train s", true},
       {"sync_s", "sync s", true},
       {"wait_s", "wait s", true},
       {"trajectories", "traj", true},
       {"turns", "turns", true},
+      {.key = "tool_calls", .header = "tool calls", .right_align = true, .shown = Shown::kData},
+      {.key = "prompt_tokens",
+       .header = "prompt tokens",
+       .right_align = true,
+       .shown = Shown::kData},
       {"generated_tokens", "gen tokens", true},
       {"reward_mean", "reward", true},
+      {.key = "policy_version", .header = "version", .right_align = true, .shown = Shown::kData},
       {"max_lag", "max lag", true},
-      {"layout", "train/rollout GPUs", true},
+      {.key = "gpus",
+       .header = "train/ rollout GPUs",
+       .right_align = true,
+       .shown = Shown::kReading},
+      {.key = "train_gpus", .header = "train GPUs", .right_align = true, .shown = Shown::kData},
+      {.key = "rollout_gpus", .header = "rollout GPUs", .right_align = true, .shown = Shown::kData},
+      {.key = "gpu_util", .header = "GPU util", .right_align = true, .shown = Shown::kData},
+      {.key = "idle_gpu_s", .header = "idle GPU-s", .right_align = true, .shown = Shown::kData},
+      {.key = "predicted_step_s",
+       .header = "predicted step s",
+       .right_align = true,
+       .shown = Shown::kData},
   });
   for (const store::StepRecord& s : view.steps) {
     table.AddRow({
         Cell::Integer(s.step),
+        Cell::Number(s.start_s, 1),
         Cell::Number(s.end_s, 1),
+        Cell::Number(s.end_s - s.start_s, 1),
         Cell::Number(s.rollout_s, 1),
         Cell::Number(s.train_s, 1),
         Cell::Number(s.sync_s, 1),
         Cell::Number(s.wait_s, 1),
         Cell::Integer(s.trajectories),
         Cell::Integer(s.turns),
+        Cell::Integer(s.tool_calls),
+        Cell::Integer(s.prompt_tokens),
         Cell::Integer(s.generated_tokens),
         Cell::Number(s.reward_mean, 3),
+        Cell::Integer(s.policy_version),
         Cell::Integer(s.max_lag),
         Cell::Text(StrFormat("%d/%d", s.train_gpus, s.rollout_gpus)),
+        Cell::Integer(s.train_gpus),
+        Cell::Integer(s.rollout_gpus),
+        Cell::Number(s.gpu_util, 2),
+        Cell::Number(s.idle_gpu_s, 1),
+        Cell::Number(s.predicted_step_s, 1),
     });
   }
   return table;
 }
 
 Table RouterActivityTable(const std::vector<std::tuple<int, std::string, double>>& metrics) {
-  Table table({{"metric", "router counter", false},
-               {"final", "after the last step", true},
-               {"max", "largest", true}});
+  Table table(
+      {{"metric", "router counter", false}, {"final", "final", true}, {"max", "largest", true}});
   std::map<std::string, std::pair<double, double>> by_name;  // name -> (last, max)
   for (const auto& [step, name, value] : metrics) {
     auto [it, fresh] = by_name.try_emplace(name, value, value);
@@ -262,13 +327,13 @@ Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
                {"at_s", "at s", true},
                {"trigger", "trigger", false},
                {"applied", "applied", false},
-               {"layout", "layout", false},
+               {.key = "layout", .header = "layout", .wrap = 30},
                {"predicted_step_s", "predicted step s", true},
                {"current_step_s", "current step s", true},
                {"gain_s", "gain s", true},
                {"transition_s", "transition s", true},
                {"measured_step_s", "measured step s", true},
-               {"reason", "reason", false}});
+               {.key = "reason", .header = "reason", .below = true}});
   for (size_t i = 0; i < decisions.size(); ++i) {
     const store::DecisionRecord& d = decisions[i];
     std::optional<double> measured;
@@ -300,29 +365,45 @@ Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
   return table;
 }
 
-Table ListTable(const std::vector<store::RunInfo>& runs) {
+Table ListTable(const std::vector<store::RunInfo>& runs, const std::map<int64_t, int>& steps_done) {
+  using Shown = Column::Shown;
   Table table({
       {"run", "run", true},
       {"name", "name", false},
       {"system", "system", false},
       {"backend", "backend", false},
+      {.key = "seed", .header = "seed", .right_align = true, .shown = Shown::kData},
       {"started_at", "started (UTC)", false},
-      {"steps", "steps", true},
+      {.key = "ended_at", .header = "ended (UTC)", .shown = Shown::kData},
+      {.key = "steps", .header = "steps", .right_align = true, .shown = Shown::kReading},
+      {.key = "steps_done", .header = "steps done", .right_align = true, .shown = Shown::kData},
+      {.key = "steps_planned",
+       .header = "steps planned",
+       .right_align = true,
+       .shown = Shown::kData},
       {"status", "status", false},
       {"comparison", "comparison", true},
+      {.key = "error", .header = "error", .shown = Shown::kData},
   });
   for (const store::RunInfo& r : runs) {
     std::optional<long long> comparison;
     if (r.comparison_id) comparison = *r.comparison_id;
+    const auto done = steps_done.find(r.id);
+    const int steps = done == steps_done.end() ? 0 : done->second;
     table.AddRow({
         Cell::Integer(r.id),
         Cell::Text(r.name),
         Cell::Text(r.system),
         Cell::Text(r.backend),
+        SeedCell(r.seed),
         Cell::Text(r.started_at),
+        r.ended_at.empty() ? Cell::Missing() : Cell::Text(r.ended_at),
+        Cell::Text(StrFormat("%d/%d", steps, r.steps_planned)),
+        Cell::Integer(steps),
         Cell::Integer(r.steps_planned),
         Cell::Text(r.status),
         Cell::Integer(comparison),
+        Cell::Text(r.error),
     });
   }
   return table;

@@ -3,6 +3,7 @@
 // numbers as the run printed.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -65,6 +66,11 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
 Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems,
                   const std::optional<std::string>& baseline);
 
+/// The line under a repeat table: "(3 seeds from 1; speedup: mean of the per-seed ratios over
+/// sync-split)".
+std::string RepeatCaption(int seeds, uint64_t first_seed,
+                          const std::optional<std::string>& baseline);
+
 /// One row per step of a run.
 Table StepTable(const RunView& view);
 
@@ -79,8 +85,9 @@ Table RouterActivityTable(const std::vector<std::tuple<int, std::string, double>
 Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
                            const std::vector<store::StepRecord>& steps);
 
-/// One row per run: what the database holds.
-Table ListTable(const std::vector<store::RunInfo>& runs);
+/// One row per run: what the database holds, with the steps each has recorded (`steps_done`, by
+/// run id; a run missing from it has none) out of those planned.
+Table ListTable(const std::vector<store::RunInfo>& runs, const std::map<int64_t, int>& steps_done);
 
 /// "run 3: quickstart, system 'baseline' (least-conn / static), sim, seed 1, 16 GPUs: ok".
 std::string RunHeadline(const store::RunInfo& run);

@@ -195,6 +195,14 @@ CREATE TABLE probes (
 CREATE INDEX idx_probes_host_recorded ON probes (host, recorded_at);
 )sql";
 
+// Version 8: what makes a run repeatable and a comparison's summary showable again: each run's
+// fully resolved recipe (every default filled in, its own system as [system]; NULL for runs
+// recorded before), and a comparison's number of seeds (--repeat; NULL before: one).
+constexpr char kSchemaV8[] = R"sql(
+ALTER TABLE runs ADD COLUMN resolved_recipe TEXT;
+ALTER TABLE comparisons ADD COLUMN seeds INTEGER;
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -213,6 +221,7 @@ const std::vector<Migration>& SchemaMigrations() {
        kSchemaV5},
       {6, "runs.throughput_bound", kSchemaV6},
       {7, "probes", kSchemaV7},
+      {8, "runs.resolved_recipe, comparisons.seeds", kSchemaV8},
   };
   return *migrations;
 }

@@ -16,7 +16,7 @@ namespace {
 constexpr char kRunColumns[] =
     "name, system, router, planner, backend, seed, steps_planned, gpus, recipe_source, "
     "recipe_toml, git_revision, libra_version, started_at, ended_at, status, error, "
-    "comparison_id, throughput_bound";
+    "comparison_id, throughput_bound, resolved_recipe";
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
@@ -81,6 +81,7 @@ RunInfo ReadRun(const Statement& statement) {
   run.error = row.Text();
   run.comparison_id = row.OptionalInt64();
   run.throughput_bound = row.OptionalDouble();
+  run.resolved_recipe = row.Text();
   return run;
 }
 
@@ -251,6 +252,7 @@ class Store::Impl {
   std::optional<Statement> select_runs;
   std::optional<Statement> select_run;
   std::optional<Statement> select_steps;
+  std::optional<Statement> select_step_counts;
   std::optional<Statement> select_trajectories;
   std::optional<Statement> select_decisions;
   std::optional<Statement> select_events;
@@ -297,9 +299,9 @@ Status Store::Impl::PrepareStatements() {
       Prepare(insert_router_metric,
               "INSERT INTO router_metrics (run_id, step, name, value) VALUES (?, ?, ?, ?)",
               "insert into router_metrics"));
-  LIBRA_RETURN_IF_ERROR(Prepare(insert_comparison,
-                                "INSERT INTO comparisons (name, created_at) VALUES (?, ?)",
-                                "insert into comparisons"));
+  LIBRA_RETURN_IF_ERROR(Prepare(
+      insert_comparison, "INSERT INTO comparisons (name, created_at, seeds) VALUES (?, ?, ?)",
+      "insert into comparisons"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(append_comparison_run,
               "INSERT INTO comparison_runs (comparison_id, run_id, position) "
@@ -321,6 +323,9 @@ Status Store::Impl::PrepareStatements() {
       Prepare(select_steps,
               std::string("SELECT ") + kStepColumns + " FROM steps WHERE run_id = ? ORDER BY step",
               "select from steps"));
+  LIBRA_RETURN_IF_ERROR(Prepare(select_step_counts,
+                                "SELECT run_id, count(*) FROM steps GROUP BY run_id",
+                                "count the steps of each run"));
   LIBRA_RETURN_IF_ERROR(Prepare(select_trajectories,
                                 std::string("SELECT ") + kTrajectoryColumns +
                                     " FROM trajectories WHERE run_id = ? ORDER BY id",
@@ -342,10 +347,10 @@ Status Store::Impl::PrepareStatements() {
                                 "ORDER BY step, name",
                                 "select from router_metrics"));
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparisons,
-                                "SELECT id, name, created_at FROM comparisons ORDER BY id",
+                                "SELECT id, name, created_at, seeds FROM comparisons ORDER BY id",
                                 "select from comparisons"));
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparison,
-                                "SELECT id, name, created_at FROM comparisons WHERE id = ?",
+                                "SELECT id, name, created_at, seeds FROM comparisons WHERE id = ?",
                                 "select from comparisons"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(insert_probe, InsertSql("probes", kProbeColumns), "insert into probes"));
@@ -450,7 +455,7 @@ Result<int64_t> Store::BeginRun(const RunInfo& run) {
       static_cast<int64_t>(run.seed),  // the bit pattern: uint64 seeds above 2^63 read back exactly
       run.steps_planned, run.gpus, run.recipe_source, run.recipe_toml, run.git_revision,
       run.libra_version, run.started_at, NullIfEmpty(run.ended_at), run.status, run.error,
-      run.comparison_id, run.throughput_bound));
+      run.comparison_id, run.throughput_bound, NullIfEmpty(run.resolved_recipe)));
   const int64_t id = db.LastInsertRowid();
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;
@@ -519,11 +524,12 @@ Status Store::FinishRun(int64_t run_id, const std::string& status, const std::st
   return transaction.Commit();
 }
 
-Result<int64_t> Store::CreateComparison(const std::string& name, const std::string& created_at) {
+Result<int64_t> Store::CreateComparison(const std::string& name, const std::string& created_at,
+                                        int seeds) {
   Db& db = *impl_->db;
   LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
                          Transaction::Begin(db, Transaction::Mode::kWrite));
-  LIBRA_RETURN_IF_ERROR(impl_->insert_comparison->Execute(name, created_at));
+  LIBRA_RETURN_IF_ERROR(impl_->insert_comparison->Execute(name, created_at, seeds));
   const int64_t id = db.LastInsertRowid();
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;
@@ -576,6 +582,17 @@ Result<RunInfo> Store::GetRun(int64_t run_id) {
     return RunNotFound(run_id, path());
   }
   return *std::move(run);
+}
+
+Result<std::map<int64_t, int>> Store::StepCounts() {
+  std::map<int64_t, int> counts;
+  LIBRA_RETURN_IF_ERROR(impl_->select_step_counts->ForEachRow([&counts](const Statement& row) {
+    RowReader r(row);
+    const int64_t run = r.Int64();
+    counts[run] = r.Int();
+    return Status();
+  }));
+  return counts;
 }
 
 Result<std::vector<StepRecord>> Store::Steps(int64_t run_id) {
@@ -633,6 +650,7 @@ Result<std::vector<ComparisonInfo>> Store::ListComparisons() {
         comparison.id = row.Int64();
         comparison.name = row.Text();
         comparison.created_at = row.Text();
+        comparison.seeds = static_cast<int>(row.OptionalInt64().value_or(1));
         comparisons.push_back(std::move(comparison));
         return Status();
       }));
@@ -654,6 +672,7 @@ Result<ComparisonInfo> Store::GetComparison(int64_t comparison_id) {
         comparison->id = row.Int64();
         comparison->name = row.Text();
         comparison->created_at = row.Text();
+        comparison->seeds = static_cast<int>(row.OptionalInt64().value_or(1));
         return Status();
       },
       comparison_id));

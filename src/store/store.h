@@ -8,6 +8,7 @@
 // never leaves half a step behind.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,8 +71,9 @@ class Store {
   /// kRunRunning (with no error and no end time) reopens a run that is being resumed.
   Status FinishRun(int64_t run_id, const std::string& status, const std::string& error,
                    const std::string& ended_at);
-  /// Creates a comparison and returns its id.
-  Result<int64_t> CreateComparison(const std::string& name, const std::string& created_at);
+  /// Creates a comparison of `seeds` seeds per system and returns its id.
+  Result<int64_t> CreateComparison(const std::string& name, const std::string& created_at,
+                                   int seeds = 1);
   /// Adds a run to a comparison (appended after the runs already in it).
   Status AddToComparison(int64_t comparison_id, int64_t run_id);
   /// Records probes (their ids are ignored) in one transaction; returns their new ids in order.
@@ -83,6 +85,8 @@ class Store {
   Result<std::vector<RunInfo>> ListRuns();
   /// kNotFound for an unknown id.
   Result<RunInfo> GetRun(int64_t run_id);
+  /// How many steps each run has recorded, by run id (runs without steps are absent).
+  Result<std::map<int64_t, int>> StepCounts();
   /// The steps of a run, by step.
   Result<std::vector<StepRecord>> Steps(int64_t run_id);
   /// The trajectories of a run, by id.

@@ -1,5 +1,6 @@
 // End to end: `libra plan`.
 #include "cli/cli_fixture.h"
+#include "common/json.h"
 
 namespace libra::test {
 namespace {
@@ -37,6 +38,29 @@ TEST_F(CmdPlanTest, SearchingPlannersShowTheirCandidatesAndSearch) {
   ExpectGolden("cli/plan_paper_grp_explain.txt",
                "libra plan --explain --systems grp-cmlfq recipes/paper/r2e-gym-qwen3-14b.toml",
                e.out);
+}
+
+TEST_F(CmdPlanTest, SystemsThatSearchAlikeShareOneTable) {
+  // Three systems of the paper recipe plan the same: one candidates table names all three
+  // (not three identical tables); --json lists each system's candidates.
+  WriteFile(dir_.File("paper.toml"), ReadFile(SourcePath("recipes/paper/r2e-gym-qwen3-14b.toml")));
+  const CommandResult r = Libra({"plan", "paper.toml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t tables = 0;
+  for (size_t at = r.out.find("best candidates"); at != std::string::npos;
+       at = r.out.find("best candidates", at + 1)) {
+    ++tables;
+  }
+  EXPECT_EQ(tables, 1u) << r.out;
+  EXPECT_NE(r.out.find("grp-cmlfq, no-ehp-cmlfq, grp-least-conn (grp, no-ehp): best candidates"),
+            std::string::npos)
+      << r.out;
+  const CommandResult json = Libra({"plan", "--json", "paper.toml"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto doc = ParseJson(json.out);
+  ASSERT_TRUE(doc.ok()) << json.out;
+  EXPECT_EQ(doc->Find("tables")->Find("plans")->as_array().size(), 7u);
+  EXPECT_EQ(doc->Find("tables")->Find("candidates")->as_array().size(), 9u);
 }
 
 }  // namespace
