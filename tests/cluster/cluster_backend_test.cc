@@ -14,6 +14,7 @@
 #include <set>
 
 #include "cluster/cluster_test_util.h"
+#include "cluster/fake_cluster.h"
 #include "common/strings.h"
 #include "experiment/runner.h"
 #include "gtest/gtest.h"
@@ -409,6 +410,162 @@ TEST_F(ClusterBackendTest, CtrlCLeavesNoProcessBehind) {
   auto run = (*store)->GetRun(1);
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->status, store::kRunInterrupted);
+}
+
+// ---- The backend over fake engines and a fake trainer (no torch) --------------------------------
+
+// A ClusterBackend whose processes are the fake launcher's sleeping children, and whose engines
+// and trainer are FakeEngines and a FakeTrainer served on the backend's own loop.
+class ClusterBackendFakeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto loop = cluster::EventLoop::Create();
+    ASSERT_TRUE(loop.ok());
+    options_ = FakeClusterOptions(dir_.path().string(), FreePorts(8), FreePort());
+    engines_ = std::make_unique<FakeEngines>(loop->get(), options_.engine.base_port, 8);
+    trainer_ = std::make_unique<FakeTrainer>(loop->get(), options_.trainer.port);
+    cluster::ClusterBackend::Overrides overrides;
+    overrides.launchers.push_back(std::make_unique<FakeLauncher>(&asked_));
+    overrides.loop = std::move(*loop);
+    auto backend = cluster::ClusterBackend::Create(recipe::Recipe{}, options_, dir_.File("run"), 0,
+                                                   std::move(overrides));
+    ASSERT_TRUE(backend.ok()) << backend.status().message();
+    backend_ = std::move(*backend);
+  }
+  void TearDown() override {
+    // The fakes live on the backend's loop: they go first.
+    engines_.reset();
+    trainer_.reset();
+    backend_.reset();
+  }
+
+  // Submits `action` and collects events until one of type T arrives (or the run fails).
+  template <typename T>
+  std::vector<backend::Event> Until(const backend::Action& action) {
+    EXPECT_TRUE(backend_->Submit(action).ok());
+    std::vector<backend::Event> seen;
+    for (;;) {
+      auto events = backend_->Wait();
+      if (!events.ok()) {
+        ADD_FAILURE() << events.status().message();
+        return seen;
+      }
+      if (events->empty()) {
+        ADD_FAILURE() << "nothing in flight";
+        return seen;
+      }
+      bool found = false;
+      for (backend::Event& e : *events) {
+        found = found || std::holds_alternative<T>(e.what);
+        seen.push_back(std::move(e));
+      }
+      if (found) return seen;
+    }
+  }
+
+  static std::vector<std::string> Incidents(const std::vector<backend::Event>& events,
+                                            const std::string& kind) {
+    std::vector<std::string> out;
+    for (const backend::Event& e : events) {
+      if (const auto* i = std::get_if<backend::Incident>(&e.what); i && i->kind == kind) {
+        out.push_back(i->resource + ": " + i->detail);
+      }
+    }
+    return out;
+  }
+
+  // One whole trajectory (a tool call, the tool, the answer) on instance 0.
+  void RunTrajectory(int64_t id) {
+    backend::StartTurn turn;
+    turn.trajectory = TrajectoryId(id);
+    turn.prompt = id;
+    turn.instance = InstanceId(0);
+    Until<backend::TurnDone>(turn);
+    Until<backend::ToolDone>(backend::RunTool{TrajectoryId(id), "tool"});
+    turn.turn = 1;
+    Until<backend::TurnDone>(turn);
+  }
+
+  ScopedTempDir dir_;
+  cluster::ClusterOptions options_;
+  std::vector<cluster::ProcessSpec> asked_;
+  std::unique_ptr<FakeEngines> engines_;
+  std::unique_ptr<FakeTrainer> trainer_;
+  std::unique_ptr<cluster::ClusterBackend> backend_;
+};
+
+TEST_F(ClusterBackendFakeTest, TheFirstLayoutStartsTheTrainerThenEveryEngine) {
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {2, 1, 1})});
+  std::vector<std::string> names;
+  for (const cluster::ProcessSpec& spec : asked_) names.push_back(spec.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"trainer", "engine-0", "engine-1", "engine-2"}));
+  EXPECT_EQ(trainer_->replicas, (std::vector<std::string>{"replica-0", "replica-1"}));
+  EXPECT_EQ(trainer_->Count("/save_weights"), 1);
+  EXPECT_TRUE(std::filesystem::exists(backend_->run_dir() + "/weights/v0.pt"));
+  EXPECT_TRUE(backend_->EnginePid(InstanceId(2)).has_value());
+  EXPECT_FALSE(backend_->EnginePid(InstanceId(3)).has_value());
+}
+
+TEST_F(ClusterBackendFakeTest, LendingAndReclaimingTheTrainersGpus) {
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {2, 1, 1})});
+  auto lent =
+      Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(0, {2, 1, 1, 1, 1}, false, 2)});
+  EXPECT_EQ(Incidents(lent, "switch"),
+            (std::vector<std::string>{"trainer: data parallelism 2 -> 1 replicas",
+                                      "cluster: engine-3 starts (tp 1), engine-4 starts (tp 1)"}));
+  auto back = Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {2, 1, 1})});
+  EXPECT_EQ(Incidents(back, "switch"),
+            (std::vector<std::string>{"trainer: data parallelism 1 -> 2 replicas",
+                                      "cluster: engine-3 sleeps, engine-4 sleeps"}));
+  auto again =
+      Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(0, {2, 1, 1, 1, 1}, false, 2)});
+  EXPECT_EQ(Incidents(again, "switch"),
+            (std::vector<std::string>{"trainer: data parallelism 2 -> 1 replicas",
+                                      "cluster: engine-3 wakes, engine-4 wakes"}));
+  EXPECT_EQ(asked_.size(), 6u);  // the trainer and five engines, none started twice
+  EXPECT_TRUE(Incidents(again, "fault").empty());
+}
+
+TEST_F(ClusterBackendFakeTest, AColocatedStepPutsTheEnginesToSleepAroundTraining) {
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1, 1}, true)});
+  RunTrajectory(0);
+  backend::Train train;
+  train.step = 0;
+  train.trajectories = {TrajectoryId(0)};
+  train.advantages = {1.0};
+  Until<backend::TrainDone>(train);
+  EXPECT_EQ(engines_->Count("/release_memory_occupation"), 2);
+  EXPECT_EQ(engines_->Count("/resume_memory_occupation"), 2);
+  EXPECT_EQ(trainer_->Count("/train_step"), 1);
+  EXPECT_EQ(trainer_->version, 1);
+  // Weights of version 1, synced to both engines from disk.
+  Until<backend::SyncDone>(backend::SyncWeights{1});
+  EXPECT_EQ(engines_->Count("/update_weights_from_disk"), 2);
+}
+
+TEST_F(ClusterBackendFakeTest, AKilledEngineIsRestartedAndItsTurnFails) {
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
+  // The engine dies while it generates: its reply never comes.
+  engines_->generate = [this](int, const std::vector<int64_t>& prompt) {
+    FakeRuntime::Kill(backend_->EnginePid(InstanceId(0)));
+    TestHttpReply reply = FakeEngines::Reply(prompt, {8, FakeEngines::kEos});
+    reply.kind = TestHttpReply::Kind::kSilent;
+    return reply;
+  };
+  backend::StartTurn turn;
+  turn.trajectory = TrajectoryId(0);
+  turn.instance = InstanceId(0);
+  auto seen = Until<backend::TurnFailed>(turn);
+  const auto& failed = std::get<backend::TurnFailed>(seen.back().what);
+  EXPECT_EQ(failed.reason, "engine-0 died");
+  EXPECT_EQ(Incidents(seen, "fault").size(), 1u);
+  // It is restarted; the turn, routed again, runs on the new process.
+  engines_->generate = nullptr;
+  auto again = Until<backend::TurnDone>(turn);
+  auto all = seen;
+  all.insert(all.end(), again.begin(), again.end());
+  EXPECT_EQ(Incidents(all, "restart"),
+            (std::vector<std::string>{"engine-0: restarted (attempt 1)"}));
 }
 
 }  // namespace

@@ -50,13 +50,16 @@ bool ParseRequest(std::string& in, TestHttpRequest& request) {
 }  // namespace
 
 Result<std::unique_ptr<HttpTestServer>> HttpTestServer::Start(cluster::EventLoop* loop,
-                                                              Handler handler) {
+                                                              Handler handler, int port) {
   std::unique_ptr<HttpTestServer> server(new HttpTestServer(loop, std::move(handler)));
   server->listener_.reset(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   const int fd = server->listener_.get();
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const int reuse = 1;
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
   socklen_t size = sizeof(addr);
   if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       listen(fd, 4096) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) != 0) {

@@ -50,8 +50,9 @@ class HttpTestServer {
  public:
   using Handler = std::function<TestHttpReply(const TestHttpRequest&)>;
 
-  /// Listens on an ephemeral port of 127.0.0.1. REQUIRES: `loop` outlives the server.
-  static Result<std::unique_ptr<HttpTestServer>> Start(cluster::EventLoop* loop, Handler handler);
+  /// Listens on `port` of 127.0.0.1 (0: an ephemeral one). REQUIRES: `loop` outlives the server.
+  static Result<std::unique_ptr<HttpTestServer>> Start(cluster::EventLoop* loop, Handler handler,
+                                                       int port = 0);
   /// Closes the listening socket and every connection.
   ~HttpTestServer();
   HttpTestServer(const HttpTestServer&) = delete;

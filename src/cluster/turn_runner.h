@@ -1,0 +1,85 @@
+// TurnRunner: the trajectories of a cluster run. It keeps each trajectory's transcript as token
+// ids (the prompt from the recipe's prompt_command, then the engine's tokens with their logprobs,
+// trained on, and the tool's tokens, masked out), sends the whole transcript to the engine that
+// serves the turn's instance and generates until a stop token, runs the tool a turn called
+// (a sandboxed subprocess or an HTTP tool server) and scores a finished trajectory with the
+// reward_command. Nothing is re-tokenised. A turn whose engine fails goes back to the
+// coordinator (TurnFailed), which routes it again; nothing of it is kept.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "cluster/engine_supervisor.h"
+#include "cluster/runtime.h"
+#include "cluster/sandbox.h"
+#include "cluster/trainer_client.h"
+#include "common/json.h"
+
+namespace libra::cluster {
+
+class TurnRunner {
+ public:
+  /// REQUIRES: everything passed in outlives the runner.
+  TurnRunner(Runtime& runtime, EngineSupervisor& engines, Sandbox& sandbox, uint64_t seed);
+  TurnRunner(const TurnRunner&) = delete;
+  TurnRunner& operator=(const TurnRunner&) = delete;
+
+  /// Generates one turn (loading the prompt first); ends in TurnDone or TurnFailed.
+  void StartTurn(const backend::StartTurn& turn);
+  /// Runs the tool the trajectory's last turn called; ends in ToolDone.
+  void RunTool(const backend::RunTool& tool);
+  /// The transcripts of `trajectories` as the trainer's sequences, with their advantages, which
+  /// are then forgotten here. kInternal for a trajectory without a transcript.
+  Result<std::vector<TrainSequence>> TakeSequences(const std::vector<TrajectoryId>& trajectories,
+                                                   const std::vector<double>& advantages);
+
+ private:
+  struct Trajectory {
+    int64_t prompt = 0;
+    int sample = 0;
+    int turns = 0;
+    std::vector<TokenId> prompt_ids;
+    std::vector<TokenId> completion;
+    std::vector<double> logprobs;
+    std::vector<uint8_t> mask;
+    /// The tokens of its last model turn (the tool call, or the answer).
+    std::vector<TokenId> last_turn;
+  };
+  struct Prompt {
+    bool loaded = false;
+    std::vector<TokenId> ids;
+    std::vector<std::function<void()>> waiters;
+  };
+
+  void WithPrompt(int64_t prompt, std::function<void()> then);
+  void Generate(const backend::StartTurn& turn);
+  void OnGenerated(const backend::StartTurn& turn, int64_t engine_key, uint64_t attempt,
+                   double started_at, const GenerateRequest& request,
+                   Result<HttpResponse> response);
+  void FinishTrajectory(const backend::StartTurn& turn, int64_t generated, workload::TurnEnd end,
+                        double started_at);
+  void RunHttpTool(const backend::RunTool& tool, double started);
+  /// Appends a tool's output (its stdout or HTTP reply) to its trajectory, masked out, and
+  /// reports the call; a call that could not run is a failed (or timed-out) one.
+  void ToolFinished(TrajectoryId id, double started, const std::string& name,
+                    Result<std::string> output, bool timed_out);
+  JsonValue TaskInput(TrajectoryId id) const;
+  /// The sandboxed call of `command` named `name`, with `input` on stdin.
+  Result<SandboxCall> TaskCall(const std::string& name, const CommandTemplate& command,
+                               const std::map<std::string, std::string>& values,
+                               std::string input) const;
+
+  Runtime& runtime_;
+  EngineSupervisor& engines_;
+  Sandbox& sandbox_;
+  uint64_t seed_ = 0;
+  std::map<TrajectoryId, Trajectory> trajectories_;
+  std::map<int64_t, Prompt> prompts_;
+};
+
+}  // namespace libra::cluster
