@@ -1017,6 +1017,10 @@ StackedSteps AllocationOverTime(const PlotRun& run) {
     } else {
       v = layout_values(before, "rollout");
     }
+    if (!chart.values.empty() && chart.values.back() == v) {
+      chart.x.back() = cuts[i + 1];  // the same allocation goes on
+      continue;
+    }
     if (chart.x.empty()) chart.x.push_back(a);
     chart.x.push_back(cuts[i + 1]);
     chart.values.push_back(std::move(v));
@@ -1027,10 +1031,11 @@ StackedSteps AllocationOverTime(const PlotRun& run) {
   chart.subtitle = RunLabel(run.view.run) + ": " + what;
   if (lends + reclaims > 0) {
     chart.subtitle +=
-        StrFormat("; %d lends and %d reclaims of the trainer's GPUs", lends, reclaims);
+        StrFormat("; %d lend%s and %d reclaim%s of the trainer's GPUs", lends,
+                  lends == 1 ? "" : "s", reclaims, reclaims == 1 ? "" : "s");
   }
   const int moves = static_cast<int>(changes.size()) - lends - reclaims;
-  if (moves > 0) chart.subtitle += StrFormat("; %d planner moves", moves);
+  if (moves > 0) chart.subtitle += StrFormat("; %d planner move%s", moves, moves == 1 ? "" : "s");
   chart.x_label = "wall-clock (s)";
   chart.y_label = "GPUs";
   return chart;

@@ -240,7 +240,7 @@ TEST(ChartsTest, AllocationFollowsLendsAndReclaims) {
   EXPECT_EQ(chart.values[2], (std::vector<double>{0, 8, 0, 0}));  // all 8 roll out
   EXPECT_EQ(chart.values[3], (std::vector<double>{0, 4, 0, 4}));  // reclaiming
   EXPECT_EQ(chart.values[4], (std::vector<double>{4, 4, 0, 0}));
-  EXPECT_NE(chart.subtitle.find("1 lends and 1 reclaims"), std::string::npos) << chart.subtitle;
+  EXPECT_NE(chart.subtitle.find("1 lend and 1 reclaim"), std::string::npos) << chart.subtitle;
 }
 
 TEST(ChartsTest, ColocatedAllocationAlternates) {
