@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -57,6 +59,23 @@ CLI::Validator TrimmedItem() {
       "", "trimmed");
 }
 
+/// An integer in [min, 2^63 - 1] written in decimal: CLI11 alone would clamp a larger one to
+/// the largest int64 (two different seeds would run the same experiment).
+CLI::Validator Int64AtLeast(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        int64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size() || value < min) {
+          return StrFormat(
+              "must be an integer in [%lld, %lld] (got %s)", static_cast<long long>(min),
+              static_cast<long long>(std::numeric_limits<int64_t>::max()), text.c_str());
+        }
+        return "";
+      },
+      "");
+}
+
 const std::vector<std::string> kOutputFormats = {"text", "md", "csv", "json"};
 
 /// CLI11's help layout without its internals: no "Excludes: ..." lists (a conflicting pair is a
@@ -104,6 +123,7 @@ class Cli {
 
   void AddRun();
   void AddCompare();
+  void AddTune();
   void AddReport();
   void AddExport();
   void AddPlan();
@@ -137,6 +157,7 @@ Cli::Cli(const Io& io) : app_(kDescription, "libra"), io_(io) {
                         "Print the version and exit");
   AddRun();
   AddCompare();
+  AddTune();
   AddReport();
   AddExport();
   AddPlan();
@@ -182,8 +203,11 @@ void Cli::AddRecipeOptions(CLI::App* sub, RecipeOptions* o, bool recipe_required
           ->type_name("RECIPE");
   if (recipe_required) recipe->required();
   AddDb(sub, &o->db, "Results database (created if missing)");
-  sub->add_option("--seed", o->seed, "Override the recipe's seed")->type_name("N");
+  sub->add_option("--seed", o->seed, "Override the recipe's seed")
+      ->check(Int64AtLeast(0))
+      ->type_name("N");
   sub->add_option("--steps", o->steps, "Override the recipe's number of training steps")
+      ->check(Int64AtLeast(1))
       ->type_name("N");
   sub->add_option("--set", o->sets,
                   "Override any recipe field, checked like the file; repeatable.\n"
@@ -201,13 +225,15 @@ CLI::Option* Cli::AddList(CLI::App* sub, const std::string& name, std::vector<st
   return sub->add_option(name, *values, help)
       ->delimiter(',')
       ->transform(TrimmedItem())
+      ->allow_extra_args(false)
       ->type_name("A,B,...");
 }
 
 void Cli::AddRewardTarget(CLI::App* sub, std::optional<double>* target) {
   sub->add_option("--reward-target", *target,
-                  Help("Reward (3-step moving mean) that \"to reward s\" times; default: the "
-                       "lowest peak among the runs, which every run reaches"))
+                  Help("Evaluation score that \"to target s\" times; default: per seed, [eval] "
+                       "target_fraction (0.8) of the way from the initial score to the best "
+                       "final score among the runs"))
       ->type_name("R");
 }
 
@@ -225,12 +251,15 @@ void Cli::AddRun() {
   AddRecipeOptions(sub, run, /*recipe_required=*/false);
   CLI::Option* resume =
       sub->add_option("--resume", run->resume,
-                      "Continue this interrupted or failed run of --db (its recorded recipe\n"
-                      "and system; no RECIPE)")
+                      Help("Continue this interrupted or failed run of --db, or one whose "
+                           "libra died (its recorded recipe and system; no RECIPE)"))
           ->type_name("RUN");
   for (const char* name : {"recipe", "--seed", "--steps", "--set"}) {
     resume->excludes(sub->get_option(name));
   }
+  sub->add_flag("--take-over", run->take_over,
+                Help("With --resume: take over a run recorded as running by a libra on another "
+                     "host, which this one cannot check (make sure it is gone)"));
   Choices(sub->add_option("--log-format", run->log_format,
                           "text or json: the line printed per step when stdout is no terminal")
               ->capture_default_str()
@@ -246,7 +275,14 @@ void Cli::AddCompare() {
       "Every system runs on the identical workload (same seed, same trajectories). The runs\n"
       "are recorded as one comparison; the table shows the speedup over the first baseline.\n"
       "Steps are logged as for `libra run`.");
-  AddRecipeOptions(sub, &compare->common);
+  AddRecipeOptions(sub, &compare->common, /*recipe_required=*/false);
+  sub->add_option("--resume", compare->resume,
+                  Help("Continue this comparison of --db as recorded (no RECIPE): show the "
+                       "finished runs, resume unfinished ones, run the rest"))
+      ->type_name("COMPARISON");
+  sub->add_flag("--take-over", compare->common.take_over,
+                Help("With --resume: take over runs recorded as running by a libra on another "
+                     "host (make sure it is gone)"));
   AddList(sub, "--systems", &compare->systems,
           Help("Only these systems, in this order (comma separated): the recipe's, or named "
                "systems (`libra version` lists them)"));
@@ -256,12 +292,43 @@ void Cli::AddCompare() {
       ->check(Quiet(CLI::Range(1, 1000)))
       ->type_name("K");
   AddRewardTarget(sub, &compare->reward_target);
+  sub->add_flag("--tuned", compare->tuned,
+                Help("Run every peer at its tuned configuration (`libra tune`; tuned first where "
+                     "the database holds no tuning for this recipe). Libra's systems run as their "
+                     "planner decides"));
+  sub->add_flag("--as-written", compare->as_written,
+                Help("Run every system as the recipe writes it, even when its [tuning] sets "
+                     "compare_tuned"));
+  sub->add_flag("--sensitivity", compare->sensitivity,
+                Help("Rerun the comparison under the standard perturbations of the constants the "
+                     "simulator cannot measure; print each system's range and how often it is "
+                     "first (docs/results.md, \"Robustness\")"));
   Choices(sub->add_option("--log-format", compare->common.log_format,
                           "text or json: the line printed per step when stdout is no terminal")
               ->capture_default_str()
               ->type_name("FORMAT"),
           {"text", "json"});
   sub->callback([this, compare] { exit_code_ = RunCompare(*compare, io_); });
+}
+
+void Cli::AddTune() {
+  TuneOptions* tune = Keep<TuneOptions>();
+  CLI::App* sub = Command(
+      "tune", "Search a peer's knobs by simulation and record its best configuration",
+      "Each peer declares the knobs its real system exposes (rollout TP, the train/rollout\n"
+      "split, staleness where users can set it, its scheduler's thresholds). The search spends\n"
+      "the same budget of simulated runs on every system, on seeds that are never reporting\n"
+      "seeds, and records every configuration tried; `libra compare --tuned` then runs the peer\n"
+      "at the winner. Libra's systems are never tuned. docs/recipes.md, \"Tuning\".");
+  AddRecipeOptions(sub, &tune->common);
+  AddList(sub, "--system", &tune->systems,
+          Help("The systems to tune, the recipe's or named systems (comma separated; default: "
+               "every system of the recipe with knobs)"));
+  sub->add_option("--budget", tune->budget,
+                  "Simulated runs per system (default: [tuning] budget_runs, 24)")
+      ->check(Quiet(CLI::Range(1, 100000)))
+      ->type_name("N");
+  sub->callback([this, tune] { exit_code_ = RunTune(*tune, io_); });
 }
 
 void Cli::AddReport() {

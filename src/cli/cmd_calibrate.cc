@@ -81,7 +81,7 @@ int RunCalibrate(const CalibrateOptions& options, const Io& io) {
   auto before = calibrate::ModelPointFor(*recipe);
   if (!before.ok()) return Fail(io, before.status());
 
-  auto store = OpenStore(options.common.db, /*create_if_missing=*/false);
+  auto store = OpenStore(options.common.db, StoreAccess::kRead);
   if (!store.ok()) return Fail(io, store.status());
 
   std::vector<std::string> notes;

@@ -102,7 +102,7 @@ int RunExport(const ExportOptions& options, const Io& io) {
   if (!to_stdout) {
     if (Status s = MakeFolder(options.out, "--out"); !s.ok()) return Fail(io, s);
   }
-  auto store = OpenStore(options.db, /*create_if_missing=*/false);
+  auto store = OpenStore(options.db, StoreAccess::kRead);
   if (!store.ok()) return Fail(io, store.status());
   auto selected = Select(**store, options.runs, options.db);
   if (!selected.ok()) return Fail(io, selected.status());

@@ -9,6 +9,7 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "libra/config.h"
+#include "recipe/recipe_parser.h"
 #include "report/charts.h"
 #include "report/summary.h"
 #include "report/trace_events.h"
@@ -32,6 +33,20 @@ Result<std::optional<size_t>> FindBaseline(const std::string& baseline,
   }
   return Status::InvalidArgument("--baseline '" + baseline +
                                  "' is neither a system nor a run id of this report");
+}
+
+/// How convergence is read: --reward-target, else the fraction of the first run's recipe
+/// ([eval] target_fraction; 0.8 when it cannot be read).
+report::Convergence ConvergenceOf(const ReportOptions& options,
+                                  const std::vector<report::RunView>& views) {
+  report::Convergence convergence;
+  convergence.target = options.reward_target;
+  if (!views.empty()) {
+    auto parsed =
+        recipe::ParseRecipe(views.front().run.recipe_toml, views.front().run.recipe_source, {});
+    if (parsed.ok()) convergence.fraction = parsed->recipe.eval.target_fraction;
+  }
+  return convergence;
 }
 
 /// Writes one run's trajectories, with their turns, as a trace.
@@ -139,24 +154,40 @@ Status AddRunTables(store::Store& store, const report::RunView& view, const std:
   return Status();
 }
 
-/// The summary of `views`: the repeat table first when they are a comparison of several seeds,
-/// and a note when simulated and real runs sit side by side.
+/// The summary of `views`: a sensitivity study (`compare --sensitivity`) as one again, or the
+/// repeat table first when they are a comparison of several seeds; and a note when simulated and
+/// real runs sit side by side.
 void AddSummary(const std::vector<report::RunView>& views, const Selection& selection,
-                std::optional<size_t> baseline, std::optional<double> reward_target,
+                std::optional<size_t> baseline, const ReportOptions& options,
                 report::Document* doc) {
-  const bool repeat = selection.comparison && selection.comparison->seeds > 1 && !views.empty();
-  if (repeat) {
+  const report::Convergence convergence = ConvergenceOf(options, views);
+  const bool sensitivity = std::any_of(
+      views.begin(), views.end(), [](const report::RunView& v) { return !v.run.scenario.empty(); });
+  const bool repeat =
+      !sensitivity && selection.comparison && selection.comparison->seeds > 1 && !views.empty();
+  if (sensitivity) {
+    std::vector<std::string> systems;
+    for (const report::RunView& v : views) {
+      if (std::find(systems.begin(), systems.end(), v.run.system) == systems.end()) {
+        systems.push_back(v.run.system);
+      }
+    }
+    doc->AddTable("sensitivity_matrix", "", report::SensitivityMatrix(views, systems));
+    doc->AddTable("sensitivity", "", report::SensitivityTable(views, systems));
+  } else if (repeat) {
     const size_t per_seed = views.size() / static_cast<size_t>(selection.comparison->seeds);
     std::vector<std::string> systems;
     for (size_t i = 0; i < per_seed; ++i) systems.push_back(views[i].run.system);
     std::optional<std::string> base;
     if (systems.size() > 1) base = systems[1];
-    doc->AddTable("repeat", "", report::RepeatTable(views, systems, base));
+    doc->AddTable("repeat", "", report::RepeatTable(views, systems, base, convergence));
     doc->AddNote(report::RepeatCaption(selection.comparison->seeds, views.front().run.seed, base));
   }
-  // After a repeat, the table of every run is for scripts; the text shows the repeat table.
-  doc->AddTable("summary", "", report::SummaryTable(views, baseline, reward_target),
-                repeat ? report::Document::Shown::kDataOnly : report::Document::Shown::kAlways);
+  // After a repeat or a sensitivity study, the table of every run is for scripts; the text shows
+  // the tables over seeds and scenarios.
+  doc->AddTable("summary", "", report::SummaryTable(views, baseline, convergence),
+                repeat || sensitivity ? report::Document::Shown::kDataOnly
+                                      : report::Document::Shown::kAlways);
   // Simulated and real runs side by side: say which numbers were measured.
   std::vector<std::string> simulated;
   std::vector<std::string> real;
@@ -193,7 +224,7 @@ Status WriteMarkdown(store::Store& store, const std::vector<report::RunView>& vi
                               "modelled (the skill model), not measured."
                             : "");
   report::Document summary;
-  AddSummary(views, selection, baseline, options.reward_target, &summary);
+  AddSummary(views, selection, baseline, options, &summary);
   md += "## Summary\n\n" + summary.Render(report::Format::kMarkdown);
   md += "\n## Plots\n\n";
   for (const std::string& plot : plots) {
@@ -270,7 +301,7 @@ int PrintRecipe(const report::RunView& view, const ReportOptions& options, const
 int RunReport(const ReportOptions& options, const Io& io) {
   auto format = ChosenFormat(options.output);
   if (!format.ok()) return Fail(io, format.status());
-  auto store = OpenStore(options.db, /*create_if_missing=*/false);
+  auto store = OpenStore(options.db, StoreAccess::kRead);
   if (!store.ok()) return Fail(io, store.status());
 
   if (options.list) {
@@ -327,7 +358,7 @@ int RunReport(const ReportOptions& options, const Io& io) {
   for (const report::RunView& v : *views) ids.push_back(v.run.id);
   doc.AddField("runs", JsonValue::MakeArray({ids.begin(), ids.end()}));
   if (selected->comparison) doc.AddField("comparison", selected->comparison->id);
-  AddSummary(*views, *selected, *baseline, options.reward_target, &doc);
+  AddSummary(*views, *selected, *baseline, options, &doc);
   if (views->size() == 1) {
     if (Status s = AddRunTables(**store, views->front(), "", "", &doc); !s.ok()) {
       return Fail(io, s);

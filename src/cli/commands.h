@@ -36,6 +36,8 @@ struct RecipeOptions {
   /// --log-format (run, compare): the line per finished step printed when stdout is not a
   /// terminal: "text" or "json" (one JSON object per line).
   std::string log_format = "text";
+  /// `--take-over`: resume RUN even when it is recorded as running by a libra on another host.
+  bool take_over = false;
 };
 
 struct CompareOptions {
@@ -45,9 +47,27 @@ struct CompareOptions {
   /// Run every system with this many seeds (the recipe's, then the next ones) and report the
   /// mean and spread.
   int repeat = 1;
-  /// The smoothed reward whose first arrival the "to reward s" column times (default: the
-  /// lowest peak among the runs).
+  /// The evaluation score whose first arrival the "to target s" column times (default: per
+  /// seed, [eval] target_fraction of the way from the initial to the best final score).
   std::optional<double> reward_target;
+  /// Run every peer at its tuned configuration (tuning it first where none is recorded); the
+  /// recipe's [tuning] compare_tuned sets it by default.
+  bool tuned = false;
+  /// Run the systems as the recipe writes them, even when [tuning] compare_tuned is set.
+  bool as_written = false;
+  /// Rerun the comparison under the standard perturbations (experiment/sensitivity.h) and print
+  /// per system its throughput range and how often it is first.
+  bool sensitivity = false;
+  /// `libra compare --resume COMPARISON`: continue that comparison of the database.
+  std::optional<int64_t> resume;
+};
+
+struct TuneOptions {
+  RecipeOptions common;
+  /// The systems to tune (the recipe's or named systems); default: every system with knobs.
+  std::vector<std::string> systems;
+  /// Simulated runs per system (default: the recipe's [tuning] budget_runs).
+  std::optional<int> budget;
 };
 
 struct ReportOptions {
@@ -196,6 +216,7 @@ Result<std::string> CompletionScript(const CompletionSpec& spec, const std::stri
 
 int RunRun(const RecipeOptions& options, const Io& io);
 int RunCompare(const CompareOptions& options, const Io& io);
+int RunTune(const TuneOptions& options, const Io& io);
 int RunReport(const ReportOptions& options, const Io& io);
 int RunExport(const ExportOptions& options, const Io& io);
 int RunPlan(const PlanOptions& options, const Io& io);

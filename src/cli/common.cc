@@ -1,6 +1,7 @@
 #include "cli/common.h"
 
 #include <algorithm>
+#include <charconv>
 #include <csignal>
 #include <filesystem>
 #include <ostream>
@@ -8,6 +9,7 @@
 
 #include "cli/exit_codes.h"
 #include "cluster/cluster_backend.h"
+#include "common/files.h"
 #include "common/json.h"
 #include "common/strings.h"
 #include "model/cost_model.h"
@@ -72,26 +74,20 @@ int Fail(const Io& io, const Status& status) {
   if (status.code() == StatusCode::kInvalidRecipe) {
     // One problem per line, compiler style, then a count.
     const std::vector<std::string> lines = StrSplit(status.message(), '\n');
-    for (const std::string& line : lines) io.err << line << "\n";
+    for (const std::string& line : lines) io.err << EscapeControl(line) << "\n";
     io.err << "libra: the recipe has " << lines.size() << (lines.size() == 1 ? " error" : " errors")
            << "\n";
     return ExitCodeFor(status);
   }
-  io.err << "libra: error: " << status.message() << "\n";
+  io.err << "libra: error: " << EscapeControl(status.message(), /*keep_newlines=*/true) << "\n";
   return ExitCodeFor(status);
 }
 
-std::string RunDir(const std::string& db_path, int64_t run_id) {
-  const std::filesystem::path parent = std::filesystem::path(db_path).parent_path();
-  return (parent / "runs" / std::to_string(run_id)).string();
-}
-
-experiment::BackendFactory MakeBackendFactory(const std::string& db_path) {
+experiment::BackendFactory MakeBackendFactory() {
   return
-      [db_path](
-          const recipe::Recipe& recipe, const workload::Workload& workload,
-          const model::CostModel& cost,
-          const experiment::BackendContext& context) -> Result<std::unique_ptr<backend::Backend>> {
+      [](const recipe::Recipe& recipe, const workload::Workload& workload,
+         const model::CostModel& cost,
+         const experiment::BackendContext& context) -> Result<std::unique_ptr<backend::Backend>> {
         if (recipe.backend == "sim") {
           return std::unique_ptr<backend::Backend>(
               std::make_unique<sim::ClusterSim>(recipe.sim, workload, cost));
@@ -99,10 +95,11 @@ experiment::BackendFactory MakeBackendFactory(const std::string& db_path) {
         if (recipe.backend == "cluster") {
           LIBRA_ASSIGN_OR_RETURN(cluster::ClusterOptions options,
                                  cluster::DecodeClusterOptions(recipe));
-          LIBRA_ASSIGN_OR_RETURN(auto made,
-                                 cluster::ClusterBackend::Create(recipe, std::move(options),
-                                                                 RunDir(db_path, context.run_id),
-                                                                 context.start_version));
+          // A resumed run restarts from the weights in its folder: never another run's.
+          LIBRA_RETURN_IF_ERROR(ClaimFolder(context.run_dir, context.run_key));
+          LIBRA_ASSIGN_OR_RETURN(
+              auto made, cluster::ClusterBackend::Create(recipe, std::move(options),
+                                                         context.run_dir, context.start_version));
           return std::unique_ptr<backend::Backend>(std::move(made));
         }
         return Status::InvalidRecipe(recipe.Where("backend"),
@@ -114,7 +111,17 @@ namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
-extern "C" void OnSignal(int) { g_interrupted = 1; }
+// The first SIGINT or SIGTERM asks the run to stop at its next step boundary; a second one, while
+// libra is still busy (a long plan, a step that takes minutes), ends it at once. The run then
+// stays `running` in the database, and `libra run --resume` continues it (its libra is gone).
+extern "C" void OnSignal(int signo) {
+  if (g_interrupted != 0) {
+    std::signal(signo, SIG_DFL);
+    std::raise(signo);
+    return;
+  }
+  g_interrupted = 1;
+}
 
 }  // namespace
 
@@ -146,50 +153,52 @@ StepLog::~StepLog() { Clear(); }
 void StepLog::Update(const experiment::Progress& p) {
   if (!enabled_) return;
   const double rate = p.now_s > 0 ? static_cast<double>(p.trajectories) / p.now_s : 0;
-  if (!redraw_) {
-    if (p.step == nullptr) return;
-    const store::StepRecord& s = *p.step;
-    if (json_) {
-      JsonValue line = JsonValue::MakeObject({
-          {"event", "step"},
-          {"run", p.run_id},
-          {"label", label_},
-          {"step", s.step},
-          {"steps", p.steps_total},
-          {"end_s", s.end_s},
-          {"step_s", s.end_s - s.start_s},
-          {"rollout_s", s.rollout_s},
-          {"train_s", s.train_s},
-          {"sync_s", s.sync_s},
-          {"wait_s", s.wait_s},
-          {"trajectories", s.trajectories},
-          {"generated_tokens", s.generated_tokens},
-          {"reward_mean", s.reward_mean},
-          {"trajectories_per_s", rate},
-          {"simulated", virtual_time_},
-      });
-      lines_ << ToJson(line) << "\n" << std::flush;
-    } else {
-      lines_ << StrFormat(
-                    "%s: run %lld step %d/%d done at %.1f s%s: step %.1f s (rollout %.1f, train "
-                    "%.1f, wait %.1f), reward %.3f, %.3f traj/s so far",
-                    label_.c_str(), static_cast<long long>(p.run_id), s.step + 1, p.steps_total,
-                    s.end_s, virtual_time_ ? " simulated" : "", s.end_s - s.start_s, s.rollout_s,
-                    s.train_s, s.wait_s, s.reward_mean, rate)
-             << "\n"
-             << std::flush;
-    }
+  if (redraw_) {
+    Draw(StrFormat("step %d/%d, %.1f s%s, %.3f traj/s", p.steps_done, p.steps_total, p.now_s,
+                   virtual_time_ ? " simulated" : "", rate),
+         p.steps_done >= p.steps_total);
     return;
   }
+  if (p.step == nullptr) return;
+  const store::StepRecord& s = *p.step;
+  if (json_) {
+    JsonValue line = JsonValue::MakeObject({
+        {"event", "step"},
+        {"run", p.run_id},
+        {"label", label_},
+        {"step", s.step},
+        {"steps", p.steps_total},
+        {"end_s", s.end_s},
+        {"step_s", s.end_s - s.start_s},
+        {"rollout_s", s.rollout_s},
+        {"train_s", s.train_s},
+        {"sync_s", s.sync_s},
+        {"wait_s", s.wait_s},
+        {"trajectories", s.trajectories},
+        {"generated_tokens", s.generated_tokens},
+        {"reward_mean", s.reward_mean},
+        {"trajectories_per_s", rate},
+        {"simulated", virtual_time_},
+    });
+    lines_ << ToJson(line) << "\n" << std::flush;
+    return;
+  }
+  lines_ << StrFormat(
+                "%s: run %lld step %d/%d done at %.1f s%s: step %.1f s (rollout %.1f, train "
+                "%.1f, wait %.1f), reward %.3f, %.3f traj/s so far",
+                label_.c_str(), static_cast<long long>(p.run_id), s.step + 1, p.steps_total,
+                s.end_s, virtual_time_ ? " simulated" : "", s.end_s - s.start_s, s.rollout_s,
+                s.train_s, s.wait_s, s.reward_mean, rate)
+         << "\n"
+         << std::flush;
+}
+
+void StepLog::Draw(const std::string& text, bool force) {
+  if (!enabled_ || !redraw_) return;
   const auto now = std::chrono::steady_clock::now();
-  if (drawn_ && p.steps_done < p.steps_total && now - last_ < std::chrono::milliseconds(100)) {
-    return;
-  }
+  if (drawn_ && !force && now - last_ < std::chrono::milliseconds(100)) return;
   last_ = now;
-  io_.out << "\r\033[K" << label_
-          << StrFormat(": step %d/%d, %.1f s%s, %.3f traj/s", p.steps_done, p.steps_total, p.now_s,
-                       virtual_time_ ? " simulated" : "", rate)
-          << std::flush;
+  io_.out << "\r\033[K" << label_ << ": " << text << std::flush;
   drawn_ = true;
 }
 
@@ -226,13 +235,14 @@ std::string DbFlag(const std::string& db) {
   return db == RecipeOptions().db ? std::string() : " --db " + db;
 }
 
-Result<std::unique_ptr<store::Store>> OpenStore(const std::string& db, bool create_if_missing) {
+Result<std::unique_ptr<store::Store>> OpenStore(const std::string& db, StoreAccess access) {
   std::error_code ec;
   if (std::filesystem::is_directory(db, ec)) {
     return Status::InvalidArgument("--db " + db + " is a directory, not a results database");
   }
   store::Store::Options options;
-  options.create_if_missing = create_if_missing;
+  options.create_if_missing = access == StoreAccess::kCreate;
+  options.read_only = access == StoreAccess::kRead;
   Result<std::unique_ptr<store::Store>> store = store::Store::Open(db, options);
   if (!store.ok()) return Status::InvalidArgument(store.status().message());
   return store;
@@ -293,7 +303,11 @@ Result<Selection> Select(store::Store& store, const std::vector<std::string>& ar
   for (const std::string& arg : args) {
     if (!arg.empty() &&
         std::all_of(arg.begin(), arg.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      selection.ids.push_back(std::stoll(arg));
+      int64_t id = 0;
+      if (std::from_chars(arg.data(), arg.data() + arg.size(), id).ec != std::errc()) {
+        return Status::NotFound("run " + arg + " is not in " + db);
+      }
+      selection.ids.push_back(id);
       continue;
     }
     auto comparison = std::find_if(comparisons.rbegin(), comparisons.rend(),

@@ -30,13 +30,14 @@ Result<std::string> ResolveRecipe(const recipe::Recipe& recipe, const recipe::Sy
 /// count) to io.err and returns the exit code for `status` (0, printing nothing, when it is OK).
 int Fail(const Io& io, const Status& status);
 
-/// The folder of a run's logs, weights and scratch files: runs/<id>/ beside the database.
-std::string RunDir(const std::string& db_path, int64_t run_id);
-
-/// Builds the backend a recipe names; a cluster run keeps its files in RunDir(db_path, run).
-experiment::BackendFactory MakeBackendFactory(const std::string& db_path);
+/// Builds the backend a recipe names; a cluster run keeps its files (logs, weights, scratch) in
+/// its own folder (BackendContext::run_dir), which it claims first: a folder holding another
+/// run's files is refused.
+experiment::BackendFactory MakeBackendFactory();
 
 /// Installs a SIGINT/SIGTERM handler for the duration of a run; Interrupted() reports a signal.
+/// A second signal ends libra at once (with the signal's default action), for when the run is
+/// busy in a long computation; its run stays `running` and can be resumed.
 class InterruptGuard {
  public:
   InterruptGuard();
@@ -59,6 +60,9 @@ class StepLog {
   StepLog(const StepLog&) = delete;
   StepLog& operator=(const StepLog&) = delete;
   void Update(const experiment::Progress& progress);
+  /// On a terminal with text logs, draws "<label>: <text>" on the progress line (at most ten
+  /// times a second unless `force`); nothing otherwise.
+  void Draw(const std::string& text, bool force = false);
   /// Erases the progress line.
   void Clear();
 
@@ -84,10 +88,15 @@ int Print(const Io& io, const report::Document& doc, const OutputOptions& output
 /// ("libra report 3 --db q.db"); "" otherwise.
 std::string DbFlag(const std::string& db);
 
+/// How a command uses the results database: creates it when missing (run, compare, tune), writes
+/// to one that exists (resume), or only reads (reports: opened read-only, so that it can lie in
+/// a folder they cannot write; store::Store::Options::read_only).
+enum class StoreAccess { kCreate, kWrite, kRead };
+
 /// Opens the results database a command names. A database that cannot be opened (missing when
-/// it must exist, a directory, not a libra database, corrupt, newer, locked) is the caller's to
-/// fix: kInvalidArgument (exit 2) with the store's message, whatever the kind.
-Result<std::unique_ptr<store::Store>> OpenStore(const std::string& db, bool create_if_missing);
+/// it must exist, a directory, not a libra database, corrupt, damaged, newer, locked) is the
+/// caller's to fix: kInvalidArgument (exit 2) with the store's message, whatever the kind.
+Result<std::unique_ptr<store::Store>> OpenStore(const std::string& db, StoreAccess access);
 
 /// Checks that a file can be created at `path`: the folder it goes into exists and is a folder.
 /// kInvalidArgument "<flag> <path>: the folder <dir> does not exist" otherwise. Nothing is

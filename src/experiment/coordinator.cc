@@ -8,6 +8,14 @@
 
 namespace libra::experiment {
 
+std::vector<double> HeldOutDifficulties(const workload::Workload& workload, int count) {
+  // Far beyond any prompt a run trains on (and the planner's startup profile).
+  constexpr int64_t kFirstHeldOut = int64_t{1} << 41;
+  std::vector<double> out;
+  for (int i = 0; i < count; ++i) out.push_back(workload.Prompt(kFirstHeldOut + i).difficulty);
+  return out;
+}
+
 std::vector<double> GroupAdvantages(const std::vector<double>& rewards, int group_size) {
   LIBRA_CHECK(group_size >= 1 && rewards.size() % static_cast<size_t>(group_size) == 0)
       << rewards.size() << " rewards in groups of " << group_size;
@@ -49,7 +57,8 @@ Coordinator::Coordinator(const CoordinatorConfig& config, const workload::Worklo
       planner_(planner),
       backend_(backend),
       recorder_(recorder),
-      skill_(workload.skill_params()) {}
+      skill_(workload.skill_params()),
+      heldout_(HeldOutDifficulties(workload, config.eval_prompts)) {}
 
 Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
                                     const std::function<void(const Progress&)>& progress) {
@@ -455,24 +464,28 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
   return batch;
 }
 
-bool Coordinator::BatchReady() const {
+bool Coordinator::BatchReady() const { return BatchComplete() >= 1.0; }
+
+double Coordinator::BatchComplete() const {
   const auto per_step = static_cast<size_t>(config_.prompts_per_step);
+  size_t complete = 0;
   if (config_.stream_batches) {
-    size_t fresh = 0;
     for (int64_t prompt : complete_) {
-      fresh += next_train_step_ - groups_.at(prompt).oldest_version <= config_.staleness;
+      complete += next_train_step_ - groups_.at(prompt).oldest_version <= config_.staleness;
     }
-    return fresh >= per_step;
+  } else {
+    for (size_t p = 0; p < per_step; ++p) {
+      auto it = groups_.find(static_cast<int64_t>(next_train_step_ * per_step + p));
+      complete += it != groups_.end() && it->second.remaining == 0;
+    }
   }
-  for (size_t p = 0; p < per_step; ++p) {
-    auto it = groups_.find(static_cast<int64_t>(next_train_step_ * per_step + p));
-    if (it == groups_.end() || it->second.remaining > 0) return false;
-  }
-  return true;
+  return std::min(1.0, static_cast<double>(complete) / static_cast<double>(per_step));
 }
 
 Status Coordinator::Lend(double now) {
   if (pool_->phase() != planner::PoolPhase::kIdle) return Status();
+  // Taken back early (reclaim_at < 1) for this step: the GPUs wait for its batch.
+  if (reclaimed_step_ == next_train_step_) return Status();
   std::optional<backend::Layout> lent = planner_.IdleTrainerLayout(layout_);
   if (!lent) return Status();
   const Status begun = pool_->Begin(*lent);
@@ -490,6 +503,7 @@ Status Coordinator::Reclaim(double now) {
   const Status begun = pool_->Begin(*lent_from_);
   if (!begun.ok()) return Status::Internal("cannot take the lent GPUs back: " + begun.message());
   reclaiming_ = true;
+  reclaimed_step_ = next_train_step_;
   for (size_t i : pool_->leaving()) instances_[i].available = false;
   AddEvent("reclaim", now, now, "trainer", std::nullopt, next_train_step_, lent_from_->ToString());
   return AdvanceTransition(now);
@@ -499,7 +513,7 @@ Status Coordinator::TryTrain(double now) {
   if (trainer_busy_ || step_open_ || next_train_step_ >= config_.steps) return Status();
   if (lent_from_) {
     // The trainer's GPUs roll out: take them back once the batch is ready.
-    return !reclaiming_ && BatchReady() ? Reclaim(now) : Status();
+    return !reclaiming_ && BatchComplete() >= planner_.ReclaimAt() ? Reclaim(now) : Status();
   }
   const int64_t rejected = summary_.rejected_groups;
   training_ = TakeBatch(now);
@@ -529,20 +543,30 @@ Status Coordinator::OnTrainDone(double now, const backend::TrainDone& done) {
   }
   trainer_busy_ = false;
   train_s_ = now - train_start_;
-  // Samples of a group whose rewards are all equal carry no learning signal (zero advantage).
+  // Samples of a group whose rewards are all equal carry no learning signal (zero advantage);
+  // truncated samples are masked from the loss (DAPO's overlong filtering).
   std::vector<double> lags;
+  std::vector<double> batch_difficulty;
   const Batch& batch = *training_;
   const auto n = static_cast<size_t>(config_.group_size);
   for (size_t first = 0; first < batch.done.size(); first += n) {
+    batch_difficulty.push_back(workload_.Prompt(batch.done[first].prompt).difficulty);
     bool signal = false;
     for (size_t i = first + 1; i < first + n; ++i) {
       signal = signal || batch.done[i].reward != batch.done[first].reward;
     }
     for (size_t i = first; signal && i < first + n; ++i) {
-      lags.push_back(done.step - batch.mean_versions[i]);
+      if (!batch.done[i].truncated) lags.push_back(done.step - batch.mean_versions[i]);
     }
   }
-  skill_.RecordStep(done.step, lags, config_.staleness);
+  // A batch out of dataset order teaches less about the prompts it stands for (selection bias).
+  std::vector<double> population;
+  const int64_t per_step = config_.prompts_per_step;
+  for (int64_t p = done.step * per_step; p < (done.step + 1) * per_step; ++p) {
+    population.push_back(workload_.Prompt(p).difficulty);
+  }
+  skill_.RecordStep(done.step, lags, config_.staleness, config_.objective,
+                    workload::SelectionEfficiency(batch_difficulty, population));
   AddEvent("train", train_start_, now, "trainer", std::nullopt, done.step,
            StrFormat("step %d", done.step));
   const int version = done.step + 1;
@@ -592,6 +616,10 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   record.rollout_gpus = layout_.rollout_gpus();
   record.train_gpus = layout_.train_gpus;
   record.predicted_step_s = predicted_step_s_;
+  // The trained version's evaluation score, every eval interval and at the last step.
+  if ((step + 1) % config_.eval_interval == 0 || step + 1 == config_.steps) {
+    record.eval_score = skill_.EvalScore(step + 1, heldout_);
+  }
   // Utilisation: GPU-time generating or training over the cluster's GPU-time in the step.
   const std::optional<double> busy = backend_.RolloutBusyGpuSeconds();
   const double window = now - step_start_;

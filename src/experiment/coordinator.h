@@ -94,6 +94,11 @@ struct CoordinatorConfig {
   bool stream_batches = false;
   /// Turns after a weight sync run on the new weights.
   bool partial_rollout = false;
+  /// The trainer's loss: what a stale sample is worth to the modelled skill.
+  workload::Objective objective = workload::Objective::kPpo;
+  /// Evaluate every this many versions on this many held-out prompts (StepRecord::eval_score).
+  int eval_interval = 1;
+  int eval_prompts = 256;
   /// What the planner plans for.
   planner::PlanContext plan;
   /// Record a span per turn and per tool call (the timeline's detail). Default: false.
@@ -116,6 +121,9 @@ struct RunSummary {
   /// Groups dropped for exceeding the staleness bound (stream batching only).
   int64_t rejected_groups = 0;
 };
+
+/// The difficulties of the held-out evaluation prompts: `count` prompts no run trains on.
+std::vector<double> HeldOutDifficulties(const workload::Workload& workload, int count);
 
 /// Group-normalised advantages: (r - mean) / (std + 1e-6) within each run of `group_size`
 /// consecutive rewards (population std). REQUIRES: rewards.size() is a multiple of group_size.
@@ -190,6 +198,8 @@ class Coordinator {
   std::optional<Batch> TakeBatch(double now);
   /// Whether TakeBatch would return a batch (not counting groups it would reject).
   bool BatchReady() const;
+  /// The fraction of the next batch's groups that are complete (fresh enough to train), in [0, 1].
+  double BatchComplete() const;
   /// Lends the waiting trainer's GPUs to rollout, when the planner wants it.
   Status Lend(double now);
   /// Starts taking the lent GPUs back (the batch is ready).
@@ -223,6 +233,7 @@ class Coordinator {
   std::optional<Batch> training_;    // the batch of the step in training
   std::optional<backend::Layout> lent_from_;  // the layout to return to while GPUs are lent
   bool reclaiming_ = false;
+  int reclaimed_step_ = -1;  // the step whose batch the lent GPUs were last taken back for
   int64_t next_trajectory_ = 0;
   int64_t next_prompt_ = 0;
   int next_train_step_ = 0;
@@ -243,6 +254,7 @@ class Coordinator {
   std::vector<store::EventRecord> events_;
   std::vector<store::DecisionRecord> decisions_;
   workload::SkillModel skill_;
+  std::vector<double> heldout_;  // difficulties of the held-out evaluation prompts
   RunSummary summary_;
   std::function<void(const Progress&)> progress_;
 };

@@ -25,6 +25,12 @@ struct BackendContext {
   /// The policy version it starts from: 0, or the steps done of a run resumed from a
   /// checkpoint (the cluster backend then restarts from that version's saved weights).
   int start_version = 0;
+  /// The run's own folder (store::Store::RunFolder): for backends that keep files (logs,
+  /// weights). Nothing is created there until a backend claims it (ClaimFolder with
+  /// `run_key`), which refuses a folder that holds another run's files.
+  std::string run_dir;
+  /// What names the run in its folder's claim: its id, database and start time.
+  std::string run_key;
 };
 
 /// Builds the backend a recipe asks for (the CLI knows the concrete backends).
@@ -80,6 +86,18 @@ struct RunRequest {
   std::optional<int64_t> resume_run;
   /// The run's fully resolved recipe, recorded with it (runs.resolved_recipe).
   std::string resolved_recipe;
+  /// Recorded with the run: the knob settings of a tuned peer, the tuning they came from, and
+  /// the sensitivity scenario (experiment/tuning.h, sensitivity.h).
+  std::string configuration;
+  std::optional<int64_t> tuning_id;
+  std::string scenario;
+  /// The recipe whose cost model the planner and router believe (a sensitivity scenario runs the
+  /// world of `recipe` and plans with this one); null: `recipe`'s.
+  const recipe::Recipe* planning_recipe = nullptr;
+  /// Resume `resume_run` even when it is recorded as running by a libra on another host, which
+  /// this one cannot check (the caller makes sure it is gone). A run whose libra is gone from this
+  /// host is resumed without it; one whose libra still runs never is.
+  bool take_over = false;
 };
 
 struct RunOutcome {
@@ -93,6 +111,27 @@ struct RunOutcome {
 /// recorded at all (for example the store failed); a run that fails is an outcome.
 Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                              const BackendFactory& make_backend);
+
+/// Builds the system's router and planner and the backend, and runs the coordinator to the end,
+/// handing each step to `recorder`. The backend runs on `cost`; the planner and the router plan
+/// with `plan_cost` (the same model, unless a sensitivity scenario changed the world).
+Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                                  const workload::Workload& workload, const model::CostModel& cost,
+                                  const model::CostModel& plan_cost,
+                                  const BackendFactory& make_backend, const BackendContext& context,
+                                  std::optional<ResumeState> resume,
+                                  std::optional<double> throughput_bound, Recorder& recorder,
+                                  const std::function<bool()>& interrupted,
+                                  const std::function<void(const Progress&)>& progress);
+
+/// Runs `system` on `recipe` and records nothing: its summary only (a tuning run).
+Result<RunSummary> SimulateSystem(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                                  const BackendFactory& make_backend,
+                                  const std::function<bool()>& interrupted);
+
+/// Whether the system's planner finds an initial plan on the recipe's cluster (it fits memory
+/// and the cluster) without running anything; kUnschedulable (with the planner's reason) if not.
+Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& system);
 
 /// The current wall-clock time as ISO 8601 UTC ("2026-12-02T15:04:05Z").
 std::string NowIso8601();

@@ -133,6 +133,9 @@ class Planner {
       const backend::Layout& /*current*/) const {
     return std::nullopt;
   }
+  /// With lent GPUs: the fraction of the batch's groups complete at which the trainer starts
+  /// taking them back (drained). Default 1: when the batch is ready.
+  virtual double ReclaimAt() const { return 1.0; }
 };
 
 using PlannerRegistry = Registry<Planner, const recipe::OptionTable&>;

@@ -157,6 +157,11 @@ class RowReader {
     if (statement_.IsNull(column)) return std::nullopt;
     return statement_.Int64(column);
   }
+  std::optional<int> OptionalInt() {
+    const int column = next_++;
+    if (statement_.IsNull(column)) return std::nullopt;
+    return static_cast<int>(statement_.Int64(column));
+  }
   std::optional<double> OptionalDouble() {
     const int column = next_++;
     if (statement_.IsNull(column)) return std::nullopt;
@@ -177,6 +182,10 @@ class Db {
     bool create_if_missing = true;
     /// How long a statement waits for another connection's lock before failing. Default: 5000.
     int busy_timeout_ms = 5000;
+    /// Open for reading only (implies !create_if_missing): nothing is ever written, not even the
+    /// WAL index. A WAL database in a folder this process cannot write is then opened as
+    /// immutable (no other process can be writing it there either). Default: false.
+    bool read_only = false;
   };
 
   /// Opens `path`, sets the busy timeout and foreign_keys=ON, and reads the schema once, so that
@@ -217,6 +226,9 @@ class Db {
 
  private:
   Db(std::string path, int busy_timeout_ms, std::unique_ptr<sqlite3, ConnectionCloser> connection);
+  /// sqlite3_open_v2(name, flags) for the database at `path`, with the busy timeout set.
+  static Result<std::unique_ptr<Db>> Connect(const std::string& path, const std::string& name,
+                                             int flags, const Options& options);
 
   std::string path_;
   int busy_timeout_ms_;

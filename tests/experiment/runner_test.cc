@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "recipe/presets.h"
 #include "recipe/recipe_parser.h"
 #include "sim/cluster_sim.h"
 #include "support/test_util.h"
@@ -80,8 +81,8 @@ TEST(RunnerTest, ValidateWithRegistriesReportsPolicyProblems) {
        "colocated, grp, libra-ref, no-ehp, static); did you mean 'grp'?"},
       {"system.planner_options.train_gpu=3",
        "--set system.planner_options.train_gpu=3: system.planner_options.train_gpu: unknown "
-       "option; did you mean 'train_gpus'? (known: lend_idle_trainer, rollout_tp, rollout_tps, "
-       "train_gpus)"},
+       "option; did you mean 'train_gpus'? (known: lend_idle_trainer, reclaim_at, rollout_tp, "
+       "rollout_tps, train_gpus)"},
       {"system.planner_options.train_gpus=8",
        "r.toml:18:1: system.planner_options: no plan fits the cluster: train_gpus = 8 leaves "
        "no GPU for rollout (the cluster has 8)"},
@@ -556,6 +557,41 @@ TEST(RunnerTest, LibraChangesItsSplitWhenTheWorkloadDrifts) {
   EXPECT_GE(moves, 1);
   EXPECT_LT(growing->steps.back().train_gpus, shrinking->steps.back().train_gpus);
   EXPECT_LT(growing->steps.back().train_gpus, growing->steps.front().train_gpus);
+}
+
+TEST(RunnerTest, FirstFinishedBatchesBiasTheBatchRewardNotTheEvaluation) {
+  // areal-async on the paper recipe trains first on the groups that finish first: its first
+  // batch reward is far above an ordered system's, which the old "to reward" column read as
+  // instant convergence. The evaluation score on held-out prompts shows no such jump: the
+  // version it trained is no better than the ordered system's (a biased batch teaches less).
+  const auto run = [](const std::string& preset) {
+    auto parsed = recipe::ParseRecipeFile(
+        test::SourcePath("recipes/paper/r2e-gym-qwen3-14b.toml"), {"steps=2"});
+    EXPECT_OK(parsed);
+    const recipe::SystemSpec system =
+        recipe::SystemFromPreset(*recipe::FindPreset(preset), "baselines[9]", "test");
+    test::ScopedTempDir dir;
+    auto store = store::Store::Open(dir.File("r.db"));
+    EXPECT_OK(store);
+    RunRequest request;
+    request.recipe = &parsed->recipe;
+    request.system = &system;
+    auto outcome = RunSystem(**store, request, Sim());
+    EXPECT_OK(outcome);
+    EXPECT_OK(outcome->status);
+    auto steps = (*store)->Steps(outcome->run_id);
+    EXPECT_OK(steps);
+    return std::make_pair(*steps, *(*store)->GetRun(outcome->run_id));
+  };
+  const auto [areal, areal_run] = run("areal-async");
+  const auto [ordered, ordered_run] = run("disagg-static");
+  ASSERT_FALSE(areal.empty());
+  ASSERT_FALSE(ordered.empty());
+  EXPECT_GT(areal[0].reward_mean, ordered[0].reward_mean + 0.1);
+  ASSERT_TRUE(areal[0].eval_score && ordered[0].eval_score);
+  EXPECT_LE(*areal[0].eval_score, *ordered[0].eval_score);
+  // Both start from the same initial evaluation: the target is the same for both.
+  EXPECT_EQ(areal_run.eval_initial, ordered_run.eval_initial);
 }
 
 TEST(RunnerTest, NowIso8601LooksLikeUtc) {

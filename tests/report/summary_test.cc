@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -181,17 +182,60 @@ TEST(SummaryTest, SummaryRowValues) {
   EXPECT_NE(table.Render(Format::kText).find("  0.533  "), std::string::npos);
 }
 
-TEST(SummaryTest, RewardTargetChoosesWhatTimeToRewardTimes) {
-  // Smoothed rewards of TwoSteps: 0.25 at 10 s, 0.5 at 30 s. By default the target is the lowest
-  // peak (0.5); a given target is timed as given, and one never reached is missing.
-  auto time_to_reward = [](std::optional<double> target) {
-    const std::string csv = SummaryTable({TwoSteps(1, "baseline")}, 0, target).Render(Format::kCsv);
+TEST(SummaryTest, TargetChoosesWhatTimeToTargetTimes) {
+  // Evaluation 0.2 at the start, 0.4 at 10 s, 0.6 at 30 s. By default the target is 0.8 of the
+  // way to the best final score (0.2 + 0.8 * 0.4 = 0.52, reached at 22 s); a given target is
+  // timed as given, and one never reached is missing.
+  RunView view = TwoSteps(1, "baseline");
+  view.run.eval_initial = 0.2;
+  view.steps[0].eval_score = 0.4;
+  view.steps[1].eval_score = 0.6;
+  auto time_to_target = [&](std::optional<double> target) {
+    const std::string csv = SummaryTable({view}, 0, Convergence{target, 0.8}).Render(Format::kCsv);
+    const std::vector<std::string> header = StrSplit(StrSplit(csv, '\n')[0], ',');
     const std::vector<std::string> cells = StrSplit(StrSplit(csv, '\n')[1], ',');
-    return cells[cells.size() - 2];
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == "time_to_target_s") return cells[i];
+    }
+    return std::string("no column");
   };
-  EXPECT_EQ(time_to_reward(std::nullopt), "30.0");
-  EXPECT_EQ(time_to_reward(0.2), "10.0");
-  EXPECT_EQ(time_to_reward(0.9), "");
+  EXPECT_EQ(time_to_target(std::nullopt), "22.0");
+  EXPECT_EQ(time_to_target(0.3), "5.0");
+  EXPECT_EQ(time_to_target(0.1), "0.0");
+  EXPECT_EQ(time_to_target(0.9), "");
+}
+
+TEST(SummaryTest, BatchRewardDoesNotCountAsConvergence) {
+  // A run whose first batches are easy groups (batch reward 0.9 at once) but whose policy has
+  // not learned more than another's converges no sooner: time to target reads the evaluation.
+  RunView biased = TwoSteps(1, "first-finished");
+  RunView fair = TwoSteps(2, "ordered");
+  biased.steps[0].reward_mean = 0.9;
+  biased.steps[1].reward_mean = 0.9;
+  for (RunView* v : {&biased, &fair}) {
+    v->run.eval_initial = 0.2;
+    v->steps[0].eval_score = 0.3;
+    v->steps[1].eval_score = 0.5;
+  }
+  const std::map<uint64_t, double> targets = EvalTargets({biased, fair}, Convergence{});
+  ASSERT_EQ(targets.size(), 1u);
+  EXPECT_DOUBLE_EQ(targets.at(1), 0.2 + 0.8 * 0.3);
+  EXPECT_EQ(TimeToTarget(biased, targets.at(1)), TimeToTarget(fair, targets.at(1)));
+}
+
+TEST(SummaryTest, TargetsArePerSeed) {
+  // Each seed's target comes from its own runs' initial and best final scores.
+  RunView a = TwoSteps(1, "a");
+  RunView b = TwoSteps(2, "a");
+  b.run.seed = 2;
+  a.run.eval_initial = 0.1;
+  a.steps[1].eval_score = 0.5;
+  b.run.eval_initial = 0.3;
+  b.steps[1].eval_score = 0.4;
+  const std::map<uint64_t, double> targets = EvalTargets({a, b}, Convergence{std::nullopt, 0.5});
+  EXPECT_DOUBLE_EQ(targets.at(1), 0.3);
+  EXPECT_DOUBLE_EQ(targets.at(2), 0.35);
+  EXPECT_EQ(EvalCurve(a), (std::vector<std::pair<double, double>>{{0, 0.1}, {30, 0.5}}));
 }
 
 TEST(SummaryTest, RouterActivityShowsFinalAndLargestValues) {
@@ -324,19 +368,6 @@ TEST(SummaryTest, GpuUtilisationIsTimeWeightedOverTheStepsThatRecordedIt) {
   ASSERT_TRUE(ComputeMetrics(view).gpu_util.has_value());
   EXPECT_NEAR(*ComputeMetrics(view).gpu_util, 0.7, 1e-12);
   EXPECT_FALSE(ComputeMetrics(Rate("a", 1, 10, 10)).gpu_util.has_value());
-}
-
-TEST(SummaryTest, TimeToRewardUsesAThreeStepMovingMean) {
-  // Rewards 0.2, 0.8, 0.2, 0.8: smoothed 0.2, 0.5, 0.4, 0.6; 0.5 is first reached at step 1
-  // (end 20 s), 0.55 at step 3 (40 s), 0.7 never. A lone lucky batch does not count.
-  RunView view = Rate("a", 1, 10, 10);
-  view.steps[0].reward_mean = 0.2;
-  for (int i = 1; i < 4; ++i) {
-    view.steps.push_back(Step(i, 10.0 * (i + 1), 10, 100, i % 2 == 1 ? 0.8 : 0.2));
-  }
-  EXPECT_EQ(TimeToReward(view, 0.5), 20.0);
-  EXPECT_EQ(TimeToReward(view, 0.55), 40.0);
-  EXPECT_FALSE(TimeToReward(view, 0.7).has_value());
 }
 
 TEST(SummaryTest, RepeatTableAveragesSeedsAndPairsSpeedupsBySeed) {
