@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <string>
 
 #include "common/check.h"
 #include "common/strings.h"
@@ -32,6 +34,14 @@ std::vector<double> GroupAdvantages(const std::vector<double>& rewards, int grou
     for (size_t i = first; i < first + n; ++i) advantages[i] = (rewards[i] - mean) / (sd + 1e-6);
   }
   return advantages;
+}
+
+void Coordinator::Batch::Reserve(size_t trajectories, size_t turn_records) {
+  done.reserve(trajectories);
+  turns.reserve(turn_records);
+  sequence_tokens.reserve(trajectories);
+  sizes.reserve(trajectories);
+  mean_versions.reserve(trajectories);
 }
 
 void Coordinator::Batch::Append(Batch&& group) {
@@ -169,6 +179,7 @@ Status Coordinator::OnLayout(double now) {
     instances.push_back(state);
   }
   instances_ = std::move(instances);
+  index_.Reset(instances_);
   if (reclaiming_ && layout_.train_gpus > 0) {
     lent_from_.reset();
     reclaiming_ = false;
@@ -176,6 +187,10 @@ Status Coordinator::OnLayout(double now) {
   Launch();
   LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
   return TryTrain(now);
+}
+
+void Coordinator::Changed(const sched::InstanceState& instance) {
+  index_.Update(instances_, static_cast<size_t>(&instance - instances_.data()));
 }
 
 sched::InstanceState* Coordinator::FindInstance(InstanceId id) {
@@ -212,8 +227,8 @@ void Coordinator::Launch() {
 
 Status Coordinator::RouteWaiting(double now) {
   if (instances_.empty()) return Status();
-  std::deque<TrajectoryId> deferred;
-  while (!waiting_.empty()) {
+  // Each waiting turn once, in order; those the router defers go back, in order, behind them.
+  for (size_t n = waiting_.size(); n > 0; --n) {
     const TrajectoryId id = waiting_.front();
     waiting_.pop_front();
     Trajectory& t = live_.at(id);
@@ -226,6 +241,7 @@ Status Coordinator::RouteWaiting(double now) {
     request.generated_tokens = t.generated_tokens;
     request.previous = t.instance;
     request.last_tool = t.last_tool;
+    request.index = &index_;
     if (router_.WantsOracle()) {
       if (!t.oracle_tokens) {
         backend::StartTurn probe;
@@ -239,7 +255,7 @@ Status Coordinator::RouteWaiting(double now) {
     }
     const sched::RouteDecision decision = router_.Route(request, instances_);
     if (!decision.instance) {
-      deferred.push_back(id);
+      waiting_.push_back(id);
       continue;
     }
     sched::InstanceState* chosen = FindInstance(*decision.instance);
@@ -248,6 +264,7 @@ Status Coordinator::RouteWaiting(double now) {
                               decision.instance->ToString());
     }
     ++chosen->active;
+    Changed(*chosen);
     if (t.turns == 0) {
       t.version = rollout_version_;
       t.start_s = now;
@@ -269,7 +286,6 @@ Status Coordinator::RouteWaiting(double now) {
     turn.skill = skill_.Skill(t.turn_version);
     LIBRA_RETURN_IF_ERROR(backend_.Submit(turn));
   }
-  waiting_ = std::move(deferred);
   return Status();
 }
 
@@ -282,6 +298,7 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   Trajectory& t = it->second;
   if (sched::InstanceState* instance = FindInstance(done.instance)) {
     instance->active = std::max(0, instance->active - 1);
+    Changed(*instance);
   }
   if (t.turns == 0 && done.prompt_tokens) {
     t.context_tokens += *done.prompt_tokens - t.prompt_tokens;
@@ -336,12 +353,11 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   record.end_s = now;
   record.reward = done.reward;
   record.truncated = done.end == workload::TurnEnd::kTruncated;
-  std::vector<std::string> path;
   for (size_t i = 0; i < t.path.size(); ++i) {
-    path.push_back(std::to_string(t.path[i]));
+    if (i > 0) record.instances += ',';
+    record.instances += std::to_string(t.path[i]);
     if (i > 0 && t.path[i] != t.path[i - 1]) ++record.migrations;
   }
-  record.instances = StrJoin(path, ",");
   sched::TrajectoryObservation observation;
   observation.trajectory = t.id;
   observation.prompt = PromptId(t.prompt);
@@ -357,7 +373,8 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   }
   router_.OnTrajectoryDone(observation);
   group.done.push_back(record);
-  group.turns.insert(group.turns.end(), t.turn_records.begin(), t.turn_records.end());
+  group.turns.insert(group.turns.end(), std::make_move_iterator(t.turn_records.begin()),
+                     std::make_move_iterator(t.turn_records.end()));  // t is erased below
   group.sequence_tokens.push_back(t.context_tokens);
   group.sizes.push_back(
       planner::TrajectorySize{t.prompt_tokens, t.generated_tokens,
@@ -382,6 +399,7 @@ Status Coordinator::OnTurnFailed(double now, const backend::TurnFailed& failed) 
   Trajectory& t = it->second;
   if (sched::InstanceState* instance = FindInstance(failed.instance)) {
     instance->active = std::max(0, instance->active - 1);
+    Changed(*instance);
   }
   if (!t.path.empty()) t.path.pop_back();
   t.instance = t.path.empty() ? InstanceId() : InstanceId(t.path.back());
@@ -398,6 +416,7 @@ Status Coordinator::OnInstanceHealth(double now, const backend::InstanceHealth& 
   const bool leaving = pool_ && std::count(pool_->leaving().begin(), pool_->leaving().end(),
                                            static_cast<size_t>(health.instance.value)) > 0;
   instance->available = health.up && !leaving;
+  Changed(*instance);
   AddEvent(health.up ? "instance-up" : "instance-down", now, now,
            "instance " + health.instance.ToString(), std::nullopt, next_train_step_, health.reason);
   return health.up ? RouteWaiting(now) : Status();
@@ -456,6 +475,13 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
     }
   }
   Batch batch;
+  size_t trajectories = 0, turns = 0;
+  for (int64_t prompt : prompts) {
+    const Batch& group = groups_.at(prompt);
+    trajectories += group.done.size();
+    turns += group.turns.size();
+  }
+  batch.Reserve(trajectories, turns);  // each record moves once
   for (int64_t prompt : prompts) {
     batch.Append(std::move(groups_.at(prompt)));
     groups_.erase(prompt);
@@ -504,7 +530,10 @@ Status Coordinator::Reclaim(double now) {
   if (!begun.ok()) return Status::Internal("cannot take the lent GPUs back: " + begun.message());
   reclaiming_ = true;
   reclaimed_step_ = next_train_step_;
-  for (size_t i : pool_->leaving()) instances_[i].available = false;
+  for (size_t i : pool_->leaving()) {
+    instances_[i].available = false;
+    Changed(instances_[i]);
+  }
   AddEvent("reclaim", now, now, "trainer", std::nullopt, next_train_step_, lent_from_->ToString());
   return AdvanceTransition(now);
 }
@@ -707,7 +736,10 @@ Status Coordinator::Replan(double now, const store::StepRecord& step,
     const Status begun = pool_->Begin(*decision->layout);
     if (begun.ok()) {
       record.applied = true;
-      for (size_t i : pool_->leaving()) instances_[i].available = false;
+      for (size_t i : pool_->leaving()) {
+        instances_[i].available = false;
+        Changed(instances_[i]);
+      }
     } else {
       record.reason += " (not applied: " + begun.message() + ")";
     }

@@ -37,11 +37,13 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
 #include "planner/elastic_pool.h"
 #include "planner/planner.h"
+#include "sched/instance_index.h"
 #include "sched/router.h"
 #include "store/records.h"
 #include "workload/skill.h"
@@ -177,6 +179,7 @@ class Coordinator {
     double rollout_start = std::numeric_limits<double>::infinity();
     double rollout_end = 0;
 
+    void Reserve(size_t trajectories, size_t turn_records);
     void Append(Batch&& group);
   };
 
@@ -190,6 +193,8 @@ class Coordinator {
   Status OnSyncDone(double now, const backend::SyncDone& done);
   /// The instance with this id; null when the layout has none.
   sched::InstanceState* FindInstance(InstanceId id);
+  /// Tells index_ that `instance` (an element of instances_) changed.
+  void Changed(const sched::InstanceState& instance);
   /// Launches the rollouts of every step the weights allow.
   void Launch();
   /// Routes waiting turns, in order; those the router defers stay waiting.
@@ -226,7 +231,8 @@ class Coordinator {
   std::optional<double> predicted_step_s_;  // the planner's prediction for the running step
   double relayout_start_ = 0;               // when the transition being applied was submitted
   std::vector<sched::InstanceState> instances_;
-  std::map<TrajectoryId, Trajectory> live_;
+  sched::InstanceIndex index_;                         // over instances_, for the router
+  std::unordered_map<TrajectoryId, Trajectory> live_;  // never iterated
   std::deque<TrajectoryId> waiting_;
   std::map<int64_t, Batch> groups_;  // by prompt, until trained or rejected
   std::deque<int64_t> complete_;     // complete groups in completion order (stream batching)

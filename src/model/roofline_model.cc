@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace libra::model {
@@ -227,12 +229,18 @@ TrainEstimate RooflineCostModel::TrainStep(const TrainLayout& layout, const Trai
   std::vector<double> rank_flops(static_cast<size_t>(dp), 0);
   std::vector<double> rank_tokens(static_cast<size_t>(dp), 0);
   std::vector<int> rank_sequences(static_cast<size_t>(dp), 0);
+  // The least-loaded rank, the first of equals, from a heap: O(log dp) per sequence.
+  std::vector<std::pair<double, size_t>> least;
+  for (size_t rank = 0; rank < rank_flops.size(); ++rank) least.emplace_back(0.0, rank);
+  const auto later = std::greater<std::pair<double, size_t>>();
   for (int64_t tokens : sorted) {
-    const size_t rank = static_cast<size_t>(std::min_element(rank_flops.begin(), rank_flops.end()) -
-                                            rank_flops.begin());
+    std::pop_heap(least.begin(), least.end(), later);
+    const size_t rank = least.back().second;
     rank_flops[rank] += TrainFlops(tokens, passes);
     rank_tokens[rank] += static_cast<double>(tokens);
     ++rank_sequences[rank];
+    least.back().first = rank_flops[rank];
+    std::push_heap(least.begin(), least.end(), later);
   }
   const size_t busiest = static_cast<size_t>(
       std::max_element(rank_flops.begin(), rank_flops.end()) - rank_flops.begin());

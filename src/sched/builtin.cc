@@ -30,9 +30,9 @@ Status RegisterBuiltinRouters(RouterRegistry& registry) {
       std::string(kLaMlfqName),
       "length-aware MLFQ: prompt length, then the prompt's last bucket; demotes long runners",
       &LaMlfqRouter::Create));
-  LIBRA_RETURN_IF_ERROR(registry.Register(
-      std::string(kSortedName), "SortedRL-style: predicted-short trajectories first",
-      &SortedRouter::Create));
+  LIBRA_RETURN_IF_ERROR(registry.Register(std::string(kSortedName),
+                                          "SortedRL-style: predicted-short trajectories first",
+                                          &SortedRouter::Create));
   LIBRA_RETURN_IF_ERROR(registry.Register(
       std::string(kOracleLengthName),
       "routes by the true remaining length (simulator only): the bound for any length predictor",

@@ -20,6 +20,8 @@
 
 namespace libra::sched {
 
+class InstanceIndex;
+
 /// What a router sees of one rollout instance.
 struct InstanceState {
   InstanceId id;
@@ -54,6 +56,10 @@ struct RouteRequest {
   /// The tokens the trajectory will still generate: the truth, known only to a simulator (for
   /// the oracle-length router, the upper bound of any length predictor); unset elsewhere.
   std::optional<int64_t> oracle_remaining_tokens;
+  /// The caller's index over the instances passed with this request, kept in step with them
+  /// (instance_index.h); routers may use it instead of scanning every instance, and must decide
+  /// exactly as without it. Null when the caller keeps none.
+  const InstanceIndex* index = nullptr;
 };
 
 /// Where a turn goes. No instance means "not now": the coordinator retries when capacity frees.

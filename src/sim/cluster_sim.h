@@ -22,7 +22,6 @@
 #pragma once
 
 #include <deque>
-#include <list>
 #include <unordered_map>
 #include <vector>
 
@@ -66,9 +65,11 @@ class ClusterSim : public backend::Backend {
   const SimStats& stats() const { return stats_; }
 
  private:
+  struct Trajectory;
   /// One turn on (or waiting for) an instance.
   struct Seq {
     TrajectoryId id;
+    Trajectory* trajectory = nullptr;  // its entry in trajectories_ (a node: never moves)
     int turn = 0;
     int64_t context = 0;       // tokens in KV once prefilled (reserved at admission)
     int64_t prefill_left = 0;  // tokens still to prefill
@@ -85,9 +86,12 @@ class ClusterSim : public backend::Backend {
     double ready_at = 0;
     std::vector<Seq> running;
     std::deque<Seq> waiting;
-    int64_t used = 0;             // KV tokens reserved: running contexts and cached prefixes
-    std::list<TrajectoryId> lru;  // cached prefixes, least recently used first
-    std::unordered_map<TrajectoryId, std::pair<int64_t, std::list<TrajectoryId>::iterator>> cached;
+    int64_t used = 0;  // KV tokens reserved: running contexts and cached prefixes
+    // The trajectories whose prefix is cached here, least recently used first (linked through
+    // Trajectory::lru_prev / lru_next).
+    Trajectory* lru_first = nullptr;
+    Trajectory* lru_last = nullptr;
+    size_t cached = 0;
     Phase phase = Phase::kIdle;
     double phase_start = 0;
     uint64_t generation = 0;  // of the boundary event that ends the current phase
@@ -99,24 +103,28 @@ class ClusterSim : public backend::Backend {
     int64_t span_iterations = 0;
   };
   struct Trajectory {
+    TrajectoryId id;
     workload::TrajectoryScript script;
     int next_turn = 0;
     bool running = false;
     bool awaiting_tool = false;
-    int64_t cached_on = -1;  // instance holding its cached prefix
+    int64_t cached_on = -1;     // instance holding its cached prefix
+    int64_t cached_tokens = 0;  // of that prefix
+    Trajectory* lru_prev = nullptr;
+    Trajectory* lru_next = nullptr;
   };
   enum class Kind { kBoundary, kTool, kTrain, kSync, kLayout };
+  /// A queue entry, kept small: the events it will deliver wait in parked_.
   struct Pending {
     Kind kind = Kind::kBoundary;
-    size_t instance = 0;
-    uint64_t generation = 0;
-    backend::Event event;
+    uint32_t index = 0;       // kBoundary: the instance; otherwise the parked event's slot
+    uint64_t generation = 0;  // kBoundary: of the phase it ends
   };
 
   Status StartTurn(const backend::StartTurn& turn);
   Status RunTool(const backend::RunTool& tool);
   /// Runs the tool the trajectory's last turn called, taking `latency` from `now`.
-  void StartTool(TrajectoryId id, double latency, double now);
+  void StartTool(const Trajectory& t, double latency, double now);
   Status Train(const backend::Train& train);
   Status Sync(const backend::SyncWeights& sync);
   Status ApplyLayout(const backend::Layout& layout);
@@ -135,11 +143,17 @@ class ClusterSim : public backend::Backend {
   Status Admit(Instance& instance);
   /// Preempts the most recently admitted running sequence; false when none runs.
   bool Preempt(Instance& instance);
-  /// Drops a trajectory's cached prefix from the instance holding it.
-  void DropCache(TrajectoryId id);
+  /// Caches the trajectory's context on `instance` (the most recently used).
+  void Cache(Instance& instance, Trajectory& t, int64_t tokens);
+  /// Takes the trajectory's cached prefix off its instance's list (`used` unchanged).
+  void Uncache(Trajectory& t);
+  /// Drops a trajectory's cached prefix from the instance holding it, freeing its KV.
+  void DropCache(Trajectory& t);
   void Schedule(Instance& instance, double at);
   /// Pauses every instance until now + duration.
   Status PauseAll(double duration);
+  /// Queues `event` for delivery at its time, ordered by `rank` among simultaneous events.
+  void Deliver(Kind kind, int rank, backend::Event event);
 
   recipe::SimSpec spec_;
   const workload::Workload& workload_;
@@ -148,12 +162,14 @@ class ClusterSim : public backend::Backend {
   std::vector<Instance> instances_;
   std::unordered_map<TrajectoryId, Trajectory> trajectories_;
   EventQueue<Pending> queue_;
+  std::vector<backend::Event> parked_;  // events in the queue, by slot
+  std::vector<uint32_t> free_slots_;    // slots of parked_ not in use
   double paused_until_ = 0;
   /// When GPUs that joined training in a re-layout are ready for it.
   double trainer_ready_at_ = 0;
   uint64_t next_order_ = 0;
   int tools_running_ = 0;
-  std::deque<std::pair<TrajectoryId, double>> tool_queue_;  // waiting for a sandbox slot
+  std::deque<std::pair<const Trajectory*, double>> tool_queue_;  // waiting for a sandbox slot
   SimStats stats_;
 };
 

@@ -41,9 +41,9 @@ Status Statement::BindDouble(int index, double value) {
   return rc == SQLITE_OK ? Status() : BindError(rc, index);
 }
 
-Status Statement::BindText(int index, std::string_view value) {
+Status Statement::BindText(int index, std::string_view value, bool copy) {
   const int rc = sqlite3_bind_text64(handle_.get(), index, value.data(), value.size(),
-                                     SQLITE_TRANSIENT, SQLITE_UTF8);
+                                     copy ? SQLITE_TRANSIENT : SQLITE_STATIC, SQLITE_UTF8);
   return rc == SQLITE_OK ? Status() : BindError(rc, index);
 }
 

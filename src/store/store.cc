@@ -45,14 +45,46 @@ constexpr char kTurnColumns[] =
     "trajectory, turn, instance, start_s, end_s, generated_tokens, \"end\", tool, tool_status, "
     "tool_output_tokens, tool_latency_s";
 
-/// "INSERT INTO <table> (<columns>) VALUES (?, ?, ...)" with one parameter per column.
-std::string InsertSql(std::string_view table, std::string_view columns) {
-  std::string placeholders = "?";
+/// "INSERT INTO <table> (<columns>) VALUES (?, ?, ...)" with one parameter per column, for
+/// `rows` rows.
+std::string InsertSql(std::string_view table, std::string_view columns, int rows = 1) {
+  std::string placeholders = "(?";
   for (const char c : columns) {
     if (c == ',') placeholders += ", ?";
   }
-  return "INSERT INTO " + std::string(table) + " (" + std::string(columns) + ") VALUES (" +
-         placeholders + ")";
+  placeholders += ")";
+  std::string sql = "INSERT INTO " + std::string(table) + " (" + std::string(columns) + ") VALUES ";
+  for (int row = 0; row < rows; ++row) sql += (row > 0 ? ", " : "") + placeholders;
+  return sql;
+}
+
+/// Rows inserted by one statement where a step has many (trajectories, turns): SQLite's work per
+/// statement (step, halt, reset) is then paid once per this many rows.
+constexpr int kRowsPerInsert = 32;
+
+/// Inserts `rows` with `many` (kRowsPerInsert rows a statement) and the rest with `one`;
+/// `bind(statement, first_parameter, row)` binds one row's columns without copying.
+template <typename Row, typename BindRow>
+Status InsertRows(Statement& one, Statement& many, int columns, const std::vector<Row>& rows,
+                  BindRow bind) {
+  size_t next = 0;
+  auto run = [&](Statement& statement, size_t count) -> Status {
+    struct ResetAfter {
+      Statement& s;
+      ~ResetAfter() { s.Reset(); }
+    } reset{statement};
+    for (size_t i = 0; i < count; ++i) {
+      LIBRA_RETURN_IF_ERROR(bind(statement, 1 + static_cast<int>(i) * columns, rows[next + i]));
+    }
+    LIBRA_RETURN_IF_ERROR(statement.Step().status());
+    next += count;
+    return Status();
+  };
+  while (rows.size() - next >= static_cast<size_t>(kRowsPerInsert)) {
+    LIBRA_RETURN_IF_ERROR(run(many, kRowsPerInsert));
+  }
+  while (next < rows.size()) LIBRA_RETURN_IF_ERROR(run(one, 1));
+  return Status();
 }
 
 Status RunNotFound(int64_t run_id, const std::string& path) {
@@ -315,9 +347,11 @@ class Store::Impl {
   std::optional<Statement> reopen_run;
   std::optional<Statement> insert_step;
   std::optional<Statement> insert_trajectory;
+  std::optional<Statement> insert_trajectories;  // kRowsPerInsert rows
   std::optional<Statement> insert_decision;
   std::optional<Statement> insert_event;
   std::optional<Statement> insert_turn;
+  std::optional<Statement> insert_turns;  // kRowsPerInsert rows
   std::optional<Statement> insert_router_metric;
   std::optional<Statement> insert_comparison;
   std::optional<Statement> append_comparison_run;
@@ -375,6 +409,10 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(
       insert_trajectory, InsertSql("trajectories", std::string("run_id, ") + kTrajectoryColumns),
       "insert into trajectories"));
+  LIBRA_RETURN_IF_ERROR(Prepare(
+      insert_trajectories,
+      InsertSql("trajectories", std::string("run_id, ") + kTrajectoryColumns, kRowsPerInsert),
+      "insert into trajectories"));
   LIBRA_RETURN_IF_ERROR(Prepare(insert_decision,
                                 InsertSql("decisions", std::string("run_id, ") + kDecisionColumns),
                                 "insert into decisions"));
@@ -384,6 +422,9 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(insert_turn,
                                 InsertSql("turns", std::string("run_id, ") + kTurnColumns),
                                 "insert into turns"));
+  LIBRA_RETURN_IF_ERROR(Prepare(
+      insert_turns, InsertSql("turns", std::string("run_id, ") + kTurnColumns, kRowsPerInsert),
+      "insert into turns"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(insert_router_metric,
               "INSERT INTO router_metrics (run_id, step, name, value) VALUES (?, ?, ?, ?)",
@@ -595,16 +636,21 @@ Status Store::RecordStep(int64_t run_id, const StepBatch& batch) {
       s.trajectories, s.turns, s.tool_calls, s.prompt_tokens, s.generated_tokens, s.reward_mean,
       s.policy_version, s.max_lag, s.rollout_gpus, s.train_gpus, s.gpu_util, s.idle_gpu_s,
       s.predicted_step_s, s.eval_score));
-  for (const TrajectoryRecord& t : batch.trajectories) {
-    LIBRA_RETURN_IF_ERROR(impl_->insert_trajectory->Execute(
-        run_id, t.id, t.prompt, t.sample, t.step, t.version, t.turns, t.tool_calls, t.prompt_tokens,
-        t.generated_tokens, t.start_s, t.end_s, t.reward, t.truncated, t.instances, t.migrations));
-  }
-  for (const TurnRecord& t : batch.turns) {
-    LIBRA_RETURN_IF_ERROR(impl_->insert_turn->Execute(
-        run_id, t.trajectory, t.turn, t.instance, t.start_s, t.end_s, t.generated_tokens, t.end,
-        t.tool, t.tool_status, t.tool_output_tokens, t.tool_latency_s));
-  }
+  LIBRA_RETURN_IF_ERROR(
+      InsertRows(*impl_->insert_trajectory, *impl_->insert_trajectories, 16, batch.trajectories,
+                 [run_id](Statement& statement, int first, const TrajectoryRecord& t) {
+                   return statement.BindFrom(first, run_id, t.id, t.prompt, t.sample, t.step,
+                                             t.version, t.turns, t.tool_calls, t.prompt_tokens,
+                                             t.generated_tokens, t.start_s, t.end_s, t.reward,
+                                             t.truncated, t.instances, t.migrations);
+                 }));
+  LIBRA_RETURN_IF_ERROR(InsertRows(*impl_->insert_turn, *impl_->insert_turns, 12, batch.turns,
+                                   [run_id](Statement& statement, int first, const TurnRecord& t) {
+                                     return statement.BindFrom(
+                                         first, run_id, t.trajectory, t.turn, t.instance, t.start_s,
+                                         t.end_s, t.generated_tokens, t.end, t.tool, t.tool_status,
+                                         t.tool_output_tokens, t.tool_latency_s);
+                                   }));
   for (const EventRecord& e : batch.events) {
     LIBRA_RETURN_IF_ERROR(impl_->insert_event->Execute(run_id, e.seq, e.kind, e.start_s, e.end_s,
                                                        e.resource, e.trajectory, e.step, e.detail));
