@@ -174,12 +174,19 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
   };
   std::optional<double> reference;
   const std::map<uint64_t, double> targets = EvalTargets(runs, convergence);
-  columns.push_back({"configured_by", "config", false});
-  columns.push_back({"configuration", "layout at start, staleness", false});
+  // How each run was configured and what it ran: two fields for scripts; in text one line under
+  // the row, so that the table fits a terminal.
+  columns.push_back({.key = "configured_by", .header = "config", .shown = Shown::kData});
+  columns.push_back(
+      {.key = "configuration", .header = "layout at start, staleness", .shown = Shown::kData});
   if (baseline && *baseline < runs.size()) {
     columns.push_back({"speedup", "speedup", true});
     reference = ComputeMetrics(runs[*baseline]).trajectories_per_s;
   }
+  columns.push_back({.key = "configured",
+                     .header = "config: layout at start, staleness",
+                     .shown = Shown::kReading,
+                     .below = true});
   Table table(columns);
   for (const RunView& view : runs) {
     const RunMetrics m = ComputeMetrics(view);
@@ -221,6 +228,7 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       }
       row.push_back(Cell::Number(speedup, 2));
     }
+    row.push_back(Cell::Text(ConfiguredBy(view.run) + ": " + RunConfiguration(view)));
     table.AddRow(std::move(row));
   }
   return table;

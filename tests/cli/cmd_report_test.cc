@@ -343,8 +343,9 @@ TEST_F(CmdReportTest, ReadsADatabaseOfSchemaVersion1) {
   EXPECT_EQ(r.out,
             "run,name,system,seed,status,steps,elapsed_s,trajectories,generated_tokens,"
             "trajectories_per_s,generated_tokens_per_s_per_gpu,gpu_util,step_s,rollout_s,train_s,"
-            "sync_s,wait_s,final_reward,of_bound,throughput_bound\n"
-            "1,old,sys,1,ok,1,20.0,8,4000,0.4,25.0,,20.0,12.0,6.0,1.0,1.0,0.5,,\n");
+            "sync_s,wait_s,final_reward,final_eval,eval_target,time_to_target_s,of_bound,"
+            "throughput_bound,configured_by,configuration\n"
+            "1,old,sys,1,ok,1,20.0,8,4000,0.4,25.0,,20.0,12.0,6.0,1.0,1.0,0.5,,,,,,as written,-\n");
 }
 
 TEST_F(CmdReportTest, PlotsMarkdownAndTimeline) {

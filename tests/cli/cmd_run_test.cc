@@ -178,8 +178,8 @@ TEST_F(CmdRunTest, TuneSearchesEveryPeerAndRecordsIt) {
   // `libra tune`: every system with knobs is searched with the same budget, its trials printed
   // best first and recorded; Libra is not tuned.
   CopyRecipe("quickstart.toml");
-  const std::vector<std::string> args = {"tune", "--steps", "2", "--set",
-                                         "tuning.budget_runs=5", "quickstart.toml"};
+  const std::vector<std::string> args = {
+      "tune", "--steps", "2", "--set", "tuning.budget_runs=5", "quickstart.toml"};
   const CommandResult r = Libra(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectGolden("cli/tune_quickstart.txt",
@@ -201,9 +201,15 @@ TEST_F(CmdRunTest, CompareTunedRunsPeersAtTheirTunedConfiguration) {
   // --tuned tunes where no tuning is recorded, then reuses it; the table says how each row was
   // configured and what it ran.
   CopyRecipe("quickstart.toml");
-  const std::vector<std::string> args = {"compare", "--steps", "2", "--tuned", "--set",
-                                         "tuning.budget_runs=4", "--systems",
-                                         "libra,async-split,sync-colocated", "quickstart.toml"};
+  const std::vector<std::string> args = {"compare",
+                                         "--steps",
+                                         "2",
+                                         "--tuned",
+                                         "--set",
+                                         "tuning.budget_runs=4",
+                                         "--systems",
+                                         "libra,async-split,sync-colocated",
+                                         "quickstart.toml"};
   const CommandResult first = Libra(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   ExpectGolden("cli/compare_tuned_quickstart.txt",

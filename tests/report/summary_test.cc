@@ -116,21 +116,26 @@ TEST(SummaryTest, RunWithoutStepsRendersDashAndNull) {
   empty.run = MakeRun(3, "broken", 8);
   empty.run.status = store::kRunFailed;
   const Table table = SummaryTable({empty}, std::nullopt);
-  EXPECT_EQ(table.Render(Format::kText),
-            "                                                  gen                     rollout\n"
-            "run  system  status  steps  time s  traj/s  tok/s/GPU  GPU util  step s         s  "
-            "train s  sync s  wait s  reward  of bound\n"
-            "---  ------  ------  -----  ------  ------  ---------  --------  ------  --------  "
-            "-------  ------  ------  ------  --------\n"
-            "  3  broken  failed      0       -       -          -         -       -         -  "
-            "      -       -       -       -         -\n");
+  EXPECT_EQ(
+      table.Render(Format::kText),
+      "                                                  gen     GPU          rollout   train  "
+      "                 batch              to      of\n"
+      "run  system  status  steps  time s  traj/s  tok/s/GPU    util  step s        s       s  "
+      "sync s  wait s  reward  eval  target s   bound\n"
+      "---  ------  ------  -----  ------  ------  ---------  ------  ------  -------  ------  "
+      "------  ------  ------  ----  --------  ------\n"
+      "  3  broken  failed      0       -       -          -       -       -        -       -  "
+      "     -       -       -     -         -       -\n"
+      "    as written: -\n");
   EXPECT_EQ(table.Render(Format::kJson),
             "[\n  {\"run\": 3, \"name\": \"quickstart\", \"system\": \"broken\", \"seed\": 1, "
             "\"status\": \"failed\", \"steps\": 0, \"elapsed_s\": null, \"trajectories\": 0, "
             "\"generated_tokens\": 0, \"trajectories_per_s\": null, "
             "\"generated_tokens_per_s_per_gpu\": null, \"gpu_util\": null, \"step_s\": null, "
             "\"rollout_s\": null, \"train_s\": null, \"sync_s\": null, \"wait_s\": null, "
-            "\"final_reward\": null, \"of_bound\": null, \"throughput_bound\": null}\n]\n");
+            "\"final_reward\": null, \"final_eval\": null, \"eval_target\": null, "
+            "\"time_to_target_s\": null, \"of_bound\": null, \"throughput_bound\": null, "
+            "\"configured_by\": \"as written\", \"configuration\": \"-\"}\n]\n");
 }
 
 TEST(SummaryTest, SpeedupIsRelativeToTheChosenBaseline) {
@@ -175,10 +180,10 @@ TEST(SummaryTest, SummaryRowValues) {
   EXPECT_EQ(table.Render(Format::kCsv),
             "run,name,system,seed,status,steps,elapsed_s,trajectories,generated_tokens,"
             "trajectories_per_s,generated_tokens_per_s_per_gpu,gpu_util,step_s,rollout_s,train_s,"
-            "sync_s,wait_s,final_reward,of_bound,throughput_bound,reward_target,time_to_reward_s,"
-            "speedup\n"
+            "sync_s,wait_s,final_reward,final_eval,eval_target,time_to_target_s,of_bound,"
+            "throughput_bound,configured_by,configuration,speedup\n"
             "1,quickstart,baseline,1,ok,2,30.0,16,3000,0.5333333333333333,25.0,,15.0,8.0,4.0,1.0,"
-            "1.0,0.75,,,0.5,30.0,1.0\n");
+            "1.0,0.75,,,,,,as written,-,1.0\n");
   EXPECT_NE(table.Render(Format::kText).find("  0.533  "), std::string::npos);
 }
 
@@ -200,7 +205,7 @@ TEST(SummaryTest, TargetChoosesWhatTimeToTargetTimes) {
     return std::string("no column");
   };
   EXPECT_EQ(time_to_target(std::nullopt), "22.0");
-  EXPECT_EQ(time_to_target(0.3), "5.0");
+  EXPECT_NEAR(std::stod(time_to_target(0.3)), 5.0, 1e-9);  // full precision in CSV
   EXPECT_EQ(time_to_target(0.1), "0.0");
   EXPECT_EQ(time_to_target(0.9), "");
 }
@@ -381,11 +386,12 @@ TEST(SummaryTest, RepeatTableAveragesSeedsAndPairsSpeedupsBySeed) {
   const Table t = RepeatTable(runs, {"a", "b", "c", "d"}, std::string("b"));
   EXPECT_EQ(t.Render(Format::kCsv),
             "system,runs,trajectories_per_s,trajectories_per_s_sd,trajectories_per_s_min,"
-            "trajectories_per_s_max,speedup\n"
-            "a,2,2.0,1.4142135623730951,1.0,3.0,2.0\n"
-            "b,2,1.0,0.0,1.0,1.0,1.0\n"
-            "c,1,2.0,,2.0,2.0,2.0\n"
-            "d,0,,,,,\n");
+            "trajectories_per_s_max,speedup,final_eval,time_to_target_s,time_to_target_s_sd,"
+            "reached,configured_by,configuration\n"
+            "a,2,2.0,1.4142135623730951,1.0,3.0,2.0,,,,0/0,as written,-\n"
+            "b,2,1.0,0.0,1.0,1.0,1.0,,,,0/0,as written,-\n"
+            "c,1,2.0,,2.0,2.0,2.0,,,,0/0,as written,-\n"
+            "d,0,,,,,,,,,0/0,as written,-\n");
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ _libra() {
     esac
   done
   if [[ -z "$cmd" ]]; then
-    COMPREPLY=($(compgen -W 'run compare report export plan validate cost workload probe calibrate version help completion -h --help --version' -- "$cur"))
+    COMPREPLY=($(compgen -W 'run compare tune report export plan validate cost workload probe calibrate version help completion -h --help --version' -- "$cur"))
     return
   fi
   case "$cmd" in
@@ -29,10 +29,11 @@ _libra() {
         --json) COMPREPLY=(); return ;;
         --table) COMPREPLY=(); return ;;
         --resume) COMPREPLY=(); return ;;
+        --take-over) COMPREPLY=(); return ;;
         --log-format) COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
       esac
       if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W '-h --help --db --seed --steps --set -q --quiet --format --json --table --resume --log-format' -- "$cur"))
+        COMPREPLY=($(compgen -W '-h --help --db --seed --steps --set -q --quiet --format --json --table --resume --take-over --log-format' -- "$cur"))
         return
       fi
       compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -X '!*.toml' -- "$cur") $(compgen -d -- "$cur"))
@@ -48,13 +49,38 @@ _libra() {
         --format) COMPREPLY=($(compgen -W 'text md csv json' -- "$cur")); return ;;
         --json) COMPREPLY=(); return ;;
         --table) COMPREPLY=(); return ;;
+        --resume) COMPREPLY=(); return ;;
+        --take-over) COMPREPLY=(); return ;;
         --systems) COMPREPLY=(); return ;;
         --repeat) COMPREPLY=(); return ;;
         --reward-target) COMPREPLY=(); return ;;
+        --tuned) COMPREPLY=(); return ;;
+        --as-written) COMPREPLY=(); return ;;
+        --sensitivity) COMPREPLY=(); return ;;
         --log-format) COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
       esac
       if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W '-h --help --db --seed --steps --set -q --quiet --format --json --table --systems --repeat --reward-target --log-format' -- "$cur"))
+        COMPREPLY=($(compgen -W '-h --help --db --seed --steps --set -q --quiet --format --json --table --resume --take-over --systems --repeat --reward-target --tuned --as-written --sensitivity --log-format' -- "$cur"))
+        return
+      fi
+      compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -X '!*.toml' -- "$cur") $(compgen -d -- "$cur"))
+      ;;
+    tune)
+      case "$prev" in
+        -h|--help) COMPREPLY=(); return ;;
+        --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --seed) COMPREPLY=(); return ;;
+        --steps) COMPREPLY=(); return ;;
+        --set) COMPREPLY=(); return ;;
+        -q|--quiet) COMPREPLY=(); return ;;
+        --format) COMPREPLY=($(compgen -W 'text md csv json' -- "$cur")); return ;;
+        --json) COMPREPLY=(); return ;;
+        --table) COMPREPLY=(); return ;;
+        --system) COMPREPLY=(); return ;;
+        --budget) COMPREPLY=(); return ;;
+      esac
+      if [[ "$cur" == -* ]]; then
+        COMPREPLY=($(compgen -W '-h --help --db --seed --steps --set -q --quiet --format --json --table --system --budget' -- "$cur"))
         return
       fi
       compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -X '!*.toml' -- "$cur") $(compgen -d -- "$cur"))
@@ -234,7 +260,7 @@ _libra() {
         COMPREPLY=($(compgen -W '-h --help' -- "$cur"))
         return
       fi
-      COMPREPLY=($(compgen -W 'run compare report export plan validate cost workload probe calibrate version help completion' -- "$cur"))
+      COMPREPLY=($(compgen -W 'run compare tune report export plan validate cost workload probe calibrate version help completion' -- "$cur"))
       ;;
     completion)
       case "$prev" in

@@ -9,6 +9,7 @@ _libra() {
   commands=(
     'run:Run the recipe`s system and record it'
     'compare:Run system and every baselines entry side by side'
+    'tune:Search a peer`s knobs by simulation and record its best configuration'
     'report:Show recorded runs and comparisons'
     'export:Write runs` per-step metrics for TensorBoard, or as CSV or JSONL'
     'plan:The planner alone  each system`s GPU split and layout'
@@ -40,7 +41,8 @@ _libra() {
         '--format[Output format  text, md (Markdown), csv or json. csv and json carry]:format:(text md csv json)' \
         '--json[Print JSON  the same as --format json]:json: ' \
         '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
-        '--resume[Continue this interrupted or failed run of --db (its recorded recipe]:resume: ' \
+        '--resume[Continue this interrupted or failed run of --db, or one whose libra died]:resume: ' \
+        '--take-over[With --resume  take over a run recorded as running by a libra on another]:take-over: ' \
         '--log-format[text or json  the line printed per step when stdout is no terminal]:log-format:(text json)' \
         '*:argument:_files -g "*.toml"'
       ;;
@@ -55,10 +57,30 @@ _libra() {
         '--format[Output format  text, md (Markdown), csv or json. csv and json carry]:format:(text md csv json)' \
         '--json[Print JSON  the same as --format json]:json: ' \
         '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
+        '--resume[Continue this comparison of --db as recorded (no RECIPE)  show the]:resume: ' \
+        '--take-over[With --resume  take over runs recorded as running by a libra on another]:take-over: ' \
         '--systems[Only these systems, in this order (comma separated)  the recipe`s, or]:systems: ' \
         '--repeat[Run every system with K seeds (the recipe`s and the next ones); report]:repeat: ' \
-        '--reward-target[Reward (3-step moving mean) that "to reward s" times; default  the]:reward-target: ' \
+        '--reward-target[Evaluation score that "to target s" times; default  per seed, eval]:reward-target: ' \
+        '--tuned[Run every peer at its tuned configuration (`libra tune`; tuned first]:tuned: ' \
+        '--as-written[Run every system as the recipe writes it, even when its tuning sets]:as-written: ' \
+        '--sensitivity[Rerun the comparison under the standard perturbations of the constants]:sensitivity: ' \
         '--log-format[text or json  the line printed per step when stdout is no terminal]:log-format:(text json)' \
+        '*:argument:_files -g "*.toml"'
+      ;;
+    tune)
+      _arguments -s \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '--db[Results database (created if missing)]:db:_files' \
+        '--seed[Override the recipe`s seed]:seed: ' \
+        '--steps[Override the recipe`s number of training steps]:steps: ' \
+        '--set[Override any recipe field, checked like the file; repeatable.]:set: ' \
+        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]:quiet: ' \
+        '--format[Output format  text, md (Markdown), csv or json. csv and json carry]:format:(text md csv json)' \
+        '--json[Print JSON  the same as --format json]:json: ' \
+        '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
+        '--system[The systems to tune, the recipe`s or named systems (comma separated;]:system: ' \
+        '--budget[Simulated runs per system (default  tuning budget_runs, 24)]:budget: ' \
         '*:argument:_files -g "*.toml"'
       ;;
     report)
@@ -72,7 +94,7 @@ _libra() {
         '--json[Print JSON  the same as --format json]:json: ' \
         '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
         '--baseline[System name or run id that speedups are relative to]:baseline: ' \
-        '--reward-target[Reward (3-step moving mean) that "to reward s" times; default  the]:reward-target: ' \
+        '--reward-target[Evaluation score that "to target s" times; default  per seed, eval]:reward-target: ' \
         '--plots[Write SVG plots of the runs into DIR (created; its parent must exist) ]:plots:_files -/' \
         '--markdown[Write a self-contained Markdown report (tables, links to the plots,]:markdown:_files' \
         '--timeline[Write one run`s timeline as Chrome trace-event JSON (Perfetto,]:timeline:_files' \
@@ -186,7 +208,7 @@ _libra() {
     help)
       _arguments -s \
         '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
-        '*:argument:(run compare report export plan validate cost workload probe calibrate version help completion)'
+        '*:argument:(run compare tune report export plan validate cost workload probe calibrate version help completion)'
       ;;
     completion)
       _arguments -s \
