@@ -20,6 +20,11 @@ packages=(
   "openssh-client:the cluster backend's ssh launcher"
   "openssh-server:the ssh launcher's tests run a private sshd on localhost"
   "python3-torch:the CPU rollout and training workers (workers/), PyTorch on CPU"
+  "librsvg2-bin:tests render every plot to PNG (rsvg-convert) and check its layout"
+  "fonts-dejavu-core:the font those renders use, so that the layout checks are the same everywhere"
+  "zlib1g-dev:tests decode the PNG renders"
+  "python3-protobuf:tests decode libra's TensorBoard event files with an independent protobuf reader"
+  "zsh:tests check the zsh completion script (libra completion zsh)"
 )
 
 missing=()

@@ -81,9 +81,7 @@ int RunCalibrate(const CalibrateOptions& options, const Io& io) {
   auto before = calibrate::ModelPointFor(*recipe);
   if (!before.ok()) return Fail(io, before.status());
 
-  store::Store::Options open;
-  open.read_only = true;
-  auto store = store::Store::Open(options.common.db, open);
+  auto store = OpenStore(options.common.db, StoreAccess::kRead);
   if (!store.ok()) return Fail(io, store.status());
 
   std::vector<std::string> notes;
@@ -98,9 +96,10 @@ int RunCalibrate(const CalibrateOptions& options, const Io& io) {
     if (!all.ok()) return Fail(io, all.status());
     const std::vector<store::ProbeRecord> session = calibrate::NewestProbeSession(*all);
     if (session.empty()) {
-      return Fail(io, Status::NotFound("--probes: " + options.common.db +
-                                       " holds no probes; `libra probe` (or `libra probe "
-                                       "--import FILE`) records them"));
+      const std::string db = DbFlag(options.common.db);
+      return Fail(
+          io, Status::NotFound("--probes: " + options.common.db + " holds no probes; `libra probe" +
+                               db + "` (or `libra probe --import FILE" + db + "`) records them"));
     }
     auto calibration = calibrate::CalibrateFromProbes(session, before->gpu);
     if (!calibration.ok()) return Fail(io, calibration.status());

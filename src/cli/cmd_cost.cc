@@ -8,6 +8,7 @@
 #include "common/strings.h"
 #include "model/cost_model.h"
 #include "planner/planner.h"
+#include "report/document.h"
 #include "report/table.h"
 
 namespace libra::cli {
@@ -53,6 +54,8 @@ report::Table RolloutTable(const model::CostModel& m, const std::vector<int>& tp
 }  // namespace
 
 int RunCost(const CostOptions& options, const Io& io) {
+  auto format = ChosenFormat(options.common.output);
+  if (!format.ok()) return Fail(io, format.status());
   auto recipe = LoadRecipe(options.common);
   if (!recipe.ok()) return Fail(io, recipe.status());
   auto cost = model::MakeCostModel(*recipe);
@@ -68,30 +71,36 @@ int RunCost(const CostOptions& options, const Io& io) {
                                               train_gpus, recipe->cluster.total_gpus())));
   }
 
-  io.out << StrFormat("%s on %s: %s cost model, %d nodes x %d GPUs\n", arch.name.c_str(),
-                      m.gpu().name.c_str(), std::string(m.Name()).c_str(), recipe->cluster.nodes,
-                      gpus_per_node);
-  io.out << StrFormat(
-      "weights %.1f GB, KV %.0f KiB per token, %.2f B matmul parameters per token\n\n",
-      arch.WeightBytes() / 1e9, arch.KvBytesPerToken() / 1024, arch.ActiveMatmulParams() / 1e9);
+  report::Document doc(StrFormat(
+      "%s on %s: %s cost model, %d nodes x %d GPUs\nweights %.1f GB, KV %.0f KiB per token, %.2f "
+      "B matmul parameters per token",
+      arch.name.c_str(), m.gpu().name.c_str(), std::string(m.Name()).c_str(), recipe->cluster.nodes,
+      gpus_per_node, arch.WeightBytes() / 1e9, arch.KvBytesPerToken() / 1024,
+      arch.ActiveMatmulParams() / 1e9));
+  doc.AddField("model", arch.name);
+  doc.AddField("gpu", m.gpu().name);
+  doc.AddField("cost_model", std::string(m.Name()));
+  doc.AddField("weight_bytes", arch.WeightBytes());
+  doc.AddField("kv_bytes_per_token", arch.KvBytesPerToken());
+  doc.AddField("matmul_params_per_token", arch.ActiveMatmulParams());
 
   std::vector<int> tps;
   for (int tp : {1, 2, 4, 8}) {
     if (tp <= gpus_per_node) tps.push_back(tp);
   }
-  io.out << StrFormat(
-                "Rollout per TP-t instance: KV capacity; decode tokens/s of one sequence alone "
-                "(1 seq)\nand per GPU with the instance full (up to %lld sequences); prefill "
-                "tokens/s of an 8k prompt\n",
-                static_cast<long long>(options.max_sequences))
-         << RolloutTable(m, tps, options).Render(report::Format::kText);
+  doc.AddTable("rollout",
+               StrFormat("Rollout per TP-t instance: KV capacity; decode tokens/s of one sequence "
+                         "alone (1 seq)\nand per GPU with the instance full (up to %lld "
+                         "sequences); prefill tokens/s of an 8k prompt",
+                         static_cast<long long>(options.max_sequences)),
+               RolloutTable(m, tps, options));
 
   const int sequences = recipe->rl.prompts_per_step * recipe->rl.group_size;
   const std::vector<int64_t> batch(static_cast<size_t>(sequences), options.train_tokens);
   const model::TrainPasses passes;
-  io.out << StrFormat(
-      "\nTraining on %d GPUs, one step of %d sequences of %lld tokens (activation recompute, "
-      "old log-probs, reference)\n",
+  const std::string training = StrFormat(
+      "Training on %d GPUs, one step of %d sequences of %lld tokens (activation recompute, "
+      "old log-probs, reference)",
       train_gpus, sequences, static_cast<long long>(options.train_tokens));
   report::Table train({
       {"layout", "layout", false},
@@ -119,11 +128,10 @@ int RunCost(const CostOptions& options, const Io& io) {
         report::Cell::Text(e.oom() ? "OOM" : "yes"),
     });
   }
-  if (train.rows() == 0) {
-    io.out << StrFormat("(no TP x PP layout divides %d GPUs)\n", train_gpus);
-  } else {
-    io.out << train.Render(report::Format::kText);
-  }
+  const bool no_layout = train.rows() == 0;
+  doc.AddTable("training", training, std::move(train), report::Document::Shown::kWhenNotEmpty);
+  if (no_layout)
+    doc.AddNote(training + "\n" + StrFormat("(no TP x PP layout divides %d GPUs)", train_gpus));
 
   const model::TrainLayout reference{std::min(8, gpus_per_node), 1,
                                      std::max(1, train_gpus / std::min(8, gpus_per_node)), 1};
@@ -154,8 +162,8 @@ int RunCost(const CostOptions& options, const Io& io) {
          report::Cell::Number(
              m.RoleSwitchTime({model::SwitchDirection::kTrainToRollout, tp, reference}), 2)});
   }
-  io.out << "\nTransitions\n" << transitions.Render(report::Format::kText);
-  return kExitOk;
+  doc.AddTable("transitions", "Transitions", std::move(transitions));
+  return Print(io, doc, options.common.output);
 }
 
 }  // namespace libra::cli

@@ -11,11 +11,13 @@
 #include "experiment/plan_check.h"
 #include "model/cost_model.h"
 #include "planner/planner.h"
+#include "report/document.h"
 #include "report/table.h"
 #include "sim/cluster_sim.h"
 #include "workload/workload.h"
 
 namespace libra::cli {
+
 namespace {
 
 /// Limits of `--check`: the step time within 10% of the simulation, each phase within 15% (or
@@ -34,37 +36,23 @@ experiment::BackendFactory SimFactory() {
   };
 }
 
-/// The candidates table of a searching planner.
-std::string Candidates(const planner::Plan& plan) {
-  report::Table candidates({
-      {"rank", "rank", true},
-      {"layout", "layout", false},
-      {"rollout_s", "rollout s", true},
-      {"train_s", "train s", true},
-      {"sync_s", "sync s", true},
-      {"step_s", "step s", true},
-  });
-  for (size_t i = 0; i < plan.candidates.size(); ++i) {
-    const planner::PlanCandidate& c = plan.candidates[i];
-    candidates.AddRow({report::Cell::Integer(static_cast<int64_t>(i + 1)),
-                       report::Cell::Text(c.layout), report::Cell::Number(c.rollout_s, 1),
-                       report::Cell::Number(c.train_s, 1), report::Cell::Number(c.sync_s, 1),
-                       report::Cell::Number(c.step_s, 1)});
-  }
-  return candidates.Render(report::Format::kText);
+/// The columns of a check table; `with_system`: a system column first (the data table of every
+/// system).
+report::Table CheckTable(bool with_system) {
+  std::vector<report::Column> columns = {
+      {"phase", "phase", false},   {"predicted_s", "predicted s", true},
+      {"measured_s", "measured s", true}, {"error", "error", true},
+      {"limit", "limit", true},    {"within", "within", false},
+  };
+  if (with_system) columns.insert(columns.begin(), {"system", "system", false});
+  return report::Table(columns);
 }
 
-/// Predicted against measured, phase by phase; counts the phases outside their limits.
-std::string CheckTable(const planner::PhaseTimes& predicted, const planner::PhaseTimes& measured,
-                       int* outside) {
-  report::Table table({
-      {"phase", "phase", false},
-      {"predicted_s", "predicted s", true},
-      {"measured_s", "measured s", true},
-      {"error", "error", true},
-      {"limit", "limit", true},
-      {"within", "within", false},
-  });
+/// Predicted against measured, phase by phase, into `shown` (one system's) and `all` (every
+/// system's, with the system first); counts the phases outside their limits.
+void AddCheckRows(const std::string& system, const planner::PhaseTimes& predicted,
+                  const planner::PhaseTimes& measured, report::Table* shown, report::Table* all,
+                  int* outside) {
   struct Row {
     const char* name;
     double predicted;
@@ -83,20 +71,44 @@ std::string CheckTable(const planner::PhaseTimes& predicted, const planner::Phas
     const bool within = std::abs(diff) <= row.limit * std::abs(row.measured) ||
                         (phase && std::abs(diff) <= kPhaseFloorOfStep * measured.step_s);
     if (!within) ++*outside;
-    table.AddRow({report::Cell::Text(row.name), report::Cell::Number(row.predicted, 1),
-                  report::Cell::Number(row.measured, 1),
-                  row.measured > 0
-                      ? report::Cell::Text(StrFormat("%+.1f%%", 100 * diff / row.measured))
-                      : report::Cell::Missing(),
-                  report::Cell::Text(StrFormat("%.0f%%", 100 * row.limit)),
-                  report::Cell::Text(within ? "yes" : "no")});
+    std::vector<report::Cell> cells = {
+        report::Cell::Text(row.name),
+        report::Cell::Number(row.predicted, 1),
+        report::Cell::Number(row.measured, 1),
+        row.measured > 0 ? report::Cell::Text(StrFormat("%+.1f%%", 100 * diff / row.measured))
+                         : report::Cell::Missing(),
+        report::Cell::Text(StrFormat("%.0f%%", 100 * row.limit)),
+        report::Cell::Text(within ? "yes" : "no")};
+    shown->AddRow(cells);
+    cells.insert(cells.begin(), report::Cell::Text(system));
+    all->AddRow(std::move(cells));
   }
-  return table.Render(report::Format::kText);
+}
+
+/// A planner's search as the text shows it: its best candidates and what it says of its search.
+/// Systems whose planners searched alike share one.
+struct Search {
+  std::vector<std::string> systems;
+  std::vector<std::string> planners;
+  report::Table candidates{{}};
+  std::vector<std::string> explain;
+};
+
+/// The candidates table; `with_system`: a system column first (the data table of every system).
+report::Table CandidateTable(bool with_system) {
+  std::vector<report::Column> columns = {
+      {"rank", "rank", true},       {"layout", "layout", false}, {"rollout_s", "rollout s", true},
+      {"train_s", "train s", true}, {"sync_s", "sync s", true},  {"step_s", "step s", true},
+  };
+  if (with_system) columns.insert(columns.begin(), {"system", "system", false});
+  return report::Table(columns);
 }
 
 }  // namespace
 
 int RunPlan(const PlanOptions& options, const Io& io) {
+  auto format = ChosenFormat(options.common.output);
+  if (!format.ok()) return Fail(io, format.status());
   // Every check but the plans themselves: each plan is computed once, below.
   auto recipe = LoadRecipe(options.common, /*plan_systems=*/false);
   if (!recipe.ok()) return Fail(io, recipe.status());
@@ -105,17 +117,27 @@ int RunPlan(const PlanOptions& options, const Io& io) {
       {"planner", "planner", false},
       {"train_gpus", "train GPUs", true},
       {"rollout_gpus", "rollout GPUs", true},
-      {"layout", "layout", false},
+      {.key = "layout", .header = "layout", .wrap = 44},
       {"predicted_step_s", "predicted step s", true},
-      {"reason", "reason", false},
+      {.key = "reason", .header = "reason", .below = true},
   });
+  report::Table all_candidates = CandidateTable(true);
   auto cost = model::MakeCostModel(*recipe);
   if (!cost.ok()) return Fail(io, cost.status());
   auto workload = workload::MakeWorkload(recipe->workload, recipe->seed);
   if (!workload.ok()) return Fail(io, workload.status());
   const experiment::SequenceSizes sizes =
       experiment::SampleSequenceSizes(**workload, recipe->rl.group_size, recipe->steps);
-  std::string details;
+  std::vector<Search> searches;
+  std::vector<std::string> keys;  // each search's candidates and explanation, as text
+  // --check: each system's predicted against measured (heading, table, note), in system order.
+  struct Check {
+    std::string heading;
+    report::Table table{{}};
+    std::string note;
+  };
+  std::vector<Check> checks;
+  report::Table all_checks = CheckTable(true);
   int checked = 0;
   int outside = 0;
   for (const recipe::SystemSpec* system : experiment::AllSystems(*recipe)) {
@@ -127,12 +149,7 @@ int RunPlan(const PlanOptions& options, const Io& io) {
     if (!planner.ok()) return Fail(io, planner.status());
     auto plan =
         (*planner)->Initial(experiment::MakePlanContext(*recipe, *system, cost->get(), sizes));
-    if (!plan.ok()) {
-      return Fail(
-          io, Status::InvalidRecipe(recipe->Where(system->path + ".planner_options"),
-                                    system->path + ".planner_options: no plan fits the cluster: " +
-                                        plan.status().message()));
-    }
+    if (!plan.ok()) return Fail(io, plan.status());
     table.AddRow({
         report::Cell::Text(system->name),
         report::Cell::Text(system->planner),
@@ -142,56 +159,113 @@ int RunPlan(const PlanOptions& options, const Io& io) {
         report::Cell::Number(plan->predicted_step_s, 1),
         report::Cell::Text(plan->reason),
     });
-    if (!plan->candidates.empty()) {
-      details += StrFormat("\n%s (%s): best candidates, predicted per step\n", system->name.c_str(),
-                           system->planner.c_str()) +
-                 Candidates(*plan);
+    Search search;
+    search.systems = {system->name};
+    search.planners = {system->planner};
+    search.candidates = CandidateTable(false);
+    for (size_t i = 0; i < plan->candidates.size(); ++i) {
+      const planner::PlanCandidate& c = plan->candidates[i];
+      std::vector<report::Cell> row = {report::Cell::Integer(static_cast<int64_t>(i + 1)),
+                                       report::Cell::Text(c.layout),
+                                       report::Cell::Number(c.rollout_s, 1),
+                                       report::Cell::Number(c.train_s, 1),
+                                       report::Cell::Number(c.sync_s, 1),
+                                       report::Cell::Number(c.step_s, 1)};
+      search.candidates.AddRow(row);
+      row.insert(row.begin(), report::Cell::Text(system->name));
+      all_candidates.AddRow(std::move(row));
     }
-    if (!options.explain && !plan->explain.empty()) details += plan->explain.back() + "\n";
-    if (options.explain && !plan->explain.empty()) {
-      details += StrFormat("\n%s (%s): search\n", system->name.c_str(), system->planner.c_str());
-      for (const std::string& line : plan->explain) details += "  " + line + "\n";
+    if (options.explain) {
+      for (const std::string& line : plan->explain) search.explain.push_back("  " + line);
+    } else if (!plan->explain.empty()) {
+      search.explain.push_back(plan->explain.back());
     }
-    if (!options.check) continue;
-    if (!plan->predicted) {
-      details += StrFormat("\n%s (%s): the planner predicts no phases; nothing to check\n",
-                           system->name.c_str(), system->planner.c_str());
+    if (options.check) {
+      Check check;
+      const std::string who = system->name + " (" + system->planner + ")";
+      if (!plan->predicted) {
+        check.note = who + ": the planner predicts no phases; nothing to check";
+      } else {
+        auto measured =
+            experiment::MeasurePlan(*recipe, *system, *plan, planner->get(), SimFactory());
+        if (!measured.ok()) {
+          return Fail(io, Status(measured.status().code(),
+                                 StrFormat("--check: simulating %s's plan: %s",
+                                           system->name.c_str(),
+                                           measured.status().message().c_str())));
+        }
+        ++checked;
+        check.heading = StrFormat(
+            "%s: predicted against the plan simulated for %d steps (steady state from step %d)",
+            who.c_str(), measured->steps, measured->first_steady_step);
+        if (measured->drift_held) {
+          check.heading +=
+              "\n(the workload's drift held at its start: the plan is made for the startup "
+              "profile)";
+        }
+        check.table = CheckTable(false);
+        AddCheckRows(system->name, *plan->predicted, measured->phases, &check.table, &all_checks,
+                     &outside);
+      }
+      checks.push_back(std::move(check));
+    }
+    if (search.candidates.rows() == 0 && search.explain.empty()) continue;
+    // Systems whose planners searched alike (same candidates, same account) share one.
+    const std::string key =
+        search.candidates.Render(report::Format::kCsv) + "\n" + StrJoin(search.explain, "\n");
+    const auto same = std::find(keys.begin(), keys.end(), key);
+    if (same == keys.end()) {
+      keys.push_back(key);
+      searches.push_back(std::move(search));
       continue;
     }
-    auto measured = experiment::MeasurePlan(*recipe, *system, *plan, planner->get(), SimFactory());
-    if (!measured.ok()) {
-      return Fail(io, Status(measured.status().code(),
-                             StrFormat("--check: simulating %s's plan: %s", system->name.c_str(),
-                                       measured.status().message().c_str())));
+    Search& shared = searches[static_cast<size_t>(same - keys.begin())];
+    shared.systems.push_back(system->name);
+    if (std::find(shared.planners.begin(), shared.planners.end(), system->planner) ==
+        shared.planners.end()) {
+      shared.planners.push_back(system->planner);
     }
-    ++checked;
-    details += StrFormat(
-        "\n%s (%s): predicted against the plan simulated for %d steps (steady state from step "
-        "%d)\n",
-        system->name.c_str(), system->planner.c_str(), measured->steps,
-        measured->first_steady_step);
-    if (measured->drift_held) {
-      details +=
-          "(the workload's drift held at its start: the plan is made for the startup "
-          "profile)\n";
-    }
-    details += CheckTable(*plan->predicted, measured->phases, &outside);
   }
   if (table.rows() == 0) {
     return Fail(io,
                 Status::InvalidArgument("--systems matched no system of " + options.common.recipe));
   }
-  io.out << StrFormat("%s: %d nodes x %d %s\n\n", recipe->name.c_str(), recipe->cluster.nodes,
-                      recipe->cluster.gpus_per_node, recipe->cluster.gpu.c_str())
-         << table.Render(report::Format::kText) << details;
-  if (options.check) {
-    io.out << StrFormat(
-        "\ncheck: %d plan%s simulated; %d phase%s outside the limits (step 10%%, each phase 15%% "
-        "or 2%% of the step)\n",
-        checked, checked == 1 ? "" : "s", outside, outside == 1 ? "" : "s");
-    if (outside > 0) return kExitFailed;
+  report::Document doc(StrFormat("%s: %d nodes x %d %s", recipe->name.c_str(),
+                                 recipe->cluster.nodes, recipe->cluster.gpus_per_node,
+                                 recipe->cluster.gpu.c_str()));
+  doc.AddTable("plans", "", std::move(table));
+  doc.AddTable("candidates", "", std::move(all_candidates), report::Document::Shown::kDataOnly);
+  for (size_t i = 0; i < searches.size(); ++i) {
+    Search& search = searches[i];
+    const std::string who =
+        StrJoin(search.systems, ", ") + " (" + StrJoin(search.planners, ", ") + ")";
+    if (search.candidates.rows() > 0) {
+      doc.AddTable(StrFormat("candidates_%zu", i), who + ": best candidates, predicted per step",
+                   std::move(search.candidates), report::Document::Shown::kReadingOnly);
+    }
+    if (!search.explain.empty()) {
+      doc.AddNote((options.explain ? who + ": search\n" : std::string()) +
+                  StrJoin(search.explain, "\n"));
+    }
   }
-  return kExitOk;
+  if (!options.check) return Print(io, doc, options.common.output);
+  doc.AddTable("check", "", std::move(all_checks), report::Document::Shown::kDataOnly);
+  for (size_t i = 0; i < checks.size(); ++i) {
+    Check& check = checks[i];
+    if (check.table.rows() > 0) {
+      doc.AddTable(StrFormat("check_%zu", i), check.heading, std::move(check.table),
+                   report::Document::Shown::kReadingOnly);
+    }
+    if (!check.note.empty()) doc.AddNote(check.note);
+  }
+  doc.AddNote(StrFormat(
+      "check: %d plan%s simulated; %d phase%s outside the limits (step 10%%, each phase 15%% or 2%% "
+      "of the step)",
+      checked, checked == 1 ? "" : "s", outside, outside == 1 ? "" : "s"));
+  doc.AddField("phases_outside_limits", outside);
+  const int printed = Print(io, doc, options.common.output);
+  if (printed != kExitOk) return printed;
+  return outside > 0 ? kExitFailed : kExitOk;
 }
 
 }  // namespace libra::cli

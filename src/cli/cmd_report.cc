@@ -1,6 +1,5 @@
 // `libra report`: tables from the results database.
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <ostream>
 #include <set>
@@ -36,71 +35,6 @@ Result<std::optional<size_t>> FindBaseline(const std::string& baseline,
                                  "' is neither a system nor a run id of this report");
 }
 
-/// What the report shows: the runs, and a title when they are a comparison.
-struct Selection {
-  std::vector<int64_t> ids;
-  std::string title;
-};
-
-std::string ComparisonTitle(const store::ComparisonInfo& c) {
-  return StrFormat("comparison %lld: %s, %zu runs (%s)", static_cast<long long>(c.id),
-                   c.name.c_str(), c.run_ids.size(), c.created_at.c_str());
-}
-
-/// Resolves the command line's runs: ids, comparison names, system names; none means the latest
-/// comparison (or run).
-Result<Selection> Select(store::Store& store, const std::vector<store::RunInfo>& runs,
-                         const std::vector<std::string>& args, const std::string& db) {
-  Selection selection;
-  if (runs.empty()) {
-    return Status::NotFound(db + " holds no run yet; `libra run RECIPE` records one");
-  }
-  if (args.empty()) {
-    const store::RunInfo& latest = runs.back();
-    if (!latest.comparison_id) return Selection{{latest.id}, ""};
-    LIBRA_ASSIGN_OR_RETURN(store::ComparisonInfo comparison,
-                           store.GetComparison(*latest.comparison_id));
-    return Selection{comparison.run_ids, ComparisonTitle(comparison)};
-  }
-  LIBRA_ASSIGN_OR_RETURN(std::vector<store::ComparisonInfo> comparisons, store.ListComparisons());
-  for (const std::string& arg : args) {
-    if (!arg.empty() &&
-        std::all_of(arg.begin(), arg.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      int64_t id = 0;
-      if (std::from_chars(arg.data(), arg.data() + arg.size(), id).ec != std::errc()) {
-        return Status::NotFound("run " + arg + " is not in " + db);
-      }
-      selection.ids.push_back(id);
-      continue;
-    }
-    auto comparison = std::find_if(comparisons.rbegin(), comparisons.rend(),
-                                   [&](const store::ComparisonInfo& c) { return c.name == arg; });
-    if (comparison != comparisons.rend()) {
-      selection.ids.insert(selection.ids.end(), comparison->run_ids.begin(),
-                           comparison->run_ids.end());
-      if (args.size() == 1) selection.title = ComparisonTitle(*comparison);
-      continue;
-    }
-    auto run = std::find_if(runs.rbegin(), runs.rend(),
-                            [&](const store::RunInfo& r) { return r.system == arg; });
-    if (run != runs.rend()) {
-      selection.ids.push_back(run->id);
-      continue;
-    }
-    std::set<std::string> names;
-    for (const store::ComparisonInfo& c : comparisons) names.insert(c.name);
-    for (const store::RunInfo& r : runs) names.insert(r.system);
-    std::string what =
-        "'" + arg + "' is neither a run id, a comparison nor a system in " + db +
-        " (names: " + StrJoin(std::vector<std::string>(names.begin(), names.end()), ", ") + ")";
-    const std::string hint =
-        ClosestMatch(arg, std::vector<std::string>(names.begin(), names.end()));
-    if (!hint.empty()) what += "; did you mean '" + hint + "'?";
-    return Status::NotFound(what);
-  }
-  return selection;
-}
-
 /// How convergence is read: --reward-target, else the fraction of the first run's recipe
 /// ([eval] target_fraction; 0.8 when it cannot be read).
 report::Convergence ConvergenceOf(const ReportOptions& options,
@@ -108,8 +42,8 @@ report::Convergence ConvergenceOf(const ReportOptions& options,
   report::Convergence convergence;
   convergence.target = options.reward_target;
   if (!views.empty()) {
-    auto parsed = recipe::ParseRecipe(views.front().run.recipe_toml,
-                                      views.front().run.recipe_source, {});
+    auto parsed =
+        recipe::ParseRecipe(views.front().run.recipe_toml, views.front().run.recipe_source, {});
     if (parsed.ok()) convergence.fraction = parsed->recipe.eval.target_fraction;
   }
   return convergence;
@@ -165,21 +99,20 @@ Status ExportTrajectories(store::Store& store, int64_t run_id, const std::string
   return Status();
 }
 
-/// Writes the plots of `views` into `dir` (created when missing); the files written, in order.
+/// Writes the plots of `views` into `dir` (created when missing; its parent must exist); the
+/// files written, in order.
 Result<std::vector<std::string>> WritePlots(store::Store& store,
                                             const std::vector<report::RunView>& views,
-                                            const std::string& dir) {
+                                            const std::string& dir, const std::string& flag) {
+  LIBRA_RETURN_IF_ERROR(MakeFolder(dir, flag));
   std::vector<report::PlotRun> runs;
   for (const report::RunView& view : views) {
-    report::PlotRun run{view, {}, {}};
+    report::PlotRun run{view, {}, {}, {}};
     LIBRA_ASSIGN_OR_RETURN(run.trajectories, store.Trajectories(view.run.id));
     LIBRA_ASSIGN_OR_RETURN(run.decisions, store.Decisions(view.run.id));
+    LIBRA_ASSIGN_OR_RETURN(run.events, store.Events(view.run.id));
     runs.push_back(std::move(run));
   }
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return Status::InvalidArgument(dir + ": cannot create the plots folder (" + ec.message() + ")");
   std::vector<std::string> names;
   for (const report::PlotFile& plot : report::BuildPlots(runs)) {
     LIBRA_RETURN_IF_ERROR(
@@ -203,31 +136,81 @@ Status WriteTimeline(store::Store& store, const report::RunView& view, const std
   return Status();
 }
 
-/// The planner's decisions and the router's counters of one run, each with a heading; nothing
-/// for a table that would be empty.
-Result<std::string> ActivityTables(store::Store& store, const report::RunView& view,
-                                   report::Format format, const std::string& heading) {
-  std::string out;
+/// One run's steps, planner decisions and router counters, under names prefixed by `prefix`
+/// (tables of several runs in one document) and headings after `heading` ("steps" etc. alone
+/// when empty).
+Status AddRunTables(store::Store& store, const report::RunView& view, const std::string& prefix,
+                    const std::string& heading, report::Document* doc) {
   LIBRA_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> decisions,
                          store.Decisions(view.run.id));
   LIBRA_ASSIGN_OR_RETURN(auto metrics, store.RouterMetrics(view.run.id));
-  if (!decisions.empty()) {
-    out += "\n" + heading + "planner decisions (" + view.run.planner + ")\n\n" +
-           report::PlannerActivityTable(decisions, view.steps).Render(format);
+  const std::string of = heading.empty() ? "" : " of " + heading;
+  doc->AddTable(prefix + "steps", heading.empty() ? "" : heading, report::StepTable(view));
+  doc->AddTable(prefix + "planner_decisions", "planner decisions (" + view.run.planner + ")" + of,
+                report::PlannerActivityTable(decisions, view.steps),
+                report::Document::Shown::kWhenNotEmpty);
+  doc->AddTable(prefix + "router_counters", "router counters (" + view.run.router + ")" + of,
+                report::RouterActivityTable(metrics), report::Document::Shown::kWhenNotEmpty);
+  return Status();
+}
+
+/// The summary of `views`: a sensitivity study (`compare --sensitivity`) as one again, or the
+/// repeat table first when they are a comparison of several seeds; and a note when simulated and
+/// real runs sit side by side.
+void AddSummary(const std::vector<report::RunView>& views, const Selection& selection,
+                std::optional<size_t> baseline, const ReportOptions& options,
+                report::Document* doc) {
+  const report::Convergence convergence = ConvergenceOf(options, views);
+  const bool sensitivity = std::any_of(
+      views.begin(), views.end(), [](const report::RunView& v) { return !v.run.scenario.empty(); });
+  const bool repeat =
+      !sensitivity && selection.comparison && selection.comparison->seeds > 1 && !views.empty();
+  if (sensitivity) {
+    std::vector<std::string> systems;
+    for (const report::RunView& v : views) {
+      if (std::find(systems.begin(), systems.end(), v.run.system) == systems.end()) {
+        systems.push_back(v.run.system);
+      }
+    }
+    doc->AddTable("sensitivity_matrix", "", report::SensitivityMatrix(views, systems));
+    doc->AddTable("sensitivity", "", report::SensitivityTable(views, systems));
+  } else if (repeat) {
+    const size_t per_seed = views.size() / static_cast<size_t>(selection.comparison->seeds);
+    std::vector<std::string> systems;
+    for (size_t i = 0; i < per_seed; ++i) systems.push_back(views[i].run.system);
+    std::optional<std::string> base;
+    if (systems.size() > 1) base = systems[1];
+    doc->AddTable("repeat", "", report::RepeatTable(views, systems, base, convergence));
+    doc->AddNote(report::RepeatCaption(selection.comparison->seeds, views.front().run.seed, base));
   }
-  if (!metrics.empty()) {
-    out += "\n" + heading + "router counters (" + view.run.router + ")\n\n" +
-           report::RouterActivityTable(metrics).Render(format);
+  // After a repeat or a sensitivity study, the table of every run is for scripts; the text shows
+  // the tables over seeds and scenarios.
+  // A single run without a selection title is shown under its headline (RunHeadline).
+  const bool headlined = selection.title.empty() && views.size() == 1;
+  doc->AddTable("summary", "", report::SummaryTable(views, baseline, convergence, headlined),
+                repeat || sensitivity ? report::Document::Shown::kDataOnly
+                                      : report::Document::Shown::kAlways);
+  // Simulated and real runs side by side: say which numbers were measured.
+  std::vector<std::string> simulated;
+  std::vector<std::string> real;
+  for (const report::RunView& v : views) {
+    (v.run.backend == "sim" ? simulated : real).push_back(std::to_string(v.run.id));
   }
-  return out;
+  if (!simulated.empty() && !real.empty()) {
+    doc->AddNote(StrFormat(
+        "simulated (times simulated, rewards modelled): run %s; measured on real processes "
+        "(backend cluster): run %s",
+        StrJoin(simulated, ", ").c_str(), StrJoin(real, ", ").c_str()));
+  }
 }
 
 /// One Markdown document: the summary, the plots (written to `plots_dir`) and each run's steps
 /// and activity.
 Status WriteMarkdown(store::Store& store, const std::vector<report::RunView>& views,
-                     std::optional<size_t> baseline, const ReportOptions& options,
-                     const std::string& title, const std::string& plots_dir, const Io& io) {
-  LIBRA_ASSIGN_OR_RETURN(std::vector<std::string> plots, WritePlots(store, views, plots_dir));
+                     const Selection& selection, std::optional<size_t> baseline,
+                     const ReportOptions& options, const std::string& plots_dir, const Io& io) {
+  LIBRA_ASSIGN_OR_RETURN(std::vector<std::string> plots,
+                         WritePlots(store, views, plots_dir, "--plots"));
   const std::filesystem::path base =
       std::filesystem::path(options.markdown).parent_path().lexically_normal();
   const std::filesystem::path link =
@@ -235,24 +218,24 @@ Status WriteMarkdown(store::Store& store, const std::vector<report::RunView>& vi
           base.empty() ? std::filesystem::path(".") : base);
   const bool simulated = std::any_of(
       views.begin(), views.end(), [](const report::RunView& v) { return v.run.backend == "sim"; });
+  const std::string& title = selection.title;
   std::string md = "# " + (title.empty() ? report::RunHeadline(views.front().run) : title) + "\n\n";
   md += StrFormat("From `%s` by libra %s (%s).%s\n\n", options.db.c_str(), LIBRA_VERSION,
                   LIBRA_GIT_REVISION,
                   simulated ? " Simulated runs: times are simulated seconds and rewards are "
                               "modelled (the skill model), not measured."
                             : "");
-  md += "## Summary\n\n" + report::SummaryTable(views, baseline, ConvergenceOf(options, views))
-                               .Render(report::Format::kMarkdown);
+  report::Document summary;
+  AddSummary(views, selection, baseline, options, &summary);
+  md += "## Summary\n\n" + summary.Render(report::Format::kMarkdown);
   md += "\n## Plots\n\n";
   for (const std::string& plot : plots) {
     md += "![" + plot + "](" + (link / plot).generic_string() + ")\n\n";
   }
   for (const report::RunView& view : views) {
-    md += "## " + report::RunHeadline(view.run) + "\n\n" +
-          report::StepTable(view).Render(report::Format::kMarkdown);
-    LIBRA_ASSIGN_OR_RETURN(std::string activity,
-                           ActivityTables(store, view, report::Format::kMarkdown, "### "));
-    md += activity + "\n";
+    report::Document run(report::RunHeadline(view.run));
+    LIBRA_RETURN_IF_ERROR(AddRunTables(store, view, "", "", &run));
+    md += run.Render(report::Format::kMarkdown) + "\n";
   }
   LIBRA_RETURN_IF_ERROR(WriteFileAtomically(options.markdown, md, "report"));
   io.out << StrFormat("wrote %s with %zu runs and %zu plots in %s\n", options.markdown.c_str(),
@@ -260,144 +243,130 @@ Status WriteMarkdown(store::Store& store, const std::vector<report::RunView>& vi
   return Status();
 }
 
+/// The file-writing modes: --timeline, --markdown, --plots.
+int WriteFiles(store::Store& store, const std::vector<report::RunView>& views,
+               const Selection& selection, std::optional<size_t> baseline,
+               const ReportOptions& options, const Io& io) {
+  if (!options.timeline.empty()) {
+    if (views.size() != 1) {
+      return Fail(io, Status::InvalidArgument(StrFormat(
+                          "--timeline draws one run; this report has %zu (name one run id)",
+                          views.size())));
+    }
+    if (Status s = CheckFolderOf(options.timeline, "--timeline"); !s.ok()) return Fail(io, s);
+  }
+  std::string plots_dir = options.plots;
+  if (!options.markdown.empty()) {
+    if (Status s = CheckFolderOf(options.markdown, "--markdown"); !s.ok()) return Fail(io, s);
+    if (plots_dir.empty()) {
+      std::filesystem::path path(options.markdown);
+      plots_dir = (path.parent_path() / (path.stem().string() + "-plots")).string();
+    }
+  }
+  if (!options.timeline.empty()) {
+    if (Status s = WriteTimeline(store, views.front(), options.timeline, io); !s.ok()) {
+      return Fail(io, s);
+    }
+  }
+  if (!options.markdown.empty()) {
+    return Fail(io, WriteMarkdown(store, views, selection, baseline, options, plots_dir, io));
+  }
+  if (!options.plots.empty()) {
+    auto plots = WritePlots(store, views, options.plots, "--plots");
+    if (!plots.ok()) return Fail(io, plots.status());
+    io.out << StrFormat("wrote %zu plots to %s: %s\n", plots->size(), options.plots.c_str(),
+                        StrJoin(*plots, ", ").c_str());
+  }
+  return kExitOk;
+}
+
+/// --recipe: the run's fully resolved recipe, as `libra run` takes it.
+int PrintRecipe(const report::RunView& view, const ReportOptions& options, const Io& io) {
+  if (!view.run.resolved_recipe.empty()) {
+    io.out << view.run.resolved_recipe;
+    return kExitOk;
+  }
+  // Recorded before resolved recipes were kept: the recipe as given, which says so.
+  io.err << StrFormat(
+      "libra: run %lld was recorded by a libra that did not keep resolved recipes; this is the "
+      "recipe as given%s, with all its systems (the run's is '%s'), not resolved\n",
+      static_cast<long long>(view.run.id),
+      view.run.recipe_source.empty() ? "" : (" (" + view.run.recipe_source + ")").c_str(),
+      view.run.system.c_str());
+  io.out << view.run.recipe_toml;
+  (void)options;
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunReport(const ReportOptions& options, const Io& io) {
-  const std::optional<report::Format> format = report::ParseFormat(options.format);
-  if (!format) {
-    return Fail(io, Status::InvalidArgument("--format must be text, md, csv or json (got '" +
-                                            options.format + "')"));
-  }
-  store::Store::Options open;
-  open.read_only = true;
-  auto store = store::Store::Open(options.db, open);
+  auto format = ChosenFormat(options.output);
+  if (!format.ok()) return Fail(io, format.status());
+  auto store = OpenStore(options.db, StoreAccess::kRead);
   if (!store.ok()) return Fail(io, store.status());
 
-  auto runs = (*store)->ListRuns();
-  if (!runs.ok()) return Fail(io, runs.status());
   if (options.list) {
-    io.out << report::ListTable(*runs).Render(*format);
-    return kExitOk;
+    auto runs = (*store)->ListRuns();
+    if (!runs.ok()) return Fail(io, runs.status());
+    auto done = (*store)->StepCounts();
+    if (!done.ok()) return Fail(io, done.status());
+    report::Document doc;
+    doc.AddField("db", options.db);
+    doc.AddTable("runs", "", report::ListTable(*runs, *done));
+    return Print(io, doc, options.output);
   }
 
-  if (!options.export_trajectories.empty()) {
-    if (options.runs.size() > 1) {
-      return Fail(io, Status::InvalidArgument("--export-trajectories writes one run; name one"));
-    }
-    if (runs->empty()) return Fail(io, Status::NotFound(options.db + " holds no run yet"));
-    int64_t run = runs->back().id;
-    if (!options.runs.empty()) {
-      auto selected = Select(**store, *runs, options.runs, options.db);
-      if (!selected.ok()) return Fail(io, selected.status());
-      if (selected->ids.size() != 1) {
-        return Fail(io, Status::InvalidArgument("--export-trajectories writes one run; '" +
-                                                options.runs.front() + "' names " +
-                                                std::to_string(selected->ids.size())));
-      }
-      run = selected->ids.front();
-    }
-    if (auto info = (*store)->GetRun(run); !info.ok()) return Fail(io, info.status());
-    return Fail(io, ExportTrajectories(**store, run, options.export_trajectories, io));
-  }
-
-  auto selected = Select(**store, *runs, options.runs, options.db);
+  auto selected = Select(**store, options.runs, options.db);
   if (!selected.ok()) return Fail(io, selected.status());
-  const std::vector<int64_t>& ids = selected->ids;
-  const std::string& title = selected->title;
+  auto views = ReadViews(**store, selected->ids);
+  if (!views.ok()) return Fail(io, views.status());
+  auto one = [&](const char* flag, const char* what) -> Status {
+    if (views->size() == 1) return Status();
+    return Status::InvalidArgument(StrFormat("%s %s one run; this report has %zu (name one run id)",
+                                             flag, what, views->size()));
+  };
 
-  std::vector<report::RunView> views;
-  for (int64_t id : ids) {
-    auto view = report::ReadRunView(**store, id);
-    if (!view.ok()) return Fail(io, view.status());
-    views.push_back(std::move(*view));
+  if (options.recipe) {
+    if (Status s = one("--recipe", "prints"); !s.ok()) return Fail(io, s);
+    return PrintRecipe(views->front(), options, io);
   }
-  auto baseline = FindBaseline(options.baseline, views);
+  if (!options.export_trajectories.empty()) {
+    if (Status s = one("--export-trajectories", "writes"); !s.ok()) return Fail(io, s);
+    if (Status s = CheckFolderOf(options.export_trajectories, "--export-trajectories"); !s.ok()) {
+      return Fail(io, s);
+    }
+    return Fail(
+        io, ExportTrajectories(**store, views->front().run.id, options.export_trajectories, io));
+  }
+  if (options.steps) {
+    if (Status s = one("--steps", "shows"); !s.ok()) return Fail(io, s);
+    report::Document doc(report::RunHeadline(views->front().run));
+    doc.AddField("run", views->front().run.id);
+    doc.AddTable("steps", "", report::StepTable(views->front()));
+    return Print(io, doc, options.output);
+  }
+  auto baseline = FindBaseline(options.baseline, *views);
   if (!baseline.ok()) return Fail(io, baseline.status());
-  const report::Convergence convergence = ConvergenceOf(options, views);
-  // A sensitivity study (`compare --sensitivity`) is shown as one again.
-  const bool sensitivity = std::any_of(views.begin(), views.end(), [](const report::RunView& v) {
-    return !v.run.scenario.empty();
-  });
-  std::vector<std::string> systems;
-  for (const report::RunView& v : views) {
-    if (std::find(systems.begin(), systems.end(), v.run.system) == systems.end()) {
-      systems.push_back(v.run.system);
-    }
-  }
-
-  if (options.steps && views.size() != 1) {
-    return Fail(io, Status::InvalidArgument("--steps shows one run; name exactly one run id"));
-  }
   if (!options.timeline.empty() || !options.plots.empty() || !options.markdown.empty()) {
-    if (!options.timeline.empty()) {
-      if (views.size() != 1) {
-        return Fail(io, Status::InvalidArgument(StrFormat(
-                            "--timeline draws one run; this report has %zu (name one run id)",
-                            views.size())));
-      }
-      if (Status s = WriteTimeline(**store, views.front(), options.timeline, io); !s.ok()) {
-        return Fail(io, s);
-      }
-    }
-    if (!options.markdown.empty()) {
-      std::string plots_dir = options.plots;
-      if (plots_dir.empty()) {
-        std::filesystem::path path(options.markdown);
-        plots_dir = (path.parent_path() / (path.stem().string() + "-plots")).string();
-      }
-      if (Status s = WriteMarkdown(**store, views, *baseline, options, title, plots_dir, io);
-          !s.ok()) {
-        return Fail(io, s);
-      }
-    } else if (!options.plots.empty()) {
-      auto plots = WritePlots(**store, views, options.plots);
-      if (!plots.ok()) return Fail(io, plots.status());
-      io.out << StrFormat("wrote %zu plots to %s: %s\n", plots->size(), options.plots.c_str(),
-                          StrJoin(*plots, ", ").c_str());
-    }
-    return kExitOk;
-  }
-  if (*format == report::Format::kCsv || *format == report::Format::kJson) {
-    io.out << (options.steps ? report::StepTable(views.front())
-                             : report::SummaryTable(views, *baseline, convergence))
-                  .Render(*format);
-    return kExitOk;
+    return WriteFiles(**store, *views, *selected, *baseline, options, io);
   }
 
-  const bool markdown = *format == report::Format::kMarkdown;
-  if (!title.empty()) io.out << (markdown ? "## " : "") << title << "\n\n";
-  if (views.size() == 1)
-    io.out << (markdown ? "## " : "") << report::RunHeadline(views.front().run) << "\n\n";
-  if (!options.steps) {
-    if (sensitivity) {
-      io.out << report::SensitivityMatrix(views, systems).Render(*format) << "\n"
-             << report::SensitivityTable(views, systems).Render(*format);
-    } else {
-      io.out << report::SummaryTable(views, *baseline, convergence).Render(*format);
-    }
-    // Simulated and real runs side by side: say which numbers were measured.
-    std::vector<std::string> simulated;
-    std::vector<std::string> real;
-    for (const report::RunView& v : views) {
-      (v.run.backend == "sim" ? simulated : real).push_back(std::to_string(v.run.id));
-    }
-    if (!simulated.empty() && !real.empty()) {
-      io.out << StrFormat(
-          "\nsimulated (times simulated, rewards modelled): run %s; measured on real processes "
-          "(backend cluster): run %s\n",
-          StrJoin(simulated, ", ").c_str(), StrJoin(real, ", ").c_str());
+  report::Document doc(selected->title.empty() && views->size() == 1
+                           ? report::RunHeadline(views->front().run)
+                           : selected->title);
+  doc.AddField("db", options.db);
+  std::vector<int64_t> ids;
+  for (const report::RunView& v : *views) ids.push_back(v.run.id);
+  doc.AddField("runs", JsonValue::MakeArray({ids.begin(), ids.end()}));
+  if (selected->comparison) doc.AddField("comparison", selected->comparison->id);
+  AddSummary(*views, *selected, *baseline, options, &doc);
+  if (views->size() == 1) {
+    if (Status s = AddRunTables(**store, views->front(), "", "", &doc); !s.ok()) {
+      return Fail(io, s);
     }
   }
-  if (views.size() == 1) {
-    if (!options.steps) io.out << "\n";
-    io.out << report::StepTable(views.front()).Render(*format);
-    if (!options.steps) {
-      auto activity = ActivityTables(**store, views.front(), *format, markdown ? "## " : "");
-      if (!activity.ok()) return Fail(io, activity.status());
-      io.out << *activity;
-    }
-  }
-  return kExitOk;
+  return Print(io, doc, options.output);
 }
 
 }  // namespace libra::cli

@@ -2,11 +2,12 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <tuple>
 #include <ostream>
+#include <tuple>
 
 #include "cli/common.h"
 #include "cli/exit_codes.h"
+#include "common/json.h"
 #include "common/strings.h"
 #include "experiment/sensitivity.h"
 #include "experiment/tuner.h"
@@ -42,6 +43,22 @@ struct Plan {
   std::vector<experiment::Perturbation> scenarios;
 };
 
+/// Where the lines that log a command's progress go: stderr when stdout carries data (csv, json).
+std::ostream& LogStream(const RecipeOptions& options, const Io& io) {
+  const Result<report::Format> format = ChosenFormat(options.output);
+  return format.ok() && report::IsDataFormat(*format) ? io.err : io.out;
+}
+
+/// --format and --log-format name formats there are.
+Status CheckFormats(const RecipeOptions& options) {
+  LIBRA_RETURN_IF_ERROR(ChosenFormat(options.output).status());
+  if (options.log_format != "text" && options.log_format != "json") {
+    return Status::InvalidArgument("--log-format must be text or json (got '" + options.log_format +
+                                   "')");
+  }
+  return Status();
+}
+
 Entrant AsWritten(const recipe::SystemSpec& system) {
   return Entrant{system, experiment::IsLibraSystem(system) ? "planner" : "", std::nullopt};
 }
@@ -51,6 +68,43 @@ Entrant AsWritten(const recipe::SystemSpec& system) {
 int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
                const recipe::Recipe& recipe, const std::vector<Entrant>& entrants,
                const Plan& plan) {
+  if (Status s = CheckFormats(options); !s.ok()) return Fail(io, s);
+  auto format = ChosenFormat(options.output);
+  const bool json_log = options.log_format == "json";
+  // The step and run lines are a log: with tables for scripts on stdout, they go to stderr.
+  std::ostream& log = report::IsDataFormat(*format) ? io.err : io.out;
+  // Seed k of a repeat runs the recipe with seed + k; the systems share each seed's workload. A
+  // sensitivity scenario runs a perturbed world of each seeded recipe, planned with the recipe.
+  std::vector<experiment::Perturbation> scenarios = plan.scenarios;
+  if (scenarios.empty()) scenarios.push_back({});
+  struct World {
+    recipe::Recipe belief;
+    recipe::Recipe world;
+    std::string scenario;
+    /// The resolved recipe of each entrant in this world (runs.resolved_recipe).
+    std::vector<std::string> resolved;
+  };
+  std::vector<World> worlds;
+  for (const experiment::Perturbation& p : scenarios) {
+    for (int k = 0; k < plan.repeat; ++k) {
+      World w;
+      w.belief = recipe;
+      w.belief.seed = recipe.seed + static_cast<uint64_t>(k);
+      auto world = experiment::ApplyPerturbation(w.belief, p);
+      if (!world.ok()) return Fail(io, world.status());
+      w.world = std::move(*world);
+      w.scenario = p.name;
+      // Resolved before anything is recorded: a recipe that cannot be resolved is an error of
+      // the recipe.
+      for (const Entrant& entrant : entrants) {
+        auto text = ResolveRecipe(w.world, entrant.system);
+        if (!text.ok()) return Fail(io, text.status());
+        w.resolved.push_back(std::move(*text));
+      }
+      worlds.push_back(std::move(w));
+    }
+  }
+
   std::optional<int64_t> comparison_id;
   // The comparison's runs so far, by (system, seed, scenario).
   std::map<std::tuple<std::string, uint64_t, std::string>, store::RunInfo> earlier;
@@ -83,32 +137,29 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
   const experiment::BackendFactory backend = MakeBackendFactory();
   std::vector<report::RunView> views;
   int exit_code = kExitOk;
-  // Seed k of a repeat runs the recipe with seed + k; the systems share each seed's workload. A
-  // sensitivity scenario runs a perturbed world of each seeded recipe, planned with the recipe.
-  std::vector<experiment::Perturbation> scenarios = plan.scenarios;
-  if (scenarios.empty()) scenarios.push_back({});
-  struct World {
-    recipe::Recipe belief;
-    recipe::Recipe world;
-    std::string scenario;
-  };
-  std::vector<World> worlds;
-  for (const experiment::Perturbation& p : scenarios) {
-    for (int k = 0; k < plan.repeat; ++k) {
-      World w;
-      w.belief = recipe;
-      w.belief.seed = recipe.seed + static_cast<uint64_t>(k);
-      auto world = experiment::ApplyPerturbation(w.belief, p);
-      if (!world.ok()) return Fail(io, world.status());
-      w.world = std::move(*world);
-      w.scenario = p.name;
-      worlds.push_back(std::move(w));
+  // The line after each run: its headline, or a JSON object with --log-format json.
+  auto log_run = [&](const store::RunInfo& run, bool recorded_before) {
+    if (options.quiet) return;
+    if (json_log) {
+      log << ToJson(JsonValue::MakeObject({{"event", "run"},
+                                           {"run", run.id},
+                                           {"system", run.system},
+                                           {"seed", static_cast<int64_t>(run.seed)},
+                                           {"scenario", run.scenario},
+                                           {"status", run.status},
+                                           {"error", run.error},
+                                           {"recorded_before", recorded_before}}))
+          << "\n";
+    } else {
+      log << report::RunHeadline(run) << (recorded_before ? " (recorded before)" : "") << "\n";
     }
-  }
+    log << std::flush;
+  };
   const size_t total = worlds.size() * entrants.size();
   size_t done = 0;
   for (const World& w : worlds) {
-    for (const Entrant& entrant : entrants) {
+    for (size_t e = 0; e < entrants.size(); ++e) {
+      const Entrant& entrant = entrants[e];
       std::string label = recipe.name + "/" + entrant.system.name;
       if (!w.scenario.empty()) label += " [" + w.scenario + "]";
       if (total > 1) label = StrFormat("(%zu/%zu) ", ++done, total) + label;
@@ -118,32 +169,33 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
         if (it->second.status == store::kRunOk) {
           auto view = report::ReadRunView(store, it->second.id);
           if (!view.ok()) return Fail(io, view.status());
-          if (!options.quiet) io.out << report::RunHeadline(view->run) << " (recorded before)\n";
+          log_run(view->run, /*recorded_before=*/true);
           views.push_back(std::move(*view));
           continue;
         }
         resume = it->second.id;
       }
-      ProgressLine progress(io, !options.quiet, label, recipe.backend == "sim");
+      StepLog steps(io, !options.quiet, json_log, log, label, recipe.backend == "sim");
       experiment::RunRequest request;
       request.recipe = &w.world;
       request.system = &entrant.system;
       request.comparison_id = comparison_id;
       request.interrupted = &InterruptGuard::Interrupted;
-      request.progress = [&](const experiment::Progress& p) { progress.Update(p); };
+      request.progress = [&](const experiment::Progress& p) { steps.Update(p); };
       request.resume_run = resume;
       request.take_over = options.take_over;
       request.configuration = entrant.configuration;
       request.tuning_id = entrant.tuning_id;
       request.scenario = w.scenario;
       if (!w.scenario.empty()) request.planning_recipe = &w.belief;
+      request.resolved_recipe = w.resolved[e];
       auto outcome = experiment::RunSystem(store, request, backend);
-      progress.Clear();
+      steps.Clear();
       if (!outcome.ok()) return Fail(io, outcome.status());
       // Read back from the store, so that what is printed is what was recorded.
       auto view = report::ReadRunView(store, outcome->run_id);
       if (!view.ok()) return Fail(io, view.status());
-      if (!options.quiet) io.out << report::RunHeadline(view->run) << "\n";
+      log_run(view->run, /*recorded_before=*/false);
       views.push_back(std::move(*view));
       if (!outcome->status.ok()) {
         exit_code = ExitCodeFor(outcome->status);
@@ -153,11 +205,10 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
         } else {
           io.err << "libra: interrupted; run " << outcome->run_id
                  << " is recorded as interrupted in " << options.db
-                 << " (continue it: libra run --resume " << outcome->run_id << " --db "
-                 << options.db;
+                 << " (continue it: libra run --resume " << outcome->run_id << DbFlag(options.db);
           if (plan.compare) {
             io.err << "; the whole comparison: libra compare --resume " << *comparison_id
-                   << " --db " << options.db;
+                   << DbFlag(options.db);
           }
           io.err << ")\n";
           return exit_code;
@@ -167,42 +218,53 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
   }
   if (options.quiet) return exit_code;
 
+  report::Document doc;
+  doc.AddField("db", options.db);
+  std::vector<int64_t> ids;
+  for (const report::RunView& v : views) ids.push_back(v.run.id);
+  doc.AddField("runs", JsonValue::MakeArray({ids.begin(), ids.end()}));
+  if (comparison_id) doc.AddField("comparison", *comparison_id);
   std::vector<std::string> names;
   for (const Entrant& e : entrants) names.push_back(e.system.name);
   const report::Convergence convergence{plan.reward_target, recipe.eval.target_fraction};
+  std::optional<size_t> baseline;
+  if (plan.compare && views.size() > 1) baseline = 1;  // speedups are over the first baseline
+  const bool over_seeds = !plan.scenarios.empty() || plan.repeat > 1;
   if (!plan.scenarios.empty()) {
-    io.out << "\nSensitivity: throughput (traj/s) under each scenario, mean over "
-           << plan.repeat << (plan.repeat == 1 ? " seed" : " seeds") << "\n"
-           << report::SensitivityMatrix(views, names).Render(report::Format::kText) << "\n"
-           << report::SensitivityTable(views, names).Render(report::Format::kText)
-           << "(first: the (scenario, seed) trials in which the system had the highest "
-              "throughput; docs/results.md, \"Robustness\")\n";
+    doc.AddTable("sensitivity_matrix",
+                 StrFormat("Sensitivity: throughput (traj/s) under each scenario, mean over %d %s",
+                           plan.repeat, plan.repeat == 1 ? "seed" : "seeds"),
+                 report::SensitivityMatrix(views, names));
+    doc.AddTable("sensitivity", "", report::SensitivityTable(views, names));
+    doc.AddNote(
+        "(first: the (scenario, seed) trials in which the system had the highest throughput; "
+        "docs/results.md, \"Robustness\")");
   } else if (plan.repeat > 1) {
     std::optional<std::string> base;
     if (names.size() > 1) base = names[1];
-    io.out << "\n"
-           << report::RepeatTable(views, names, base, convergence).Render(report::Format::kText)
-           << StrFormat("(%d seeds from %llu; speedup: mean of the per-seed ratios over %s)\n",
-                        plan.repeat, static_cast<unsigned long long>(recipe.seed),
-                        base ? base->c_str() : "-");
-  } else {
-    std::optional<size_t> baseline;
-    if (plan.compare && views.size() > 1) baseline = 1;  // speedups are over the first baseline
-    io.out << "\n"
-           << report::SummaryTable(views, baseline, convergence).Render(report::Format::kText);
+    doc.AddTable("repeat", "", report::RepeatTable(views, names, base, convergence));
+    doc.AddNote(report::RepeatCaption(plan.repeat, recipe.seed, base));
   }
+  // Over seeds or scenarios, the table of every run is for scripts; the text shows the tables
+  // over them.
+  doc.AddTable("summary", "", report::SummaryTable(views, baseline, convergence),
+               over_seeds ? report::Document::Shown::kDataOnly : report::Document::Shown::kAlways);
+  if (report::IsDataFormat(*format)) {
+    const int printed = Print(io, doc, options.output);
+    return exit_code != kExitOk ? exit_code : printed;
+  }
+  io.out << "\n";
+  if (const int printed = Print(io, doc, options.output); printed != kExitOk) return printed;
   if (plan.compare) {
-    io.out << StrFormat("\ncomparison %lld recorded in %s; `libra report` shows it again\n",
-                        static_cast<long long>(*comparison_id), options.db.c_str());
-  } else {
-    io.out << StrFormat("\nrecorded in %s; `libra report %lld` shows the steps\n",
-                        options.db.c_str(), static_cast<long long>(views.front().run.id));
+    io.out << StrFormat("\ncomparison %lld recorded in %s; `libra report%s` shows it again\n",
+                        static_cast<long long>(*comparison_id), options.db.c_str(),
+                        DbFlag(options.db).c_str());
+  } else if (!views.empty()) {
+    io.out << StrFormat("\nrecorded in %s; `libra report %lld%s` shows the steps\n",
+                        options.db.c_str(), static_cast<long long>(views.front().run.id),
+                        DbFlag(options.db).c_str());
   }
   return exit_code;
-}
-
-Result<std::unique_ptr<store::Store>> OpenStore(const RecipeOptions& options) {
-  return store::Store::Open(options.db);
 }
 
 // `libra run --resume RUN`: the run's recipe as recorded, and its system.
@@ -212,7 +274,7 @@ int ResumeRun(const RecipeOptions& options, const Io& io) {
                         "--resume continues a run with the recipe it recorded: give no RECIPE, "
                         "--seed, --steps or --set"));
   }
-  auto store = store::Store::Open(options.db, store::Store::Options{.create_if_missing = false});
+  auto store = OpenStore(options.db, StoreAccess::kWrite);
   if (!store.ok()) return Fail(io, store.status());
   auto run = (*store)->GetRun(*options.resume);
   if (!run.ok()) return Fail(io, run.status());
@@ -253,9 +315,9 @@ Status AddNamedSystems(const std::vector<std::string>& wanted, const std::string
     if (preset == nullptr) {
       std::vector<std::string> presets;
       for (const recipe::Preset& p : recipe::Presets()) presets.push_back(p.name);
-      std::string what = flag + ": '" + name + "' is neither a system of " + recipe->source +
-                         " (" + StrJoin(names, ", ") + ") nor a named system (" +
-                         StrJoin(presets, ", ") + ")";
+      std::string what = flag + ": '" + name + "' is neither a system of " + recipe->source + " (" +
+                         StrJoin(names, ", ") + ") nor a named system (" + StrJoin(presets, ", ") +
+                         ")";
       std::vector<std::string> all = names;
       all.insert(all.end(), presets.begin(), presets.end());
       const std::string hint = ClosestMatch(name, all);
@@ -288,20 +350,20 @@ std::vector<const recipe::SystemSpec*> Chosen(const recipe::Recipe& recipe,
 class TuneProgressLine {
  public:
   TuneProgressLine(const Io& io, bool enabled, std::string label)
-      : line_(io, enabled, std::move(label), true) {}
+      : line_(io, enabled, /*json=*/false, io.err, std::move(label), /*virtual_time=*/true) {}
   void Update(const experiment::TuneProgress& p) {
     if (p.trial != nullptr && p.trial->score && (!best_ || *p.trial->score > *best_)) {
       best_ = p.trial->score;
     }
-    line_.Draw(StrFormat("run %d/%d (%s), best run so far %.3f traj/s", p.runs, p.budget,
-                         p.trial != nullptr ? p.trial->config.ToString().c_str() : "",
-                         best_.value_or(0)),
-               p.runs >= p.budget);
+    line_.Draw(
+        StrFormat("run %d/%d (%s), best run so far %.3f traj/s", p.runs, p.budget,
+                  p.trial != nullptr ? p.trial->config.ToString().c_str() : "", best_.value_or(0)),
+        p.runs >= p.budget);
   }
   void Clear() { line_.Clear(); }
 
  private:
-  ProgressLine line_;
+  StepLog line_;
   std::optional<double> best_;
 };
 
@@ -327,8 +389,23 @@ Result<experiment::TuneOutcome> TuneOrReuse(const RecipeOptions& options, const 
   return outcome;
 }
 
-/// The table of a tuning: every configuration run, best mean first.
-report::Table TrialTable(const store::TuningRecord& tuning) {
+/// The table of tunings' trials: one row per configuration run, best mean first within each
+/// tuning; the system column is for data formats (the text shows one table per system).
+report::Table TrialTable() {
+  using Shown = report::Column::Shown;
+  return report::Table({{.key = "system", .header = "system", .shown = Shown::kData},
+                        {"configuration", "configuration", false},
+                        {"runs", "runs", true},
+                        {"trajectories_per_s", "traj/s mean", true},
+                        {"min", "min", true},
+                        {"max", "max", true},
+                        {"failed", "failed", true},
+                        {"winner", "winner", false}});
+}
+
+/// Adds the configurations `system`'s tuning ran to `table` (TrialTable).
+void AddTrialRows(const std::string& system, const store::TuningRecord& tuning,
+                  report::Table* table) {
   struct Row {
     std::string configuration;
     std::vector<double> scores;
@@ -352,13 +429,6 @@ report::Table TrialTable(const store::TuningRecord& tuning) {
     if (a.scores.size() != b.scores.size()) return a.scores.size() > b.scores.size();
     return mean(a) > mean(b);
   });
-  report::Table table({{"configuration", "configuration", false},
-                       {"runs", "runs", true},
-                       {"trajectories_per_s", "traj/s mean", true},
-                       {"min", "min", true},
-                       {"max", "max", true},
-                       {"failed", "failed", true},
-                       {"winner", "winner", false}});
   for (const Row& r : rows) {
     std::string text = r.configuration;
     auto json = ParseJson(r.configuration);
@@ -366,14 +436,14 @@ report::Table TrialTable(const store::TuningRecord& tuning) {
       auto config = experiment::Configuration::FromJson(*json);
       if (config.ok()) text = config->ToString();
     }
-    table.AddRow({report::Cell::Text(text), report::Cell::Integer(static_cast<long long>(r.scores.size())),
-                  report::Cell::Number(mean(r), 3),
-                  report::Cell::Number(*std::min_element(r.scores.begin(), r.scores.end()), 3),
-                  report::Cell::Number(*std::max_element(r.scores.begin(), r.scores.end()), 3),
-                  report::Cell::Integer(r.failed),
-                  report::Cell::Text(r.configuration == tuning.winner ? "*" : "")});
+    table->AddRow({report::Cell::Text(system), report::Cell::Text(text),
+                   report::Cell::Integer(static_cast<long long>(r.scores.size())),
+                   report::Cell::Number(mean(r), 3),
+                   report::Cell::Number(*std::min_element(r.scores.begin(), r.scores.end()), 3),
+                   report::Cell::Number(*std::max_element(r.scores.begin(), r.scores.end()), 3),
+                   report::Cell::Integer(r.failed),
+                   report::Cell::Text(r.configuration == tuning.winner ? "*" : "")});
   }
-  return table;
 }
 
 /// The entrants of a comparison: peers at their tuned configuration when `tuned`.
@@ -394,11 +464,10 @@ Result<std::vector<Entrant>> Entrants(const RecipeOptions& options, const Io& io
     LIBRA_ASSIGN_OR_RETURN(experiment::TuneOutcome tuning,
                            TuneOrReuse(options, io, store, recipe, *system, /*reuse=*/true));
     if (!options.quiet) {
-      io.out << StrFormat("%s: %s tuning %lld: %s (%.3f traj/s over %d tuning seeds)\n",
-                          system->name.c_str(), tuning.reused ? "reusing" : "recorded",
-                          static_cast<long long>(tuning.record.id),
-                          tuning.winner.ToString().c_str(), tuning.record.score,
-                          tuning.record.winner_runs);
+      LogStream(options, io) << StrFormat(
+          "%s: %s tuning %lld: %s (%.3f traj/s over %d tuning seeds)\n", system->name.c_str(),
+          tuning.reused ? "reusing" : "recorded", static_cast<long long>(tuning.record.id),
+          tuning.winner.ToString().c_str(), tuning.record.score, tuning.record.winner_runs);
     }
     entrants.push_back(Entrant{experiment::ApplyConfiguration(*system, tuning.winner),
                                tuning.winner.ToString(), tuning.record.id});
@@ -425,7 +494,7 @@ int RunRun(const RecipeOptions& options, const Io& io) {
   }
   auto recipe = LoadRecipe(options);
   if (!recipe.ok()) return Fail(io, recipe.status());
-  auto store = OpenStore(options);
+  auto store = OpenStore(options.db, StoreAccess::kCreate);
   if (!store.ok()) return Fail(io, store.status());
   return RunSystems(options, io, **store, *recipe, {AsWritten(recipe->system)}, Plan{});
 }
@@ -435,14 +504,14 @@ int RunRun(const RecipeOptions& options, const Io& io) {
 int ResumeCompare(const CompareOptions& options, const Io& io) {
   const RecipeOptions& common = options.common;
   if (!common.recipe.empty() || common.seed || common.steps || !common.sets.empty() ||
-      !options.systems.empty() || options.repeat != 1 || options.reward_target ||
-      options.tuned || options.as_written || options.sensitivity) {
+      !options.systems.empty() || options.repeat != 1 || options.reward_target || options.tuned ||
+      options.as_written || options.sensitivity) {
     return Fail(io, Status::InvalidArgument(
                         "--resume continues a comparison as it was recorded: give no RECIPE, "
                         "--seed, --steps, --set, --systems, --repeat, --reward-target, --tuned, "
                         "--as-written or --sensitivity"));
   }
-  auto store = store::Store::Open(common.db, store::Store::Options{.create_if_missing = false});
+  auto store = OpenStore(common.db, StoreAccess::kWrite);
   if (!store.ok()) return Fail(io, store.status());
   auto comparison = (*store)->GetComparison(*options.resume);
   if (!comparison.ok()) return Fail(io, comparison.status());
@@ -459,8 +528,8 @@ int ResumeCompare(const CompareOptions& options, const Io& io) {
     return Fail(io, added);
   }
   // The recorded tunings are found again (a libra of another version tunes afresh).
-  auto entrants = Entrants(common, io, **store, recipe, Chosen(recipe, comparison->systems),
-                           comparison->tuned);
+  auto entrants =
+      Entrants(common, io, **store, recipe, Chosen(recipe, comparison->systems), comparison->tuned);
   if (!entrants.ok()) return Fail(io, entrants.status());
   Plan plan;
   plan.compare = true;
@@ -473,6 +542,7 @@ int ResumeCompare(const CompareOptions& options, const Io& io) {
 }
 
 int RunCompare(const CompareOptions& options, const Io& io) {
+  if (Status s = CheckFormats(options.common); !s.ok()) return Fail(io, s);
   if (options.tuned && options.as_written) {
     return Fail(io, Status::InvalidArgument("--tuned and --as-written contradict each other"));
   }
@@ -494,7 +564,7 @@ int RunCompare(const CompareOptions& options, const Io& io) {
                 static_cast<long long>(std::numeric_limits<int64_t>::max()))));
   }
   const bool tuned = options.tuned || (recipe->tuning.compare_tuned && !options.as_written);
-  auto store = OpenStore(options.common);
+  auto store = OpenStore(options.common.db, StoreAccess::kCreate);
   if (!store.ok()) return Fail(io, store.status());
   auto entrants =
       Entrants(options.common, io, **store, *recipe, Chosen(*recipe, options.systems), tuned);
@@ -509,6 +579,7 @@ int RunCompare(const CompareOptions& options, const Io& io) {
 }
 
 int RunTune(const TuneOptions& options, const Io& io) {
+  if (Status s = CheckFormats(options.common); !s.ok()) return Fail(io, s);
   auto recipe = LoadRecipe(options.common);
   if (!recipe.ok()) return Fail(io, recipe.status());
   if (options.budget) recipe->tuning.budget_runs = *options.budget;
@@ -528,32 +599,58 @@ int RunTune(const TuneOptions& options, const Io& io) {
                         ": no system has a knob to tune (Libra's systems are never tuned; "
                         "--system NAME adds a named peer such as areal-async)"));
   }
-  auto store = OpenStore(options.common);
+  auto store = OpenStore(options.common.db, StoreAccess::kCreate);
   if (!store.ok()) return Fail(io, store.status());
+  report::Document doc;
+  doc.AddField("db", options.common.db);
+  report::Table all_trials = TrialTable();
+  using Shown = report::Column::Shown;
+  report::Table tunings(
+      {{"system", "system", false},
+       {"tuning", "tuning", true},
+       {"budget_runs", "runs", true},
+       {"steps", "steps", true},
+       {.key = "first_seed", .header = "first seed", .right_align = true, .shown = Shown::kData},
+       {.key = "last_seed", .header = "last seed", .right_align = true, .shown = Shown::kData},
+       {"infeasible", "infeasible", true},
+       {"winner", "winner", false},
+       {"trajectories_per_s", "traj/s", true},
+       {"winner_runs", "seeds", true}});
   for (const recipe::SystemSpec* system : systems) {
     auto tuning = TuneOrReuse(options.common, io, **store, *recipe, *system, /*reuse=*/false);
     if (!tuning.ok()) return Fail(io, tuning.status());
-    if (options.common.quiet) continue;
     const store::TuningRecord& t = tuning->record;
     int infeasible = 0;
-    for (const store::TuningTrialRecord& trial : t.trials) infeasible += trial.status == "infeasible";
-    io.out << StrFormat(
-                  "%s: %d simulated runs of %d steps on tuning seeds %llu..%llu; %d "
-                  "configurations could not be planned\n",
-                  system->name.c_str(), t.budget_runs, t.steps,
-                  static_cast<unsigned long long>(t.seeds.front()),
-                  static_cast<unsigned long long>(t.seeds.back()), infeasible)
-           << TrialTable(t).Render(report::Format::kText)
-           << StrFormat("winner: %s, %.3f traj/s (mean of %d seeds); recorded as tuning %lld\n\n",
-                        tuning->winner.ToString().c_str(), t.score, t.winner_runs,
-                        static_cast<long long>(t.id));
+    for (const store::TuningTrialRecord& trial : t.trials) {
+      infeasible += trial.status == "infeasible";
+    }
+    report::Table trials = TrialTable();
+    AddTrialRows(system->name, t, &trials);
+    AddTrialRows(system->name, t, &all_trials);
+    doc.AddTable("trials_" + system->name,
+                 StrFormat("%s: %d simulated runs of %d steps on tuning seeds %llu..%llu; %d "
+                           "configurations could not be planned",
+                           system->name.c_str(), t.budget_runs, t.steps,
+                           static_cast<unsigned long long>(t.seeds.front()),
+                           static_cast<unsigned long long>(t.seeds.back()), infeasible),
+                 std::move(trials), report::Document::Shown::kReadingOnly);
+    doc.AddNote(StrFormat("winner: %s, %.3f traj/s (mean of %d seeds); recorded as tuning %lld",
+                          tuning->winner.ToString().c_str(), t.score, t.winner_runs,
+                          static_cast<long long>(t.id)));
+    tunings.AddRow({report::Cell::Text(system->name), report::Cell::Integer(t.id),
+                    report::Cell::Integer(t.budget_runs), report::Cell::Integer(t.steps),
+                    report::Cell::Integer(static_cast<long long>(t.seeds.front())),
+                    report::Cell::Integer(static_cast<long long>(t.seeds.back())),
+                    report::Cell::Integer(infeasible),
+                    report::Cell::Text(tuning->winner.ToString()), report::Cell::Number(t.score, 3),
+                    report::Cell::Integer(t.winner_runs)});
   }
-  if (!options.common.quiet) {
-    io.out << StrFormat("`libra compare %s --tuned --db %s` runs the peers at these "
-                        "configurations\n",
-                        options.common.recipe.c_str(), options.common.db.c_str());
-  }
-  return kExitOk;
+  if (options.common.quiet) return kExitOk;
+  doc.AddTable("tunings", "", std::move(tunings), report::Document::Shown::kDataOnly);
+  doc.AddTable("trials", "", std::move(all_trials), report::Document::Shown::kDataOnly);
+  doc.AddNote(StrFormat("`libra compare %s --tuned%s` runs the peers at these configurations",
+                        options.common.recipe.c_str(), DbFlag(options.common.db).c_str()));
+  return Print(io, doc, options.common.output);
 }
 
 }  // namespace libra::cli

@@ -8,7 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
+
 namespace libra::cli {
+
+/// How a command prints what it found (every command that prints tables has them).
+struct OutputOptions {
+  /// --format: text, md, csv or json.
+  std::string format = "text";
+  /// --json: the same as --format json.
+  bool json = false;
+  /// --table NAME: only that table (plain CSV, or a JSON array of rows).
+  std::string table;
+};
 
 /// Options every recipe command shares.
 struct RecipeOptions {
@@ -20,6 +32,10 @@ struct RecipeOptions {
   bool quiet = false;
   /// `libra run --resume RUN`: continue that run of the database.
   std::optional<int64_t> resume;
+  OutputOptions output;
+  /// --log-format (run, compare): the line per finished step printed when stdout is not a
+  /// terminal: "text" or "json" (one JSON object per line).
+  std::string log_format = "text";
   /// `--take-over`: resume RUN even when it is recorded as running by a libra on another host.
   bool take_over = false;
 };
@@ -61,7 +77,9 @@ struct ReportOptions {
   std::vector<std::string> runs;
   bool list = false;
   bool steps = false;
-  std::string format = "text";
+  /// Print the run's fully resolved recipe (what `libra run` repeats it from).
+  bool recipe = false;
+  OutputOptions output;
   /// Name or run id of the run that speedups are relative to.
   std::string baseline;
   /// As CompareOptions::reward_target.
@@ -74,6 +92,18 @@ struct ReportOptions {
   std::string timeline;
   /// Write the runs' trajectories as a JSONL trace to this file instead of printing tables.
   std::string export_trajectories;
+};
+
+/// `libra export`: per-step metrics of runs under the names verl users know.
+struct ExportOptions {
+  std::string db = "results/libra.db";
+  /// As ReportOptions::runs.
+  std::vector<std::string> runs;
+  /// tensorboard, csv or jsonl.
+  std::string format = "tensorboard";
+  /// The folder written into (created when missing; its parent must exist); "-" writes CSV or
+  /// JSONL to stdout.
+  std::string out = "export";
 };
 
 struct PlanOptions {
@@ -159,10 +189,39 @@ struct Io {
   bool tty = false;
 };
 
+/// What `libra completion` needs to know of the command line: every subcommand with its options.
+struct CompletionSpec {
+  struct Option {
+    /// Every name: "-q", "--quiet".
+    std::vector<std::string> names;
+    std::string help;
+    /// Takes a value; `values` lists its choices when they are fixed, `files` says it names a
+    /// file ("*.toml" for a recipe, "*" for any) and `dirs` a folder.
+    bool takes_value = false;
+    std::vector<std::string> values;
+    std::string files;
+    bool dirs = false;
+  };
+  struct Command {
+    std::string name;
+    std::string help;
+    std::vector<Option> options;
+    /// Positional arguments: a recipe file, run ids / names, a fixed choice.
+    std::string positional_files;
+    std::vector<std::string> positional_values;
+  };
+  std::vector<Command> commands;
+  std::vector<Option> global;
+};
+
+/// The bash or zsh completion script for `spec`; kInvalidArgument for another shell.
+Result<std::string> CompletionScript(const CompletionSpec& spec, const std::string& shell);
+
 int RunRun(const RecipeOptions& options, const Io& io);
 int RunCompare(const CompareOptions& options, const Io& io);
 int RunTune(const TuneOptions& options, const Io& io);
 int RunReport(const ReportOptions& options, const Io& io);
+int RunExport(const ExportOptions& options, const Io& io);
 int RunPlan(const PlanOptions& options, const Io& io);
 int RunValidate(const RecipeOptions& options, const Io& io);
 int RunVersion(const Io& io);

@@ -1,8 +1,9 @@
 // Helpers shared by the subcommands: loading a recipe with every check, reporting errors, the
-// backend factory, Ctrl-C handling and the progress line.
+// backend factory, Ctrl-C handling, the step log, output formats and the database.
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "cli/commands.h"
@@ -10,6 +11,9 @@
 #include "experiment/coordinator.h"
 #include "experiment/runner.h"
 #include "recipe/recipe.h"
+#include "report/document.h"
+#include "report/summary.h"
+#include "store/store.h"
 
 namespace libra::cli {
 
@@ -17,6 +21,11 @@ namespace libra::cli {
 /// check, structural and against the registries. kInvalidRecipe lists every problem, one per line.
 /// `plan_systems` false leaves out planning each system (a caller that plans them itself, once).
 Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options, bool plan_systems = true);
+
+/// The fully resolved recipe of `system` on `recipe` (recipe/recipe_writer.h): its policies,
+/// workload, cost model and (for the cluster backend) node tables are built once while an
+/// OptionLog records every option they read.
+Result<std::string> ResolveRecipe(const recipe::Recipe& recipe, const recipe::SystemSpec& system);
 
 /// Prints the error ("libra: error: <message>", or a recipe's problems one per line with a
 /// count) to io.err and returns the exit code for `status` (0, printing nothing, when it is OK).
@@ -39,26 +48,81 @@ class InterruptGuard {
   static bool Interrupted();
 };
 
-/// Draws "step 3/10 ..." on one terminal line, at most ten times a second; silent when the output
-/// is not a terminal or --quiet is given.
-class ProgressLine {
+/// What run and compare show of a run's progress. On a terminal (and with text logs) a line
+/// "label: step 3/10, ..." redrawn at most ten times a second; otherwise one line per finished
+/// step, as text or (--log-format json) as one JSON object, to `lines`. Nothing when disabled
+/// (--quiet).
+class StepLog {
  public:
-  /// `virtual_time`: the backend's clock is simulated (the line says so).
-  ProgressLine(const Io& io, bool enabled, std::string label, bool virtual_time);
-  ~ProgressLine();
+  /// `virtual_time`: the backend's clock is simulated (the lines say so).
+  StepLog(const Io& io, bool enabled, bool json, std::ostream& lines, std::string label,
+          bool virtual_time);
+  ~StepLog();
+  StepLog(const StepLog&) = delete;
+  StepLog& operator=(const StepLog&) = delete;
   void Update(const experiment::Progress& progress);
-  /// Draws "<label>: <text>" (at most ten times a second unless `force`).
+  /// On a terminal with text logs, draws "<label>: <text>" on the progress line (at most ten
+  /// times a second unless `force`); nothing otherwise.
   void Draw(const std::string& text, bool force = false);
-  /// Erases the line.
+  /// Erases the progress line.
   void Clear();
 
  private:
   const Io& io_;
   bool enabled_;
+  bool json_;
+  bool redraw_;  // a progress line on the terminal, not lines
+  std::ostream& lines_;
   std::string label_;
   bool virtual_time_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point last_;
 };
+
+/// The format that --format and --json ask for; kInvalidArgument for an unknown one.
+Result<report::Format> ChosenFormat(const OutputOptions& output);
+
+/// Prints `doc` as `output` asks (only the --table given, when one is); the exit code.
+int Print(const Io& io, const report::Document& doc, const OutputOptions& output);
+
+/// " --db PATH" when `db` is not the default database, for the commands that hints print
+/// ("libra report 3 --db q.db"); "" otherwise.
+std::string DbFlag(const std::string& db);
+
+/// How a command uses the results database: creates it when missing (run, compare, tune), writes
+/// to one that exists (resume), or only reads (reports: opened read-only, so that it can lie in
+/// a folder they cannot write; store::Store::Options::read_only).
+enum class StoreAccess { kCreate, kWrite, kRead };
+
+/// Opens the results database a command names. A database that cannot be opened (missing when
+/// it must exist, a directory, not a libra database, corrupt, damaged, newer, locked) is the
+/// caller's to fix: kInvalidArgument (exit 2) with the store's message, whatever the kind.
+Result<std::unique_ptr<store::Store>> OpenStore(const std::string& db, StoreAccess access);
+
+/// Checks that a file can be created at `path`: the folder it goes into exists and is a folder.
+/// kInvalidArgument "<flag> <path>: the folder <dir> does not exist" otherwise. Nothing is
+/// created.
+Status CheckFolderOf(const std::string& path, const std::string& flag);
+
+/// The runs a report or an export shows: their ids, a title when they are a comparison, and the
+/// comparison when they are exactly one.
+struct Selection {
+  std::vector<int64_t> ids;
+  std::string title;
+  std::optional<store::ComparisonInfo> comparison;
+};
+
+/// Resolves runs named on the command line: ids, comparison names (the latest of that name),
+/// system names (its latest run); none means the latest comparison, or the latest run.
+/// kNotFound (with the names there are, and the closest) for a name that matches nothing.
+Result<Selection> Select(store::Store& store, const std::vector<std::string>& args,
+                         const std::string& db);
+
+/// The runs with their steps, in order.
+Result<std::vector<report::RunView>> ReadViews(store::Store& store,
+                                               const std::vector<int64_t>& ids);
+
+/// Creates the folder `dir` (nothing when it exists); its parent must exist.
+Status MakeFolder(const std::string& dir, const std::string& flag);
 
 }  // namespace libra::cli

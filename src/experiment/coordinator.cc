@@ -697,7 +697,7 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   summary_.elapsed_s = now;
   if (progress_) {
     progress_(Progress{steps_done_, config_.steps, now, summary_.trajectories,
-                       summary_.generated_tokens});
+                       summary_.generated_tokens, &record});
   }
   if (steps_done_ < config_.steps) {
     LIBRA_RETURN_IF_ERROR(Replan(now, record, std::move(sizes), std::move(tool_latencies_s)));

@@ -67,6 +67,10 @@ struct Progress {
   double now_s = 0;
   int64_t trajectories = 0;
   int64_t generated_tokens = 0;
+  /// The step that just finished, as recorded; valid during the call.
+  const store::StepRecord* step = nullptr;
+  /// The run being recorded (set by RunSystem).
+  int64_t run_id = 0;
 };
 
 /// Where a resumed run continues (a backend that restarts from a checkpoint, not by replaying):

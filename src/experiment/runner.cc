@@ -294,8 +294,7 @@ class NullRecorder : public Recorder {
 Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
                                   const workload::Workload& workload, const model::CostModel& cost,
                                   const model::CostModel& plan_cost,
-                                  const BackendFactory& make_backend,
-                                  const BackendContext& context,
+                                  const BackendFactory& make_backend, const BackendContext& context,
                                   std::optional<ResumeState> resume,
                                   std::optional<double> throughput_bound, Recorder& recorder,
                                   const std::function<bool()>& interrupted,
@@ -303,8 +302,8 @@ Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::Sy
   LIBRA_ASSIGN_OR_RETURN(auto router,
                          sched::BuiltinRouters().Create(system.router, system.router_options,
                                                         sched::RouterDeps{&plan_cost}));
-  LIBRA_ASSIGN_OR_RETURN(
-      auto planner, planner::BuiltinPlanners().Create(system.planner, system.planner_options));
+  LIBRA_ASSIGN_OR_RETURN(auto planner,
+                         planner::BuiltinPlanners().Create(system.planner, system.planner_options));
   LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, workload, cost, context));
   CoordinatorConfig config;
   config.resume = std::move(resume);
@@ -315,7 +314,7 @@ Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::Sy
   config.stream_batches = recipe.BatchingFor(system) == "stream";
   config.partial_rollout = recipe.PartialRolloutFor(system);
   config.objective = recipe.ObjectiveFor(system) == "decoupled" ? workload::Objective::kDecoupled
-                                                               : workload::Objective::kPpo;
+                                                                : workload::Objective::kPpo;
   config.eval_interval = recipe.eval.interval;
   config.eval_prompts = recipe.eval.prompts;
   config.sync_interval = recipe.rl.sync_interval;
@@ -340,13 +339,12 @@ Result<RunSummary> SimulateSystem(const recipe::Recipe& recipe, const recipe::Sy
 Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& system) {
   LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
   LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
-  LIBRA_ASSIGN_OR_RETURN(
-      auto planner, planner::BuiltinPlanners().Create(system.planner, system.planner_options));
-  LIBRA_ASSIGN_OR_RETURN(
-      planner::Plan plan,
-      planner->Initial(MakePlanContext(
-          recipe, system, cost.get(),
-          SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps))));
+  LIBRA_ASSIGN_OR_RETURN(auto planner,
+                         planner::BuiltinPlanners().Create(system.planner, system.planner_options));
+  LIBRA_ASSIGN_OR_RETURN(planner::Plan plan,
+                         planner->Initial(MakePlanContext(
+                             recipe, system, cost.get(),
+                             SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps))));
   (void)plan;
   return Status();
 }
@@ -404,6 +402,7 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   info.gpus = recipe.cluster.total_gpus();
   info.recipe_source = recipe.source;
   info.recipe_toml = recipe.effective_toml;
+  info.resolved_recipe = request.resolved_recipe;
   info.git_revision = LIBRA_GIT_REVISION;
   info.libra_version = LIBRA_VERSION;
   info.started_at = NowIso8601();
@@ -484,10 +483,17 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
     if (request.planning_recipe != nullptr) {
       LIBRA_ASSIGN_OR_RETURN(belief, model::MakeCostModel(*request.planning_recipe));
     }
-    return RunCoordinator(recipe, system, *workload, *cost, belief ? *belief : *cost,
-                          make_backend, context, resume,
-                          info.throughput_bound, *recorder, request.interrupted,
-                          request.progress);
+    std::function<void(const Progress&)> progress;
+    if (request.progress) {
+      progress = [&](const Progress& p) {
+        Progress with_id = p;
+        with_id.run_id = run_id;
+        request.progress(with_id);
+      };
+    }
+    return RunCoordinator(recipe, system, *workload, *cost, belief ? *belief : *cost, make_backend,
+                          context, resume, info.throughput_bound, *recorder, request.interrupted,
+                          progress);
   };
   Result<RunSummary> summary = run();
   const char* status = store::kRunOk;

@@ -87,6 +87,8 @@ struct RunRequest {
   /// checked against its record) and records the rest; the cluster backend restarts from the
   /// checkpoint of the last recorded step. `system` must be the run's.
   std::optional<int64_t> resume_run;
+  /// The run's fully resolved recipe, recorded with it (runs.resolved_recipe).
+  std::string resolved_recipe;
   /// Recorded with the run: the knob settings of a tuned peer, the tuning they came from, and
   /// the sensitivity scenario (experiment/tuning.h, sensitivity.h).
   std::string configuration;
@@ -119,8 +121,7 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
 Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
                                   const workload::Workload& workload, const model::CostModel& cost,
                                   const model::CostModel& plan_cost,
-                                  const BackendFactory& make_backend,
-                                  const BackendContext& context,
+                                  const BackendFactory& make_backend, const BackendContext& context,
                                   std::optional<ResumeState> resume,
                                   std::optional<double> throughput_bound, Recorder& recorder,
                                   const std::function<bool()>& interrupted,

@@ -11,7 +11,9 @@ Result<std::unique_ptr<Planner>> StaticPlanner::Create(const recipe::OptionTable
     train_gpus = static_cast<int>(reader.Int("train_gpus", 1, 1, 1 << 20));
   const std::vector<int> tps = ReadRolloutTps(reader);
   const bool lend = reader.Bool("lend_idle_trainer", false);
-  const double reclaim_at = reader.Double("reclaim_at", 1.0, 1e-6, 1.0);
+  // Read (and so written into a resolved recipe) only where it applies.
+  double reclaim_at = 1.0;
+  if (lend || reader.Has("reclaim_at")) reclaim_at = reader.Double("reclaim_at", 1.0, 1e-6, 1.0);
   if (!lend && reader.Has("reclaim_at")) {
     reader.Error("reclaim_at", "applies only with lend_idle_trainer = true");
   }

@@ -53,6 +53,30 @@ struct OptionTable {
   bool operator==(const OptionTable&) const = default;
 };
 
+/// While alive, records the value every OptionReader of this thread settles on for each key it
+/// reads, given in the recipe or defaulted, by the path of the table read: what a fully resolved
+/// recipe writes out (recipe_writer.h). A default outside the key's own range or choices (a
+/// sentinel such as 0 for "automatic") is not recorded, since writing it would not read back.
+/// Logs nest: the innermost one records.
+class OptionLog {
+ public:
+  OptionLog();
+  ~OptionLog();
+  OptionLog(const OptionLog&) = delete;
+  OptionLog& operator=(const OptionLog&) = delete;
+
+  /// The values read from the table at `path` ("system.planner_options"), in first-read order.
+  std::vector<OptionEntry> Read(const std::string& path) const;
+
+  /// The log in force in this thread, or nullptr.
+  static OptionLog* Current();
+  void Record(const std::string& path, const std::string& key, OptionValue value);
+
+ private:
+  std::vector<std::pair<std::string, std::vector<OptionEntry>>> tables_;
+  OptionLog* outer_;
+};
+
 /// Decodes an OptionTable with defaults and range checks, collecting every problem; Finish()
 /// also reports keys that nothing asked for (typos must fail loudly).
 class OptionReader {

@@ -71,6 +71,18 @@ RunMetrics ComputeMetrics(const RunView& view) {
   return m;
 }
 
+namespace {
+
+/// A seed as a number (uint64: beyond what Cell::Integer holds).
+Cell SeedCell(uint64_t seed) {
+  Cell cell = Cell::Integer(0);
+  cell.text = std::to_string(seed);
+  cell.value = static_cast<double>(seed);
+  return cell;
+}
+
+}  // namespace
+
 std::vector<std::pair<double, double>> EvalCurve(const RunView& view) {
   std::vector<std::pair<double, double>> curve;
   if (view.run.eval_initial) curve.emplace_back(0.0, *view.run.eval_initial);
@@ -98,8 +110,8 @@ std::map<uint64_t, double> EvalTargets(const std::vector<RunView>& runs,
   for (const RunView& view : runs) {
     const std::vector<std::pair<double, double>> curve = EvalCurve(view);
     if (curve.empty() || !view.run.eval_initial) continue;
-    auto [it, fresh] = range.try_emplace(view.run.seed, *view.run.eval_initial,
-                                         curve.back().second);
+    auto [it, fresh] =
+        range.try_emplace(view.run.seed, *view.run.eval_initial, curve.back().second);
     if (!fresh) it->second.second = std::max(it->second.second, curve.back().second);
   }
   std::map<uint64_t, double> targets;
@@ -127,15 +139,26 @@ std::optional<double> FinalEval(const RunView& view) {
 }  // namespace
 
 Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline,
-                   const Convergence& convergence) {
+                   const Convergence& convergence, bool headlined) {
+  using Shown = Column::Shown;
+  // Under a headline that names the run, its system and status (RunHeadline), text leaves them
+  // out: a single run's table then fits a terminal.
+  const Shown named = headlined ? Shown::kData : Shown::kEverywhere;
   std::vector<Column> columns = {
-      {"run", "run", true},
-      {"system", "system", false},
-      {"status", "status", false},
+      {.key = "run", .header = "run", .right_align = true, .shown = named},
+      {.key = "name", .header = "name", .shown = Shown::kData},
+      {.key = "system", .header = "system", .shown = named},
+      {.key = "seed", .header = "seed", .right_align = true, .shown = Shown::kData},
+      {.key = "status", .header = "status", .shown = named},
       {"steps", "steps", true},
       {"elapsed_s", "time s", true},
+      {.key = "trajectories", .header = "trajectories", .right_align = true, .shown = Shown::kData},
+      {.key = "generated_tokens",
+       .header = "generated tokens",
+       .right_align = true,
+       .shown = Shown::kData},
       {"trajectories_per_s", "traj/s", true},
-      {"tokens_per_s_per_gpu", "tok/s/GPU", true},
+      {"generated_tokens_per_s_per_gpu", "gen tok/s/GPU", true},
       {"gpu_util", "GPU util", true},
       {"step_s", "step s", true},
       {"rollout_s", "rollout s", true},
@@ -144,26 +167,43 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       {"wait_s", "wait s", true},
       {"final_reward", "batch reward", true},
       {"final_eval", "eval", true},
+      {.key = "eval_target", .header = "target", .right_align = true, .shown = Shown::kData},
       {"time_to_target_s", "to target s", true},
       {"of_bound", "of bound", true},
+      {.key = "throughput_bound",
+       .header = "bound traj/s",
+       .right_align = true,
+       .shown = Shown::kData},
   };
   std::optional<double> reference;
   const std::map<uint64_t, double> targets = EvalTargets(runs, convergence);
-  columns.push_back({"configured_by", "config", false});
-  columns.push_back({"configuration", "layout at start, staleness", false});
+  // How each run was configured and what it ran: two fields for scripts; in text one line under
+  // the row, so that the table fits a terminal.
+  columns.push_back({.key = "configured_by", .header = "config", .shown = Shown::kData});
+  columns.push_back(
+      {.key = "configuration", .header = "layout at start, staleness", .shown = Shown::kData});
   if (baseline && *baseline < runs.size()) {
     columns.push_back({"speedup", "speedup", true});
     reference = ComputeMetrics(runs[*baseline]).trajectories_per_s;
   }
+  columns.push_back({.key = "configured",
+                     .header = "config: layout at start, staleness",
+                     .shown = Shown::kReading,
+                     .below = true});
   Table table(columns);
   for (const RunView& view : runs) {
     const RunMetrics m = ComputeMetrics(view);
+    const std::optional<double> target = Lookup(targets, view.run.seed);
     std::vector<Cell> row = {
         Cell::Integer(view.run.id),
+        Cell::Text(view.run.name),
         Cell::Text(view.run.system),
+        SeedCell(view.run.seed),
         Cell::Text(view.run.status),
         Cell::Integer(m.steps),
         Cell::Number(m.elapsed_s, 1),
+        Cell::Integer(m.trajectories),
+        Cell::Integer(m.generated_tokens),
         Cell::Number(m.trajectories_per_s, 3),
         Cell::Number(m.tokens_per_s_per_gpu, 1),
         Cell::Number(m.gpu_util, 2),
@@ -174,14 +214,13 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
         Cell::Number(m.wait_s, 1),
         Cell::Number(m.final_reward, 3),
         Cell::Number(FinalEval(view), 3),
-        Cell::Number(Lookup(targets, view.run.seed)
-                         ? TimeToTarget(view, *Lookup(targets, view.run.seed))
-                         : std::nullopt,
-                     1),
+        Cell::Number(target, 3),
+        Cell::Number(target ? TimeToTarget(view, *target) : std::nullopt, 1),
         Cell::Number(m.trajectories_per_s && view.run.throughput_bound
                          ? std::optional<double>(*m.trajectories_per_s / *view.run.throughput_bound)
                          : std::nullopt,
                      2),
+        Cell::Number(view.run.throughput_bound, 3),
     };
     row.push_back(Cell::Text(ConfiguredBy(view.run)));
     row.push_back(Cell::Text(RunConfiguration(view)));
@@ -192,6 +231,7 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       }
       row.push_back(Cell::Number(speedup, 2));
     }
+    row.push_back(Cell::Text(ConfiguredBy(view.run) + ": " + RunConfiguration(view)));
     table.AddRow(std::move(row));
   }
   return table;
@@ -416,44 +456,79 @@ Table SensitivityMatrix(const std::vector<RunView>& runs, const std::vector<std:
   return table;
 }
 
+std::string RepeatCaption(int seeds, uint64_t first_seed,
+                          const std::optional<std::string>& baseline) {
+  return StrFormat("(%d seeds from %llu; speedup: mean of the per-seed ratios over %s)", seeds,
+                   static_cast<unsigned long long>(first_seed), baseline ? baseline->c_str() : "-");
+}
+
 Table StepTable(const RunView& view) {
+  using Shown = Column::Shown;
   Table table({
       {"step", "step", true},
+      {.key = "start_s", .header = "start s", .right_align = true, .shown = Shown::kData},
       {"end_s", "end s", true},
+      {.key = "step_s", .header = "step s", .right_align = true, .shown = Shown::kData},
       {"rollout_s", "rollout s", true},
       {"train_s", "train s", true},
       {"sync_s", "sync s", true},
       {"wait_s", "wait s", true},
       {"trajectories", "traj", true},
       {"turns", "turns", true},
+      {.key = "tool_calls", .header = "tool calls", .right_align = true, .shown = Shown::kData},
+      {.key = "prompt_tokens",
+       .header = "prompt tokens",
+       .right_align = true,
+       .shown = Shown::kData},
       {"generated_tokens", "gen tokens", true},
       {"reward_mean", "reward", true},
+      {.key = "policy_version", .header = "version", .right_align = true, .shown = Shown::kData},
       {"max_lag", "max lag", true},
-      {"layout", "train/rollout GPUs", true},
+      {.key = "gpus",
+       .header = "train/ rollout GPUs",
+       .right_align = true,
+       .shown = Shown::kReading},
+      {.key = "train_gpus", .header = "train GPUs", .right_align = true, .shown = Shown::kData},
+      {.key = "rollout_gpus", .header = "rollout GPUs", .right_align = true, .shown = Shown::kData},
+      {.key = "gpu_util", .header = "GPU util", .right_align = true, .shown = Shown::kData},
+      {.key = "idle_gpu_s", .header = "idle GPU-s", .right_align = true, .shown = Shown::kData},
+      {.key = "predicted_step_s",
+       .header = "predicted step s",
+       .right_align = true,
+       .shown = Shown::kData},
   });
   for (const store::StepRecord& s : view.steps) {
     table.AddRow({
         Cell::Integer(s.step),
+        Cell::Number(s.start_s, 1),
         Cell::Number(s.end_s, 1),
+        Cell::Number(s.end_s - s.start_s, 1),
         Cell::Number(s.rollout_s, 1),
         Cell::Number(s.train_s, 1),
         Cell::Number(s.sync_s, 1),
         Cell::Number(s.wait_s, 1),
         Cell::Integer(s.trajectories),
         Cell::Integer(s.turns),
+        Cell::Integer(s.tool_calls),
+        Cell::Integer(s.prompt_tokens),
         Cell::Integer(s.generated_tokens),
         Cell::Number(s.reward_mean, 3),
+        Cell::Integer(s.policy_version),
         Cell::Integer(s.max_lag),
         Cell::Text(StrFormat("%d/%d", s.train_gpus, s.rollout_gpus)),
+        Cell::Integer(s.train_gpus),
+        Cell::Integer(s.rollout_gpus),
+        Cell::Number(s.gpu_util, 2),
+        Cell::Number(s.idle_gpu_s, 1),
+        Cell::Number(s.predicted_step_s, 1),
     });
   }
   return table;
 }
 
 Table RouterActivityTable(const std::vector<std::tuple<int, std::string, double>>& metrics) {
-  Table table({{"metric", "router counter", false},
-               {"final", "after the last step", true},
-               {"max", "largest", true}});
+  Table table(
+      {{"metric", "router counter", false}, {"final", "final", true}, {"max", "largest", true}});
   std::map<std::string, std::pair<double, double>> by_name;  // name -> (last, max)
   for (const auto& [step, name, value] : metrics) {
     auto [it, fresh] = by_name.try_emplace(name, value, value);
@@ -472,13 +547,13 @@ Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
                {"at_s", "at s", true},
                {"trigger", "trigger", false},
                {"applied", "applied", false},
-               {"layout", "layout", false},
+               {.key = "layout", .header = "layout", .wrap = 30},
                {"predicted_step_s", "predicted step s", true},
                {"current_step_s", "current step s", true},
                {"gain_s", "gain s", true},
                {"transition_s", "transition s", true},
                {"measured_step_s", "measured step s", true},
-               {"reason", "reason", false}});
+               {.key = "reason", .header = "reason", .below = true}});
   for (size_t i = 0; i < decisions.size(); ++i) {
     const store::DecisionRecord& d = decisions[i];
     std::optional<double> measured;
@@ -510,29 +585,45 @@ Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
   return table;
 }
 
-Table ListTable(const std::vector<store::RunInfo>& runs) {
+Table ListTable(const std::vector<store::RunInfo>& runs, const std::map<int64_t, int>& steps_done) {
+  using Shown = Column::Shown;
   Table table({
       {"run", "run", true},
       {"name", "name", false},
       {"system", "system", false},
       {"backend", "backend", false},
+      {.key = "seed", .header = "seed", .right_align = true, .shown = Shown::kData},
       {"started_at", "started (UTC)", false},
-      {"steps", "steps", true},
+      {.key = "ended_at", .header = "ended (UTC)", .shown = Shown::kData},
+      {.key = "steps", .header = "steps", .right_align = true, .shown = Shown::kReading},
+      {.key = "steps_done", .header = "steps done", .right_align = true, .shown = Shown::kData},
+      {.key = "steps_planned",
+       .header = "steps planned",
+       .right_align = true,
+       .shown = Shown::kData},
       {"status", "status", false},
       {"comparison", "comparison", true},
+      {.key = "error", .header = "error", .shown = Shown::kData},
   });
   for (const store::RunInfo& r : runs) {
     std::optional<long long> comparison;
     if (r.comparison_id) comparison = *r.comparison_id;
+    const auto done = steps_done.find(r.id);
+    const int steps = done == steps_done.end() ? 0 : done->second;
     table.AddRow({
         Cell::Integer(r.id),
         Cell::Text(r.name),
         Cell::Text(r.system),
         Cell::Text(r.backend),
+        SeedCell(r.seed),
         Cell::Text(r.started_at),
+        r.ended_at.empty() ? Cell::Missing() : Cell::Text(r.ended_at),
+        Cell::Text(StrFormat("%d/%d", steps, r.steps_planned)),
+        Cell::Integer(steps),
         Cell::Integer(r.steps_planned),
         Cell::Text(r.status),
         Cell::Integer(comparison),
+        Cell::Text(r.error),
     });
   }
   return table;

@@ -76,8 +76,10 @@ std::map<uint64_t, double> EvalTargets(const std::vector<RunView>& runs,
 /// trajectories/s over the baseline's). "batch reward" is the mean reward of the last batch the
 /// run trained on (what the system chose to train on: biased by it); "eval" is the last
 /// evaluation score and "to target s" when the score first reached its seed's target.
+/// `headlined`: the text sits under a headline naming the one run (RunHeadline), so its run id,
+/// system and status are left out of the text (the data formats keep them).
 Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline,
-                   const Convergence& convergence = {});
+                   const Convergence& convergence = {}, bool headlined = false);
 
 /// One row per system over repeated runs (seeds): runs, throughput mean, standard deviation
 /// (sample, n - 1; missing for one run), min and max, and with `baseline` (a system name) the
@@ -105,6 +107,11 @@ Table SensitivityTable(const std::vector<RunView>& runs, const std::vector<std::
 /// seeds), and the system with the highest mean.
 Table SensitivityMatrix(const std::vector<RunView>& runs, const std::vector<std::string>& systems);
 
+/// The line under a repeat table: "(3 seeds from 1; speedup: mean of the per-seed ratios over
+/// sync-split)".
+std::string RepeatCaption(int seeds, uint64_t first_seed,
+                          const std::optional<std::string>& baseline);
+
 /// One row per step of a run.
 Table StepTable(const RunView& view);
 
@@ -119,8 +126,9 @@ Table RouterActivityTable(const std::vector<std::tuple<int, std::string, double>
 Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
                            const std::vector<store::StepRecord>& steps);
 
-/// One row per run: what the database holds.
-Table ListTable(const std::vector<store::RunInfo>& runs);
+/// One row per run: what the database holds, with the steps each has recorded (`steps_done`, by
+/// run id; a run missing from it has none) out of those planned.
+Table ListTable(const std::vector<store::RunInfo>& runs, const std::map<int64_t, int>& steps_done);
 
 /// "run 3: quickstart, system 'baseline' (least-conn / static), sim, seed 1, 16 GPUs: ok".
 std::string RunHeadline(const store::RunInfo& run);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/check.h"
+#include "common/json.h"
 #include "common/strings.h"
 
 namespace libra::report {
@@ -18,12 +19,31 @@ std::optional<Format> ParseFormat(const std::string& name) {
 
 Cell Cell::Number(std::optional<double> value, int decimals) {
   if (!value || !std::isfinite(*value)) return Missing();
-  return Cell{StrFormat("%.*f", decimals, *value), false, true};
+  Cell cell{StrFormat("%.*f", decimals, *value)};
+  cell.number = true;
+  cell.value = *value;
+  return cell;
 }
 
 Cell Cell::Integer(std::optional<long long> value) {
   if (!value) return Missing();
-  return Cell{StrFormat("%lld", *value), false, true};
+  Cell cell{StrFormat("%lld", *value)};
+  cell.number = true;
+  cell.integer = true;
+  cell.value = static_cast<double>(*value);
+  return cell;
+}
+
+Cell Cell::Percent(std::optional<double> fraction, int decimals) {
+  Cell cell = Number(fraction, decimals);
+  if (!cell.missing) cell.text = StrFormat("%.*f%%", decimals, 100 * *fraction);
+  return cell;
+}
+
+std::string Cell::DataText() const {
+  if (missing) return "";
+  if (!number || integer) return text;
+  return ToJson(JsonValue(value));
 }
 
 void Table::AddRow(std::vector<Cell> cells) {
@@ -46,6 +66,22 @@ std::string Table::Render(Format format) const {
   return "";
 }
 
+std::vector<std::string> WrapText(const std::string& text, int width) {
+  if (width <= 0 || static_cast<int>(text.size()) <= width) return {text};
+  std::vector<std::string> lines;
+  std::string line;
+  for (const std::string& word : StrSplit(text, ' ')) {
+    if (word.empty()) continue;
+    if (!line.empty() && static_cast<int>(line.size() + 1 + word.size()) > width) {
+      lines.push_back(line);
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(line);
+  return lines;
+}
+
 namespace {
 
 std::string Shown(const Cell& cell) { return cell.missing ? "-" : cell.text; }
@@ -55,34 +91,95 @@ std::string Pad(const std::string& text, size_t width, bool right) {
   return right ? space + text : text + space;
 }
 
+// Headers up to this wide are never wrapped.
+constexpr size_t kMinWidth = 6;
+
+bool ForReading(const Column& c) { return c.shown != Column::Shown::kData; }
+bool ForData(const Column& c) { return c.shown != Column::Shown::kReading; }
+
+size_t LongestWord(const std::string& text) {
+  size_t longest = 0;
+  for (const std::string& word : StrSplit(text, ' ')) longest = std::max(longest, word.size());
+  return longest;
+}
+
 }  // namespace
 
 std::string Table::RenderText() const {
+  // The columns drawn side by side, and those drawn under each row.
+  std::vector<size_t> inline_columns;
+  std::vector<size_t> below_columns;
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    if (!ForReading(columns_[i])) continue;
+    (columns_[i].below ? below_columns : inline_columns).push_back(i);
+  }
+  // Each cell as its lines; a column is as wide as its widest line, and its header wraps to
+  // that width (but never splits a word).
+  std::vector<std::vector<std::vector<std::string>>> lines(rows_.size());
   std::vector<size_t> widths;
-  for (const Column& c : columns_) widths.push_back(c.header.size());
-  for (const auto& row : rows_) {
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], Shown(row[i]).size());
+  for (size_t c : inline_columns) {
+    size_t width = 0;
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      lines[r].push_back(WrapText(Shown(rows_[r][c]), columns_[c].wrap));
+      for (const std::string& line : lines[r].back()) width = std::max(width, line.size());
+    }
+    // A short header (up to kMinWidth) stays on one line.
+    widths.push_back(std::max(
+        {width, LongestWord(columns_[c].header), std::min(columns_[c].header.size(), kMinWidth)}));
+  }
+  std::vector<std::vector<std::string>> headers;
+  size_t header_height = 1;
+  for (size_t k = 0; k < inline_columns.size(); ++k) {
+    // At most two header lines: widen the column rather than stack a third.
+    const std::string& header = columns_[inline_columns[k]].header;
+    while (WrapText(header, static_cast<int>(widths[k])).size() > 2 && widths[k] < header.size()) {
+      ++widths[k];
+    }
+    headers.push_back(WrapText(header, static_cast<int>(widths[k])));
+    header_height = std::max(header_height, headers.back().size());
+    for (const std::string& line : headers.back()) widths[k] = std::max(widths[k], line.size());
   }
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out;
-    for (size_t i = 0; i < cells.size(); ++i) {
-      if (i > 0) out += "  ";
-      out += Pad(cells[i], widths[i], columns_[i].right_align);
+    for (size_t k = 0; k < cells.size(); ++k) {
+      if (k > 0) out += "  ";
+      out += Pad(cells[k], widths[k], columns_[inline_columns[k]].right_align);
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out + "\n";
   };
-  std::vector<std::string> headers;
-  std::vector<std::string> rules;
-  for (size_t i = 0; i < columns_.size(); ++i) {
-    headers.push_back(columns_[i].header);
-    rules.push_back(std::string(widths[i], '-'));
-  }
-  std::string out = line(headers) + line(rules);
-  for (const auto& row : rows_) {
+  std::string out;
+  // Headers are bottom-aligned, right-aligned over right-aligned columns.
+  for (size_t h = 0; h < header_height; ++h) {
     std::vector<std::string> cells;
-    for (const Cell& c : row) cells.push_back(Shown(c));
+    for (const std::vector<std::string>& header : headers) {
+      const size_t pad = header_height - header.size();
+      cells.push_back(h >= pad ? header[h - pad] : "");
+    }
     out += line(cells);
+  }
+  std::vector<std::string> rules;
+  size_t table_width = 0;
+  for (size_t w : widths) {
+    rules.push_back(std::string(w, '-'));
+    table_width += w + (table_width > 0 ? 2 : 0);
+  }
+  out += line(rules);
+  const int below_width = static_cast<int>(std::max<size_t>(table_width, 60)) - 4;
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    size_t height = 1;
+    for (const auto& cell : lines[r]) height = std::max(height, cell.size());
+    for (size_t h = 0; h < height; ++h) {
+      std::vector<std::string> cells;
+      for (const auto& cell : lines[r]) cells.push_back(h < cell.size() ? cell[h] : "");
+      out += line(cells);
+    }
+    for (size_t c : below_columns) {
+      if (rows_[r][c].missing || rows_[r][c].text.empty()) continue;
+      for (const std::string& text : WrapText(rows_[r][c].text, below_width)) {
+        out += "    " + text + "\n";
+      }
+    }
   }
   return out;
 }
@@ -92,20 +189,23 @@ std::string Table::RenderMarkdown() const {
     std::string out;
     for (char c : s) {
       if (c == '|') out += '\\';
-      out += c;
+      out += c == '\n' ? ' ' : c;
     }
     return out;
   };
   std::string out = "|";
   std::string rule = "|";
   for (const Column& c : columns_) {
+    if (!ForReading(c)) continue;
     out += " " + escape(c.header) + " |";
     rule += c.right_align ? " ---: |" : " --- |";
   }
   out += "\n" + rule + "\n";
   for (const auto& row : rows_) {
     out += "|";
-    for (const Cell& c : row) out += " " + escape(Shown(c)) + " |";
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (ForReading(columns_[i])) out += " " + escape(Shown(row[i])) + " |";
+    }
     out += "\n";
   }
   return out;
@@ -122,52 +222,32 @@ std::string Table::RenderCsv() const {
     return out + "\"";
   };
   std::vector<std::string> keys;
-  for (const Column& c : columns_) keys.push_back(field(c.key));
+  for (const Column& c : columns_) {
+    if (ForData(c)) keys.push_back(field(c.key));
+  }
   std::string out = StrJoin(keys, ",") + "\n";
   for (const auto& row : rows_) {
     std::vector<std::string> cells;
-    for (const Cell& c : row) cells.push_back(c.missing ? "" : field(c.text));
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (ForData(columns_[i])) cells.push_back(field(row[i].DataText()));
+    }
     out += StrJoin(cells, ",") + "\n";
   }
   return out;
-}
-
-std::string JsonQuote(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += StrFormat("\\u%04x", static_cast<unsigned>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string Table::RenderJson() const {
   std::string out = "[";
   for (size_t r = 0; r < rows_.size(); ++r) {
     out += r == 0 ? "\n  {" : ",\n  {";
+    bool first = true;
     for (size_t i = 0; i < columns_.size(); ++i) {
+      if (!ForData(columns_[i])) continue;
       const Cell& c = rows_[r][i];
-      if (i > 0) out += ", ";
+      if (!first) out += ", ";
+      first = false;
       out += JsonQuote(columns_[i].key) + ": ";
-      out += c.missing ? "null" : c.number ? c.text : JsonQuote(c.text);
+      out += c.missing ? "null" : c.number ? c.DataText() : JsonQuote(c.text);
     }
     out += "}";
   }

@@ -30,8 +30,11 @@ struct RunInfo {
   int steps_planned = 0;
   int gpus = 0;               // GPUs in the cluster
   std::string recipe_source;  // path of the recipe file
-  std::string recipe_toml;    // the effective recipe (after --set), to repeat the run
-  std::string git_revision;   // source revision of the libra binary
+  std::string recipe_toml;    // the recipe as given (after --set), with all its systems
+  /// The run's fully resolved recipe: every default filled in, its own system as [system]; what
+  /// `libra run` repeats the run from. Empty for runs recorded before schema version 8.
+  std::string resolved_recipe;
+  std::string git_revision;  // source revision of the libra binary
   std::string libra_version;
   std::string started_at;  // ISO 8601 UTC, wall clock
   std::string ended_at;    // empty while running

@@ -251,6 +251,12 @@ ALTER TABLE comparisons ADD COLUMN tuned       INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE comparisons ADD COLUMN sensitivity INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 10: what makes a run repeatable: each run's fully resolved recipe (every default filled
+// in, its own system as [system]; NULL for runs recorded before).
+constexpr char kSchemaV10[] = R"sql(
+ALTER TABLE runs ADD COLUMN resolved_recipe TEXT;
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -270,8 +276,11 @@ const std::vector<Migration>& SchemaMigrations() {
       {6, "runs.throughput_bound", kSchemaV6},
       {7, "probes", kSchemaV7},
       {8, "runs.folder, runs.owner_*, comparisons.systems/seeds/reward_target/recipe_*", kSchemaV8},
-      {9, "tunings, tuning_trials, runs.configuration/tuning_id/scenario/staleness, steps.eval_score, runs.eval_initial, comparisons.tuned/sensitivity",
+      {9,
+       "tunings, tuning_trials, runs.configuration/tuning_id/scenario/staleness, steps.eval_score, "
+       "runs.eval_initial, comparisons.tuned/sensitivity",
        kSchemaV9},
+      {10, "runs.resolved_recipe", kSchemaV10},
   };
   return *migrations;
 }

@@ -22,7 +22,7 @@ constexpr char kRunColumns[] =
     "name, system, router, planner, backend, seed, steps_planned, gpus, recipe_source, "
     "recipe_toml, git_revision, libra_version, started_at, ended_at, status, error, "
     "comparison_id, throughput_bound, configuration, tuning_id, scenario, staleness, eval_initial, "
-    "folder, owner_host, owner_pid, owner_start";
+    "folder, owner_host, owner_pid, owner_start, resolved_recipe";
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
@@ -165,6 +165,7 @@ RunInfo ReadRun(const Statement& statement) {
   run.owner.host = row.Text();
   run.owner.pid = row.Int64();
   run.owner.start = row.Text();
+  run.resolved_recipe = row.Text();
   return run;
 }
 
@@ -364,6 +365,7 @@ class Store::Impl {
   std::optional<Statement> select_runs;
   std::optional<Statement> select_run;
   std::optional<Statement> select_steps;
+  std::optional<Statement> select_step_counts;
   std::optional<Statement> select_trajectories;
   std::optional<Statement> select_decisions;
   std::optional<Statement> select_events;
@@ -452,6 +454,9 @@ Status Store::Impl::PrepareStatements() {
       Prepare(select_steps,
               std::string("SELECT ") + kStepColumns + " FROM steps WHERE run_id = ? ORDER BY step",
               "select from steps"));
+  LIBRA_RETURN_IF_ERROR(Prepare(select_step_counts,
+                                "SELECT run_id, count(*) FROM steps GROUP BY run_id",
+                                "count the steps of each run"));
   LIBRA_RETURN_IF_ERROR(Prepare(select_trajectories,
                                 std::string("SELECT ") + kTrajectoryColumns +
                                     " FROM trajectories WHERE run_id = ? ORDER BY id",
@@ -487,10 +492,10 @@ Status Store::Impl::PrepareStatements() {
       "select from probes"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(insert_tuning, InsertSql("tunings", kTuningColumns), "insert into tunings"));
-  LIBRA_RETURN_IF_ERROR(Prepare(
-      insert_tuning_trial,
-      InsertSql("tuning_trials", std::string("tuning_id, ") + kTuningTrialColumns),
-      "insert into tuning_trials"));
+  LIBRA_RETURN_IF_ERROR(
+      Prepare(insert_tuning_trial,
+              InsertSql("tuning_trials", std::string("tuning_id, ") + kTuningTrialColumns),
+              "insert into tuning_trials"));
   LIBRA_RETURN_IF_ERROR(Prepare(
       select_tunings, std::string("SELECT id, ") + kTuningColumns + " FROM tunings ORDER BY id",
       "select from tunings"));
@@ -613,7 +618,8 @@ Result<int64_t> Store::BeginRun(const RunInfo& run) {
       run.steps_planned, run.gpus, run.recipe_source, run.recipe_toml, run.git_revision,
       run.libra_version, run.started_at, NullIfEmpty(run.ended_at), run.status, run.error,
       run.comparison_id, run.throughput_bound, run.configuration, run.tuning_id, run.scenario,
-      run.staleness, run.eval_initial, "", run.owner.host, run.owner.pid, run.owner.start));
+      run.staleness, run.eval_initial, "", run.owner.host, run.owner.pid, run.owner.start,
+      NullIfEmpty(run.resolved_recipe)));
   const int64_t id = db.LastInsertRowid();
   LIBRA_RETURN_IF_ERROR(impl_->set_run_folder->Execute(NewRunFolder(db.path(), id), id));
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
@@ -763,9 +769,9 @@ Result<int64_t> Store::RecordTuning(const TuningRecord& tuning) {
   std::vector<std::string> seeds;
   for (uint64_t seed : tuning.seeds) seeds.push_back(std::to_string(seed));
   LIBRA_RETURN_IF_ERROR(impl_->insert_tuning->Execute(
-      tuning.key, tuning.recipe, tuning.system, tuning.created_at, tuning.budget_runs,
-      tuning.steps, StrJoin(seeds, ","), tuning.objective, tuning.winner, tuning.score,
-      tuning.winner_runs, tuning.libra_version));
+      tuning.key, tuning.recipe, tuning.system, tuning.created_at, tuning.budget_runs, tuning.steps,
+      StrJoin(seeds, ","), tuning.objective, tuning.winner, tuning.score, tuning.winner_runs,
+      tuning.libra_version));
   const int64_t id = db.LastInsertRowid();
   for (size_t i = 0; i < tuning.trials.size(); ++i) {
     const TuningTrialRecord& t = tuning.trials[i];
@@ -801,6 +807,17 @@ Result<RunInfo> Store::GetRun(int64_t run_id) {
     return RunNotFound(run_id, path());
   }
   return *std::move(run);
+}
+
+Result<std::map<int64_t, int>> Store::StepCounts() {
+  std::map<int64_t, int> counts;
+  LIBRA_RETURN_IF_ERROR(impl_->select_step_counts->ForEachRow([&counts](const Statement& row) {
+    RowReader r(row);
+    const int64_t run = r.Int64();
+    counts[run] = r.Int();
+    return Status();
+  }));
+  return counts;
 }
 
 Result<std::vector<StepRecord>> Store::Steps(int64_t run_id) {

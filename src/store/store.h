@@ -8,6 +8,7 @@
 // never leaves half a step behind.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,6 +100,8 @@ class Store {
   Result<std::vector<RunInfo>> ListRuns();
   /// kNotFound for an unknown id.
   Result<RunInfo> GetRun(int64_t run_id);
+  /// How many steps each run has recorded, by run id (runs without steps are absent).
+  Result<std::map<int64_t, int>> StepCounts();
   /// The steps of a run, by step.
   Result<std::vector<StepRecord>> Steps(int64_t run_id);
   /// The trajectories of a run, by id.

@@ -20,7 +20,8 @@ TEST_F(CmdCostTest, OptionsAndOverrides) {
   const CommandResult r = Libra({"cost", "--contexts", "1024", "--train-gpus", "4", "--set",
                                  "cost_model.decode_bw_util=0.5", "quickstart.toml"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("1 seq @1k"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 seq  full/GPU\n"), std::string::npos) << r.out;  // "1 seq @1k", wrapped
+  EXPECT_NE(r.out.find("@1k"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Training on 4 GPUs"), std::string::npos) << r.out;
   const CommandResult ref =
       Libra({"cost", "--set", "cost_model.name=libra-ref", "quickstart.toml"});

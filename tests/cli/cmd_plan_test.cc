@@ -1,5 +1,6 @@
 // End to end: `libra plan`.
 #include "cli/cli_fixture.h"
+#include "common/json.h"
 
 namespace libra::test {
 namespace {
@@ -46,6 +47,39 @@ TEST_F(CmdPlanTest, CheckSimulatesThePlanAndComparesEveryPhase) {
   const CommandResult r = Libra({"plan", "--check", "quickstart.toml"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectGolden("cli/plan_check_quickstart.txt", "libra plan --check quickstart.toml", r.out);
+  // The same as data: every phase of every checked system, and the count outside the limits.
+  const CommandResult json = Libra({"plan", "--check", "--json", "quickstart.toml"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto doc = ParseJson(json.out);
+  ASSERT_TRUE(doc.ok()) << json.out;
+  EXPECT_EQ(doc->Find("phases_outside_limits")->as_int(), 0);
+  EXPECT_EQ(doc->Find("tables")->Find("check")->as_array().size() % 4, 0u);
+  EXPECT_GT(doc->Find("tables")->Find("check")->as_array().size(), 0u);
+}
+
+TEST_F(CmdPlanTest, SystemsThatSearchAlikeShareOneTable) {
+  // Three systems of the ablation recipe plan the same: one candidates table names all three
+  // (not three identical tables); libra-homogeneous searches otherwise and has its own. --json
+  // lists each system's candidates.
+  WriteFile(dir_.File("paper.toml"),
+            ReadFile(SourcePath("recipes/paper/r2e-gym-ablations.toml")));
+  const CommandResult r = Libra({"plan", "paper.toml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t tables = 0;
+  for (size_t at = r.out.find("best candidates"); at != std::string::npos;
+       at = r.out.find("best candidates", at + 1)) {
+    ++tables;
+  }
+  EXPECT_EQ(tables, 2u) << r.out;
+  EXPECT_NE(r.out.find("grp-cmlfq, no-ehp-cmlfq, grp-least-conn (grp, no-ehp): best candidates"),
+            std::string::npos)
+      << r.out;
+  const CommandResult json = Libra({"plan", "--json", "paper.toml"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto doc = ParseJson(json.out);
+  ASSERT_TRUE(doc.ok()) << json.out;
+  EXPECT_EQ(doc->Find("tables")->Find("plans")->as_array().size(), 8u);
+  EXPECT_EQ(doc->Find("tables")->Find("candidates")->as_array().size(), 20u);
 }
 
 }  // namespace

@@ -65,8 +65,8 @@ TEST_F(CmdReportTest, RunsByName) {
   ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
   const std::vector<std::string> lines = StrSplit(mixed.out, '\n');
   ASSERT_EQ(lines.size(), 4u) << mixed.out;  // header, two rows, the final newline
-  EXPECT_EQ(lines[1].rfind("1,async-split,", 0), 0u) << mixed.out;
-  EXPECT_EQ(lines[2].rfind("5,libra,", 0), 0u) << mixed.out;
+  EXPECT_EQ(lines[1].rfind("1,quickstart,async-split,", 0), 0u) << mixed.out;
+  EXPECT_EQ(lines[2].rfind("5,quickstart,libra,", 0), 0u) << mixed.out;
   const CommandResult typo = Libra({"report", "libar"});
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_NE(typo.err.find("'libar' is neither a run id, a comparison nor a system in "
@@ -74,6 +74,182 @@ TEST_F(CmdReportTest, RunsByName) {
                           "sync-colocated, sync-split); did you mean 'libra'?"),
             std::string::npos)
       << typo.err;
+}
+
+TEST_F(CmdReportTest, DataFormatsCarryEveryTableAtFullPrecision) {
+  // JSON and CSV carry every table the text shows (summary, steps, planner decisions, router
+  // counters), with the recorded values (not "0.0" for a sync of 0.04 s) and numbers as numbers
+  // (GPUs as two integers, not "8/8").
+  ASSERT_EQ(
+      Libra({"compare", "-q", "--steps", "3", "--systems", "libra", "quickstart.toml"}).exit_code,
+      0);
+  const CommandResult text = Libra({"report", "2"});
+  const CommandResult json = Libra({"report", "--format", "json", "2"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto doc = ParseJson(json.out);
+  ASSERT_OK(doc);
+  const JsonValue* tables = doc->Find("tables");
+  ASSERT_NE(tables, nullptr);
+  for (const char* name : {"summary", "steps", "planner_decisions", "router_counters"}) {
+    EXPECT_NE(tables->Find(name), nullptr) << name;
+  }
+  EXPECT_NE(text.out.find("router counters (cmlfq)"), std::string::npos) << text.out;
+  EXPECT_FALSE(tables->Find("router_counters")->as_array().empty());
+  auto store = store::Store::Open(dir_.File("results/libra.db"));
+  ASSERT_OK(store);
+  auto steps = (*store)->Steps(2);
+  ASSERT_OK(steps);
+  const JsonValue::Array& rows = tables->Find("steps")->as_array();
+  ASSERT_EQ(rows.size(), steps->size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].Find("sync_s")->as_double(), (*steps)[i].sync_s);
+    EXPECT_EQ(rows[i].Find("end_s")->as_double(), (*steps)[i].end_s);
+    EXPECT_EQ(rows[i].Find("train_gpus")->as_int(), (*steps)[i].train_gpus);
+    EXPECT_EQ(rows[i].Find("rollout_gpus")->as_int(), (*steps)[i].rollout_gpus);
+    EXPECT_EQ(rows[i].Find("gpus"), nullptr);  // the "8/8" text is for reading
+  }
+  const CommandResult csv = Libra({"report", "--format", "csv", "2"});
+  for (const char* section :
+       {"# summary\n", "\n# steps\n", "\n# planner_decisions\n", "\n# router_counters\n"}) {
+    EXPECT_NE(csv.out.find(section), std::string::npos) << section << csv.out;
+  }
+  const CommandResult one = Libra({"report", "--format", "csv", "--table", "steps", "2"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out.rfind("step,start_s,end_s,step_s,", 0), 0u) << one.out;
+}
+
+TEST_F(CmdReportTest, SingleRunTablesFitATerminal) {
+  // Long headers wrap over their numbers, long layouts wrap, reasons go under their rows: no
+  // line of `libra report RUN` for a searching planner is wider than 120 columns.
+  ASSERT_EQ(
+      Libra({"compare", "-q", "--steps", "4", "--systems", "libra", "quickstart.toml"}).exit_code,
+      0);
+  const CommandResult r = Libra({"report", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("planner decisions (grp)"), std::string::npos) << r.out;
+  for (const std::string& line : StrSplit(r.out, '\n')) EXPECT_LE(line.size(), 120u) << line;
+}
+
+TEST_F(CmdReportTest, ListShowsStepsDoneAndStatus) {
+  // A run that stopped after 1 of 5 steps lists as 1/5, not as its plan.
+  auto store = store::Store::Open(dir_.File("results/libra.db"));
+  ASSERT_OK(store);
+  store::RunInfo run;
+  run.name = "short";
+  run.system = "stopped";
+  run.backend = "sim";
+  run.steps_planned = 5;
+  run.gpus = 8;
+  auto id = (*store)->BeginRun(run);
+  ASSERT_OK(id);
+  store::StepBatch batch;
+  batch.step.end_s = 3;
+  ASSERT_OK((*store)->RecordStep(*id, batch));
+  ASSERT_OK((*store)->FinishRun(*id, store::kRunInterrupted, "", "2026-12-03T00:00:00Z"));
+  const CommandResult r = Libra({"report", "--list"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  3/3  ok"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  1/5  interrupted"), std::string::npos) << r.out;
+}
+
+TEST_F(CmdReportTest, ResolvedRecipeRepeatsTheRunBitForBit) {
+  // Every run stores its resolved recipe with its own [system]; `libra run` on what `report
+  // --recipe` prints records identical steps and trajectories, from another folder too (paths
+  // are absolute). A baseline's recipe runs the baseline, not the recipe's [system].
+  ASSERT_EQ(Libra({"compare", "-q", "--steps", "3", "quickstart.toml"}).exit_code, 0);
+  auto store = store::Store::Open(dir_.File("results/libra.db"));
+  ASSERT_OK(store);
+  std::filesystem::create_directories(dir_.File("elsewhere"));
+  for (int64_t run = 2; run <= 5; ++run) {
+    SCOPED_TRACE(run);
+    const CommandResult recipe = Libra({"report", "--recipe", std::to_string(run)});
+    ASSERT_EQ(recipe.exit_code, 0) << recipe.err;
+    auto info = (*store)->GetRun(run);
+    ASSERT_OK(info);
+    EXPECT_NE(recipe.out.find("[system]\nname = \"" + info->system + "\""), std::string::npos)
+        << recipe.out;
+    EXPECT_EQ(recipe.out.find("[[baselines]]"), std::string::npos);
+    const std::string file = dir_.File("elsewhere/run.toml");
+    WriteFile(file, recipe.out);
+    const CommandResult again =
+        RunLibra({"run", "-q", "--db", dir_.File("again.db"), file}, dir_.File("elsewhere"));
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    auto copy = store::Store::Open(dir_.File("again.db"));
+    ASSERT_OK(copy);
+    auto runs = (*copy)->ListRuns();
+    ASSERT_OK(runs);
+    const int64_t repeated = runs->back().id;
+    EXPECT_EQ(runs->back().system, info->system);
+    EXPECT_EQ((*copy)->Steps(repeated).value(), (*store)->Steps(run).value());
+    EXPECT_EQ((*copy)->Trajectories(repeated).value(), (*store)->Trajectories(run).value());
+    EXPECT_EQ((*copy)->Decisions(repeated).value(), (*store)->Decisions(run).value());
+    // And the repeat resolves to the same recipe.
+    EXPECT_EQ(runs->back().resolved_recipe, info->resolved_recipe);
+  }
+}
+
+TEST_F(CmdReportTest, RepeatSummaryIsShownAgain) {
+  // `compare --repeat` prints its table over seeds; `libra report` of that comparison prints it
+  // again (the comparison records its seeds).
+  const CommandResult compare = Libra({"compare", "--steps", "2", "--repeat", "2", "--systems",
+                                       "async-split,sync-split", "quickstart.toml"});
+  ASSERT_EQ(compare.exit_code, 0) << compare.err;
+  // The table and its caption: from the blank line before it to the hint after it.
+  const size_t caption = compare.out.find("(2 seeds from 1");
+  ASSERT_NE(caption, std::string::npos) << compare.out;
+  const size_t begin = compare.out.rfind("\n\n", caption) + 2;
+  const size_t end = compare.out.find("\ncomparison 1 recorded");
+  const std::string table = compare.out.substr(begin, end - begin);
+  EXPECT_NE(table.find("(2 seeds from 1; speedup: mean of the per-seed ratios over sync-split)"),
+            std::string::npos)
+      << table;
+  const CommandResult report = Libra({"report"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find(table), std::string::npos) << report.out << "\n---\n" << table;
+  EXPECT_EQ(report.out.rfind("comparison 1: quickstart, 4 runs (2 seeds) (", 0), 0u) << report.out;
+}
+
+TEST_F(CmdReportTest, FilesOnlyIntoFoldersThatExist) {
+  // --markdown into a missing folder is refused (nothing created); --plots creates its folder
+  // when the parent exists; --export-trajectories of a comparison refuses like --timeline.
+  const CommandResult md = Libra({"report", "--markdown", "missing/dir/r.md"});
+  EXPECT_EQ(md.exit_code, 2);
+  EXPECT_EQ(md.err,
+            "libra: error: --markdown missing/dir/r.md: the folder missing/dir does not exist\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("missing")));
+  const CommandResult plots = Libra({"report", "--plots", "nowhere/p"});
+  EXPECT_EQ(plots.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("nowhere")));
+  ASSERT_EQ(Libra({"compare", "-q", "--steps", "2", "quickstart.toml"}).exit_code, 0);
+  const CommandResult trajectories = Libra({"report", "--export-trajectories", "t.jsonl"});
+  EXPECT_EQ(trajectories.exit_code, 2);
+  EXPECT_EQ(trajectories.err,
+            "libra: error: --export-trajectories writes one run; this report has 4 (name one run "
+            "id)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("t.jsonl")));
+}
+
+TEST_F(CmdReportTest, EveryBadDatabaseIsAUsageError) {
+  // Missing, a folder, not a database, from a newer libra: exit 2 for each, with the reason.
+  std::filesystem::create_directories(dir_.File("folder.db"));
+  WriteFile(dir_.File("junk.db"), std::string(4096, 'x'));
+  {
+    auto db = store::Db::Open(dir_.File("newer.db"), store::Db::Options());
+    ASSERT_OK(db);
+    ASSERT_OK((*db)->Exec("PRAGMA application_id = 1279414849; PRAGMA user_version = 999",
+                          "stamp a newer version"));
+  }
+  for (const char* db : {"none.db", "folder.db", "junk.db", "newer.db"}) {
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"report", "--db", db},
+             {"export", "--db", db, "--out", "-", "--format", "csv"},
+             {"run", "--resume", "1", "--db", db}}) {
+      SCOPED_TRACE(std::string(db) + " " + args.front());
+      const CommandResult r = Libra(args);
+      EXPECT_EQ(r.exit_code, 2);
+      EXPECT_NE(r.err.find(db), std::string::npos) << r.err;
+    }
+  }
 }
 
 TEST_F(CmdReportTest, ReadsWhileARunIsStillWriting) {
@@ -96,13 +272,13 @@ TEST_F(CmdReportTest, ReadsWhileARunIsStillWriting) {
   ASSERT_OK((*store)->RecordStep(*id, batch));
   const CommandResult r = Libra({"report", "--format", "csv", "writer"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(",writer,running,1,10.0,0.400,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(",writer,0,running,1,10.0,4,0,0.4,"), std::string::npos) << r.out;
   batch.step.step = 1;
   batch.step.start_s = 10;
   batch.step.end_s = 20;
   ASSERT_OK((*store)->RecordStep(*id, batch));  // the writer goes on after the reader
   const CommandResult again = Libra({"report", "--format", "csv", "writer"});
-  EXPECT_NE(again.out.find(",writer,running,2,20.0,0.400,"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find(",writer,0,running,2,20.0,8,0,0.4,"), std::string::npos) << again.out;
 }
 
 TEST_F(CmdReportTest, SimulatedAndRealRunsSideBySide) {
@@ -161,13 +337,15 @@ TEST_F(CmdReportTest, ReadsADatabaseOfSchemaVersion1) {
         "4);",
         "insert an old run"));
   }
-  const CommandResult r = Libra({"report", "--db", "old.db", "--format", "csv"});
+  const CommandResult r =
+      Libra({"report", "--db", "old.db", "--format", "csv", "--table", "summary"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
-            "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,gpu_util,"
-            "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,final_eval,time_to_target_s,of_bound,"
-            "configured_by,configuration\n"
-            "1,sys,ok,1,20.0,0.400,25.0,,20.0,12.0,6.0,1.0,1.0,0.500,,,,as written,-\n");
+            "run,name,system,seed,status,steps,elapsed_s,trajectories,generated_tokens,"
+            "trajectories_per_s,generated_tokens_per_s_per_gpu,gpu_util,step_s,rollout_s,train_s,"
+            "sync_s,wait_s,final_reward,final_eval,eval_target,time_to_target_s,of_bound,"
+            "throughput_bound,configured_by,configuration\n"
+            "1,old,sys,1,ok,1,20.0,8,4000,0.4,25.0,,20.0,12.0,6.0,1.0,1.0,0.5,,,,,,as written,-\n");
 }
 
 TEST_F(CmdReportTest, PlotsMarkdownAndTimeline) {
@@ -177,9 +355,10 @@ TEST_F(CmdReportTest, PlotsMarkdownAndTimeline) {
       Libra({"compare", "-q", "--steps", "3", "--set", "sim.record_events=true", "quickstart.toml"})
           .exit_code,
       0);
+  std::filesystem::create_directories(dir_.File("out"));
   const CommandResult md = Libra({"report", "--markdown", "out/report.md"});
   ASSERT_EQ(md.exit_code, 0) << md.err;
-  EXPECT_EQ(md.out, "wrote out/report.md with 4 runs and 11 plots in out/report-plots\n");
+  EXPECT_EQ(md.out, "wrote out/report.md with 4 runs and 12 plots in out/report-plots\n");
   const std::string text = ReadFile(dir_.File("out/report.md"));
   EXPECT_EQ(text.rfind("# comparison 1: quickstart, 4 runs (", 0), 0u) << text;
   int linked = 0;
@@ -190,14 +369,14 @@ TEST_F(CmdReportTest, PlotsMarkdownAndTimeline) {
     EXPECT_EQ(XmlWellFormed(svg), "") << text.substr(at, end - at);
     ++linked;
   }
-  EXPECT_EQ(linked, 11);
+  EXPECT_EQ(linked, 12);
   EXPECT_NE(text.find("### planner decisions (grp)"), std::string::npos);
 
   const CommandResult plots = Libra({"report", "--plots", "p", "5"});
   ASSERT_EQ(plots.exit_code, 0) << plots.err;
   EXPECT_EQ(plots.out,
-            "wrote 5 plots to p: reward.svg, throughput.svg, breakdown.svg, allocation-run5.svg, "
-            "lengths-run5.svg\n");
+            "wrote 6 plots to p: reward.svg, throughput.svg, breakdown.svg, gpu-seconds.svg, "
+            "allocation-run5.svg, lengths-run5.svg\n");
 
   const CommandResult timeline = Libra({"report", "--timeline", "t.json", "libra"});
   ASSERT_EQ(timeline.exit_code, 0) << timeline.err;
@@ -214,6 +393,7 @@ TEST_F(CmdReportTest, List) {
   const CommandResult r = Libra({"report", "--list"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("run  name        system       backend  started (UTC)", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("  3/3  ok"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  1  quickstart  async-split  sim      "), std::string::npos) << r.out;
 }
 
@@ -247,8 +427,9 @@ TEST_F(CmdReportTest, Errors) {
       {{"report", "--baseline", "zzz"},
        "libra: error: --baseline 'zzz' is neither a system nor a run id of this report\n"},
       {{"report", "--db", "none.db"}, ""},
-      {{"report", "--export-trajectories", "x.jsonl", "1", "2"},
-       "libra: error: --export-trajectories writes one run; name one\n"},
+      {{"report", "--export-trajectories", "x.jsonl", "1", "1"},
+       "libra: error: --export-trajectories writes one run; this report has 2 (name one run "
+       "id)\n"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args.back());

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/cli_fixture.h"
+#include "common/json.h"
 #include "common/strings.h"
 #include "store/store.h"
 #include "support/test_util.h"
@@ -123,12 +124,62 @@ TEST_F(CmdRunTest, CompareRepeatReportsMeanAndSpreadOverSeeds) {
   EXPECT_NE(bad.err.find("--repeat: Value 0 not in range 1 to 1000"), std::string::npos) << bad.err;
 }
 
+TEST_F(CmdRunTest, OneLinePerStepWhenStdoutIsNotATerminal) {
+  // Under nohup or a pipe, each finished step prints a line (the progress line is for
+  // terminals); --log-format json prints JSON objects; with --json the lines go to stderr and
+  // stdout holds the JSON document alone.
+  CopyRecipe("quickstart.toml");
+  const CommandResult text = Libra({"run", "--steps", "3", "quickstart.toml"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (int step = 1; step <= 3; ++step) {
+    EXPECT_NE(text.out.find(StrFormat("quickstart/async-split: run 1 step %d/3 done at ", step)),
+              std::string::npos)
+        << text.out;
+  }
+  const CommandResult json =
+      Libra({"run", "--steps", "3", "--log-format", "json", "--json", "quickstart.toml"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto document = ParseJson(json.out);
+  ASSERT_OK(document);
+  EXPECT_EQ(document->Find("runs")->as_array().size(), 1u);
+  EXPECT_EQ(document->Find("tables")->Find("summary")->as_array().size(), 1u);
+  const std::vector<std::string> lines = StrSplit(json.err, '\n');
+  ASSERT_EQ(lines.size(), 5u) << json.err;  // three steps, the run, the final newline
+  for (size_t i = 0; i < 4; ++i) {
+    auto line = ParseJson(lines[i]);
+    ASSERT_OK(line);
+    EXPECT_EQ(line->Find("event")->as_string(), i < 3 ? "step" : "run");
+    EXPECT_EQ(line->Find("run")->as_int(), 2);
+  }
+  EXPECT_EQ(Libra({"run", "--log-format", "xml", "quickstart.toml"}).exit_code, 2);
+}
+
+TEST_F(CmdRunTest, HintsCarryTheDatabase) {
+  // "`libra report` shows it again" must work as printed when --db was given.
+  CopyRecipe("quickstart.toml");
+  const CommandResult compare =
+      Libra({"compare", "--steps", "2", "--db", "q.db", "quickstart.toml"});
+  ASSERT_EQ(compare.exit_code, 0) << compare.err;
+  EXPECT_NE(compare.out.find("comparison 1 recorded in q.db; `libra report --db q.db` shows it "
+                             "again"),
+            std::string::npos)
+      << compare.out;
+  EXPECT_EQ(Libra({"report", "--db", "q.db"}).exit_code, 0);
+  const CommandResult run = Libra({"run", "--steps", "2", "--db", "q.db", "quickstart.toml"});
+  EXPECT_NE(run.out.find("recorded in q.db; `libra report 5 --db q.db` shows the steps"),
+            std::string::npos)
+      << run.out;
+  // The default database needs no flag.
+  const CommandResult plain = Libra({"run", "--steps", "2", "quickstart.toml"});
+  EXPECT_NE(plain.out.find("`libra report 1` shows the steps"), std::string::npos) << plain.out;
+}
+
 TEST_F(CmdRunTest, TuneSearchesEveryPeerAndRecordsIt) {
   // `libra tune`: every system with knobs is searched with the same budget, its trials printed
   // best first and recorded; Libra is not tuned.
   CopyRecipe("quickstart.toml");
-  const std::vector<std::string> args = {"tune", "--steps", "2", "--set",
-                                         "tuning.budget_runs=5", "quickstart.toml"};
+  const std::vector<std::string> args = {
+      "tune", "--steps", "2", "--set", "tuning.budget_runs=5", "quickstart.toml"};
   const CommandResult r = Libra(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectGolden("cli/tune_quickstart.txt",
@@ -150,9 +201,15 @@ TEST_F(CmdRunTest, CompareTunedRunsPeersAtTheirTunedConfiguration) {
   // --tuned tunes where no tuning is recorded, then reuses it; the table says how each row was
   // configured and what it ran.
   CopyRecipe("quickstart.toml");
-  const std::vector<std::string> args = {"compare", "--steps", "2", "--tuned", "--set",
-                                         "tuning.budget_runs=4", "--systems",
-                                         "libra,async-split,sync-colocated", "quickstart.toml"};
+  const std::vector<std::string> args = {"compare",
+                                         "--steps",
+                                         "2",
+                                         "--tuned",
+                                         "--set",
+                                         "tuning.budget_runs=4",
+                                         "--systems",
+                                         "libra,async-split,sync-colocated",
+                                         "quickstart.toml"};
   const CommandResult first = Libra(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   ExpectGolden("cli/compare_tuned_quickstart.txt",
@@ -247,11 +304,12 @@ TEST_F(CmdRunTest, MissingRecipeIsAUsageError) {
 }
 
 TEST_F(CmdRunTest, CorruptDatabaseIsRefusedAndKept) {
-  // A --db that is not a database: exit 1, a clear error, the file untouched.
+  // A --db that is not a database: exit 2 (a bad --db is the caller's to fix, whatever is wrong
+  // with it), a clear error, the file untouched.
   CopyRecipe("quickstart.toml");
   WriteFile(dir_.File("junk.db"), std::string(4096, 'x'));
   const CommandResult r = Libra({"run", "--db", "junk.db", "quickstart.toml"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("junk.db"), std::string::npos) << r.err;
   EXPECT_EQ(ReadFile(dir_.File("junk.db")), std::string(4096, 'x'));
 }

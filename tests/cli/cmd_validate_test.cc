@@ -1,5 +1,6 @@
 // End to end: `libra validate` and `libra version`.
 #include "cli/cli_fixture.h"
+#include "common/json.h"
 #include "common/strings.h"
 
 namespace libra::test {
@@ -43,6 +44,36 @@ train_gpu = 4
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
   ExpectGolden("cli/validate_errors.txt", "libra validate on a recipe with eight errors", r.err);
+}
+
+TEST_F(CmdValidateTest, ADirectoryIsNotARecipe) {
+  // Not six "required field is missing" errors: the path is a directory.
+  CopyRecipe("quickstart.toml");
+  const CommandResult r = Libra({"validate", "."});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "libra: error: . is a directory, not a recipe file (recipes in it: quickstart.toml)\n");
+}
+
+TEST_F(CmdValidateTest, JsonForScripts) {
+  // --json: whether the recipe is valid, its systems, or each problem; the same exit codes.
+  CopyRecipe("quickstart.toml");
+  const CommandResult ok = Libra({"validate", "--json", "quickstart.toml"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  auto doc = ParseJson(ok.out);
+  ASSERT_TRUE(doc.ok()) << ok.out;
+  EXPECT_TRUE(doc->Find("ok")->as_bool());
+  EXPECT_EQ(doc->Find("tables")->Find("systems")->as_array().size(), 4u);
+  WriteFile(dir_.File("bad.toml"), "name = \"b\"\nstesp = 3\n");
+  const CommandResult bad = Libra({"validate", "--json", "bad.toml"});
+  EXPECT_EQ(bad.exit_code, 2);
+  auto errors = ParseJson(bad.out);
+  ASSERT_TRUE(errors.ok()) << bad.out;
+  EXPECT_FALSE(errors->Find("ok")->as_bool());
+  const JsonValue::Array& rows = errors->Find("tables")->Find("errors")->as_array();
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows.back().Find("error")->as_string(),
+            "bad.toml:2:9: stesp: unknown key; did you mean 'steps'?");
 }
 
 TEST_F(CmdValidateTest, Version) {

@@ -1,5 +1,8 @@
 // End to end: `libra workload`.
+#include <algorithm>
+
 #include "cli/cli_fixture.h"
+#include "common/json.h"
 
 namespace libra::test {
 namespace {
@@ -12,6 +15,30 @@ TEST_F(CmdWorkloadTest, QuickstartDistribution) {
   const CommandResult r = Libra({"workload", "quickstart.toml"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectGolden("cli/workload_quickstart.txt", "libra workload quickstart.toml", r.out);
+}
+
+TEST_F(CmdWorkloadTest, VersionsDifferOrShareARow) {
+  // Not five identical rows: each version gets the skill the reward model gives it after its
+  // on-policy steps (so success rises), and versions with the same lengths share one row.
+  CopyRecipe("quickstart.toml");
+  const CommandResult r = Libra({"workload", "--json", "quickstart.toml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  const JsonValue::Array& lengths = doc->Find("tables")->Find("lengths")->as_array();
+  ASSERT_EQ(lengths.size(), 1u);  // search-r1 does not drift
+  EXPECT_EQ(lengths[0].Find("from_version")->as_int(), 0);
+  EXPECT_EQ(lengths[0].Find("to_version")->as_int(), 10);
+  const JsonValue::Array& tools = doc->Find("tables")->Find("tools")->as_array();
+  ASSERT_EQ(tools.size(), 5u);
+  for (size_t i = 1; i < tools.size(); ++i) {
+    EXPECT_GT(tools[i].Find("skill")->as_double(), tools[i - 1].Find("skill")->as_double());
+  }
+  // A drifting workload has a row per version.
+  const CommandResult drift = Libra({"workload", "--format", "csv", "--table", "lengths", "--set",
+                                     "workload.drift=growth", "quickstart.toml"});
+  ASSERT_EQ(drift.exit_code, 0) << drift.err;
+  EXPECT_EQ(std::count(drift.out.begin(), drift.out.end(), '\n'), 6) << drift.out;
 }
 
 TEST_F(CmdWorkloadTest, EveryPresetSummarises) {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/exit_codes.h"
+#include "common/json.h"
 #include "support/test_util.h"
 
 namespace libra::cli {
@@ -33,24 +34,51 @@ TEST(CliCommonTest, FailPrintsRecipeErrorsWithACount) {
   EXPECT_EQ(err.str(), "libra: error: db: locked\n");
 }
 
-TEST(CliCommonTest, ProgressLineOnlyOnATerminal) {
-  // Drawn and erased on a terminal; silent otherwise or when disabled.
+TEST(CliCommonTest, StepLogRedrawsOnATerminalAndPrintsLinesOtherwise) {
+  // On a terminal with text logs: one line redrawn and erased. Otherwise one line per finished
+  // step (text, or a JSON object with --log-format json). Disabled (--quiet): nothing.
+  store::StepRecord step;
+  step.step = 0;
+  step.end_s = 12.5;
+  step.rollout_s = 9;
+  step.train_s = 3;
+  step.wait_s = 9.5;
+  step.trajectories = 10;
+  step.reward_mean = 0.25;
+  experiment::Progress p{1, 4, 12.5, 10, 1000, &step, 7};
   std::ostringstream out;
   std::ostringstream err;
-  experiment::Progress p{1, 4, 12.5, 10, 1000};
   {
     Io tty{out, err, true};
-    ProgressLine line(tty, true, "q/s", true);
-    line.Update(p);
+    StepLog log(tty, true, false, out, "q/s", true);
+    log.Update(p);
   }
   EXPECT_EQ(out.str(), "\r\033[Kq/s: step 1/4, 12.5 s simulated, 0.800 traj/s\r\033[K");
+  std::ostringstream lines;
+  {
+    Io pipe{lines, err, false};
+    StepLog log(pipe, true, false, lines, "q/s", true);
+    log.Update(p);
+  }
+  EXPECT_EQ(lines.str(),
+            "q/s: run 7 step 1/4 done at 12.5 s simulated: step 12.5 s (rollout 9.0, train 3.0, "
+            "wait 9.5), reward 0.250, 0.800 traj/s so far\n");
+  std::ostringstream json;
+  {
+    Io tty{out, err, true};  // JSON lines even on a terminal: they were asked for
+    StepLog log(tty, true, true, json, "q/s", true);
+    log.Update(p);
+  }
+  auto parsed = ParseJson(json.str());
+  ASSERT_TRUE(parsed.ok()) << json.str();
+  EXPECT_EQ(parsed->Find("event")->as_string(), "step");
+  EXPECT_EQ(parsed->Find("run")->as_int(), 7);
+  EXPECT_EQ(parsed->Find("step")->as_int(), 0);
+  EXPECT_DOUBLE_EQ(parsed->Find("wait_s")->as_double(), 9.5);
   std::ostringstream quiet;
   {
     Io pipe{quiet, err, false};
-    ProgressLine line(pipe, true, "q/s", true);
-    line.Update(p);
-    Io tty{quiet, err, true};
-    ProgressLine off(tty, false, "q/s", true);
+    StepLog off(pipe, false, false, quiet, "q/s", true);
     off.Update(p);
   }
   EXPECT_EQ(quiet.str(), "");

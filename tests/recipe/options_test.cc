@@ -112,5 +112,38 @@ TEST(OptionReaderTest, CallerErrorsUseTheTableWhenTheKeyIsAbsent) {
   EXPECT_EQ(reader.Finish().message(), "r.toml:5:1: system.router_options.tp: must be set");
 }
 
+TEST(OptionLogTest, RecordsWhatEachReaderSettledOn) {
+  // Given values and defaults, by table path; a default outside its own range (a sentinel) is
+  // not recorded; with no log alive nothing is.
+  const OptionTable table = Table({{"batch", Int(4, "r.toml:6:1")}});
+  OptionLog log;
+  {
+    OptionReader reader(table);
+    EXPECT_EQ(reader.Int("batch", 1, 1, 10), 4);
+    EXPECT_EQ(reader.Int("auto", 0, 1, 10), 0);  // 0 means "automatic": not a valid value
+    EXPECT_EQ(reader.String("mode", "fast", {"fast", "slow"}), "fast");
+    EXPECT_EQ(reader.Double("alpha", 0.5, 0, 1), 0.5);
+    EXPECT_EQ(reader.Bool("on", true), true);
+    EXPECT_EQ(reader.IntList("tps", {1, 2}, 1, 8), (std::vector<int64_t>{1, 2}));
+    EXPECT_OK(reader.Finish());
+  }
+  const std::vector<OptionEntry> read = log.Read("system.router_options");
+  std::vector<std::string> keys;
+  for (const OptionEntry& e : read) keys.push_back(e.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"batch", "mode", "alpha", "on", "tps"}));
+  EXPECT_EQ(read[0].value.int_value, 4);
+  EXPECT_EQ(read[0].value.where, "");
+  EXPECT_EQ(read[1].value.string_value, "fast");
+  EXPECT_EQ(read[2].value.double_value, 0.5);
+  EXPECT_TRUE(log.Read("other").empty());
+  {
+    OptionLog inner;
+    OptionReader reader(table);
+    reader.Int("batch", 1);
+    EXPECT_EQ(inner.Read("system.router_options").size(), 1u);
+  }
+  EXPECT_EQ(OptionLog::Current(), &log);
+}
+
 }  // namespace
 }  // namespace libra::recipe

@@ -75,7 +75,7 @@ TEST(ChartsTest, TheXmlCheckerRejectsBrokenDocuments) {
 TEST(ChartsTest, EmptyChartsSayNoData) {
   for (const std::string& svg :
        {RenderLineChart(LineChart{"t", "", "x", "y", {}}),
-        RenderStackedBars(StackedBars{"t", "", "y", {"a"}, {}, {}}),
+        RenderHorizontalBars(HorizontalBars{"t", "", "x", {"a"}, {}, ""}),
         RenderStackedSteps(StackedSteps{"t", "", "x", "y", {"a"}, {0}, {}})}) {
     EXPECT_EQ(XmlWellFormed(svg), "") << svg;
     EXPECT_NE(svg.find(">no data</text>"), std::string::npos) << svg;
@@ -96,6 +96,7 @@ store::StepRecord Step(int step, double start, double end, int train, int rollou
   s.reward_mean = reward;
   s.train_gpus = train;
   s.rollout_gpus = rollout;
+  s.idle_gpu_s = (end - start) * 2;  // two of the GPUs idle on average
   return s;
 }
 
@@ -110,6 +111,7 @@ std::vector<PlotRun> SmallComparison() {
     run.system = r == 0 ? "split <8/8>" : "libra";
     run.backend = "sim";
     run.status = store::kRunOk;
+    run.gpus = 16;
   }
   runs[0].view.steps = {Step(0, 0, 10, 8, 8, 0.2), Step(1, 10, 20, 8, 8, 0.3),
                         Step(2, 20, 30, 8, 8, 0.35)};
@@ -130,6 +132,9 @@ std::vector<PlotRun> SmallComparison() {
         t.id = step * 8 + i;
         t.step = step;
         t.generated_tokens = 500 * (i + 1) * (step + 1);
+        // The batch starts during the previous step and ends in this one.
+        t.start_s = run.view.steps[step].start_s - 4;
+        t.end_s = run.view.steps[step].start_s + 0.25 * i;
         run.trajectories.push_back(t);
       }
     }
@@ -147,14 +152,187 @@ TEST(ChartsTest, PlotsOfASmallComparisonAreWellFormedAndStable) {
     test::ExpectGolden("report/plot_" + plot.name, "BuildPlots of a fixed two-run comparison",
                        plot.svg);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"reward.svg", "throughput.svg", "breakdown.svg",
-                                             "allocation-run1.svg", "lengths-run1.svg",
-                                             "allocation-run2.svg", "lengths-run2.svg"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"reward.svg", "throughput.svg", "breakdown.svg",
+                                      "gpu-seconds.svg", "allocation-run1.svg", "lengths-run1.svg",
+                                      "allocation-run2.svg", "lengths-run2.svg"}));
   // Simulated rewards are labelled as modelled; the escaped name is in the legend.
   EXPECT_NE(plots[0].svg.find("Reward over wall-clock (modelled)"), std::string::npos);
   EXPECT_NE(plots[0].svg.find("split &lt;8/8&gt; (run 1)"), std::string::npos);
   // The move shows as rollout by TP size after step 0.
-  EXPECT_NE(plots[5].svg.find("rollout TP2"), std::string::npos);
+  EXPECT_NE(plots[6].svg.find("rollout TP2"), std::string::npos);
+}
+
+TEST(ChartsTest, BreakdownShowsOverlappingPhasesAsOverlap) {
+  // A synchronous step of 17.5 s whose trainer waits 10.2 s for a 10.2 s rollout is 17.5 s wide,
+  // not 27.7: the rollout runs under the wait. An asynchronous run's rollout starts before its
+  // step.
+  PlotRun sync;
+  store::StepRecord s;
+  s.start_s = 0;
+  s.end_s = 17.5;
+  s.rollout_s = 10.2;
+  s.wait_s = 10.2;
+  s.train_s = 7.3;
+  s.trajectories = 1;
+  sync.view.steps = {s};
+  store::TrajectoryRecord t;
+  t.start_s = 0;
+  t.end_s = 10.2;
+  sync.trajectories = {t};
+  const HorizontalBars::Row row = BreakdownRow(sync);
+  ASSERT_EQ(row.lanes.size(), 2u);
+  EXPECT_DOUBLE_EQ(row.lanes[0].back().to, 17.5);  // the trainer's lane ends with the step
+  EXPECT_DOUBLE_EQ(row.lanes[1][0].from, 0);
+  EXPECT_DOUBLE_EQ(row.lanes[1][0].to, 10.2);  // under the wait, not after it
+
+  PlotRun async = sync;
+  async.view.steps[0].start_s = 5;
+  async.view.steps[0].end_s = 14;
+  async.view.steps[0].wait_s = 0;
+  async.view.steps[0].train_s = 8.5;
+  async.trajectories[0].start_s = 1;
+  async.trajectories[0].end_s = 5;
+  const HorizontalBars::Row overlapped = BreakdownRow(async);
+  EXPECT_DOUBLE_EQ(overlapped.lanes[1][0].from, -4);  // during the step before
+  EXPECT_DOUBLE_EQ(overlapped.lanes[1][0].to, 0);
+  EXPECT_DOUBLE_EQ(overlapped.lanes[0].back().to, 9);
+  const std::string svg = RenderHorizontalBars(
+      HorizontalBars{"t", "", "s", {"a", "b", "c", "d", "e"}, {overlapped}, "earlier steps"});
+  EXPECT_NE(svg.find("shaded: earlier steps"), std::string::npos) << svg;
+}
+
+/// An elastic run: 4 training and 4 rollout GPUs; the trainer's GPUs are lent to rollout from
+/// 10 s (the switch takes 2 s) and taken back at 20 s.
+PlotRun ElasticRun() {
+  PlotRun run;
+  run.view.run.id = 5;
+  run.view.run.system = "verl-dynamic";
+  run.view.run.gpus = 8;
+  store::StepRecord s;
+  s.end_s = 30;
+  s.trajectories = 8;
+  run.view.steps = {s};
+  store::DecisionRecord initial;
+  initial.applied = true;
+  initial.layout = "train 4 (tp1 pp1 dp4 mb1) | rollout tp1x4";
+  run.decisions = {initial};
+  auto event = [](const char* kind, double a, double b, const char* detail) {
+    store::EventRecord e;
+    e.kind = kind;
+    e.start_s = a;
+    e.end_s = b;
+    e.detail = detail;
+    return e;
+  };
+  run.events = {event("lend", 10, 10, "train 0 (tp1 pp1 dp4 mb1) | rollout tp1x8"),
+                event("relayout", 10, 12, "train 0 (tp1 pp1 dp4 mb1) | rollout tp1x8"),
+                event("reclaim", 20, 20, "train 4 (tp1 pp1 dp4 mb1) | rollout tp1x4"),
+                event("relayout", 20, 22, "train 4 (tp1 pp1 dp4 mb1) | rollout tp1x4")};
+  return run;
+}
+
+TEST(ChartsTest, AllocationFollowsLendsAndReclaims) {
+  // Drawn from the events, not from per-step columns: the lent GPUs roll out between the lend
+  // and the reclaim, and switch roles during each layout change.
+  const StackedSteps chart = AllocationOverTime(ElasticRun());
+  EXPECT_EQ(chart.parts,
+            (std::vector<std::string>{"training", "rollout TP1", "rollout", "switching"}));
+  EXPECT_EQ(chart.x, (std::vector<double>{0, 10, 12, 20, 22, 30}));
+  ASSERT_EQ(chart.values.size(), 5u);
+  EXPECT_EQ(chart.values[0], (std::vector<double>{4, 4, 0, 0}));  // as planned
+  EXPECT_EQ(chart.values[1], (std::vector<double>{0, 4, 0, 4}));  // lending: 4 switching
+  EXPECT_EQ(chart.values[2], (std::vector<double>{0, 8, 0, 0}));  // all 8 roll out
+  EXPECT_EQ(chart.values[3], (std::vector<double>{0, 4, 0, 4}));  // reclaiming
+  EXPECT_EQ(chart.values[4], (std::vector<double>{4, 4, 0, 0}));
+  EXPECT_NE(chart.subtitle.find("1 lend and 1 reclaim"), std::string::npos) << chart.subtitle;
+}
+
+TEST(ChartsTest, ColocatedAllocationAlternates) {
+  // A colocated run's GPUs roll out, train, then load weights: not one flat block.
+  PlotRun run;
+  run.view.run.gpus = 8;
+  store::StepRecord s;
+  s.end_s = 10;
+  run.view.steps = {s};
+  store::DecisionRecord initial;
+  initial.applied = true;
+  initial.layout = "train 8 (tp1 pp1 dp8 mb1) | rollout tp2x4 (colocated)";
+  run.decisions = {initial};
+  store::EventRecord train;
+  train.kind = "train";
+  train.start_s = 6;
+  train.end_s = 9;
+  store::EventRecord sync = train;
+  sync.kind = "sync";
+  sync.start_s = 9;
+  sync.end_s = 10;
+  run.events = {train, sync};
+  const StackedSteps chart = AllocationOverTime(run);
+  EXPECT_EQ(chart.x, (std::vector<double>{0, 6, 9, 10}));
+  EXPECT_EQ(chart.values[0], (std::vector<double>{0, 8, 0, 0}));  // rollout TP2
+  EXPECT_EQ(chart.values[1], (std::vector<double>{8, 0, 0, 0}));  // training
+  EXPECT_EQ(chart.values[2], (std::vector<double>{0, 0, 0, 8}));  // loading weights
+}
+
+TEST(ChartsTest, GpuSecondsAddUpToTheCluster) {
+  // 8 GPUs over 10 s: 4 train for 3 s (12), the rollout GPUs are busy 30 of their 40
+  // GPU-seconds, the trainer's weight sync takes 0.5 s (2); the rest is idle.
+  RunView view;
+  view.run.gpus = 8;
+  store::StepRecord s;
+  s.end_s = 10;
+  s.train_s = 3;
+  s.sync_s = 0.5;
+  s.train_gpus = 4;
+  s.rollout_gpus = 4;
+  s.trajectories = 10;
+  s.idle_gpu_s = 80 - 12 - 30;
+  view.steps = {s};
+  const GpuSeconds g = AccountGpuSeconds(view, {});
+  EXPECT_DOUBLE_EQ(g.total, 80);
+  EXPECT_DOUBLE_EQ(g.training, 12);
+  ASSERT_TRUE(g.rollout && g.idle);
+  EXPECT_DOUBLE_EQ(*g.rollout, 30);
+  EXPECT_DOUBLE_EQ(g.switching, 2);
+  EXPECT_DOUBLE_EQ(*g.idle, 36);
+  EXPECT_EQ(g.trajectories, 10);
+  // Without recorded utilisation, generating and idle are unknown, not 0.
+  view.steps[0].idle_gpu_s.reset();
+  EXPECT_FALSE(AccountGpuSeconds(view, {}).rollout);
+}
+
+TEST(ChartsTest, XAxisEndsWithTheData) {
+  // Data ending at 10.6k: the axis ends there, not at the next tick (15k).
+  LineChart chart{"t", "", "wall-clock (s)", "y", {{"a", {{0, 1}, {5000, 2}, {10600, 3}}}}};
+  const std::string svg = RenderLineChart(chart);
+  EXPECT_EQ(svg.find(">15k<"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">10k<"), std::string::npos) << svg;
+}
+
+TEST(ChartsTest, SmoothedLinesKeepTheRawSeriesFaint) {
+  LineChart chart{"t", "", "x", "y", {{"a", {}}}};
+  for (int i = 0; i < 40; ++i) chart.series[0].points.emplace_back(i, i % 3);
+  chart.smooth = 3;
+  const std::string svg = RenderLineChart(chart);
+  EXPECT_NE(svg.find("stroke-opacity=\"0.3\""), std::string::npos);
+  EXPECT_NE(svg.find("3-point moving mean"), std::string::npos);
+}
+
+TEST(ChartsTest, ManySeriesBecomeSmallMultiples) {
+  // Beyond a handful of series, one panel each (titled by its label), the others in grey.
+  LineChart chart{"t", "", "x", "y", {}};
+  for (int s = 0; s < 7; ++s) {
+    chart.series.push_back({"least-conn-buckets (run " + std::to_string(s) + ")", {}});
+    for (int i = 0; i < 5; ++i) chart.series.back().points.emplace_back(i, s + i);
+  }
+  const std::string svg = RenderLineChart(chart);
+  EXPECT_NE(svg.find("one panel per series"), std::string::npos);
+  for (int s = 0; s < 7; ++s) {
+    EXPECT_NE(svg.find(">least-conn-buckets (run " + std::to_string(s) + ")</text>"),
+              std::string::npos);
+  }
+  EXPECT_EQ(XmlWellFormed(svg), "");
 }
 
 }  // namespace

@@ -116,23 +116,26 @@ TEST(SummaryTest, RunWithoutStepsRendersDashAndNull) {
   empty.run = MakeRun(3, "broken", 8);
   empty.run.status = store::kRunFailed;
   const Table table = SummaryTable({empty}, std::nullopt);
-  EXPECT_EQ(table.Render(Format::kText),
-            "run  system  status  steps  time s  traj/s  tok/s/GPU  GPU util  step s  rollout s  "
-            "train s  sync s  wait s  batch reward  eval  to target s  of bound  config      "
-            "layout at start, staleness\n"
-            "---  ------  ------  -----  ------  ------  ---------  --------  ------  ---------  "
-            "-------  ------  ------  ------------  ----  -----------  --------  ----------  "
-            "--------------------------\n"
-            "  3  broken  failed      0       -       -          -         -       -          -  "
-            "      -       -       -             -     -            -         -  as written  -\n");
+  EXPECT_EQ(
+      table.Render(Format::kText),
+      "                                                  gen     GPU          rollout   train  "
+      "                 batch              to      of\n"
+      "run  system  status  steps  time s  traj/s  tok/s/GPU    util  step s        s       s  "
+      "sync s  wait s  reward  eval  target s   bound\n"
+      "---  ------  ------  -----  ------  ------  ---------  ------  ------  -------  ------  "
+      "------  ------  ------  ----  --------  ------\n"
+      "  3  broken  failed      0       -       -          -       -       -        -       -  "
+      "     -       -       -     -         -       -\n"
+      "    as written: -\n");
   EXPECT_EQ(table.Render(Format::kJson),
-            "[\n  {\"run\": 3, \"system\": \"broken\", \"status\": \"failed\", \"steps\": 0, "
-            "\"elapsed_s\": null, \"trajectories_per_s\": null, \"tokens_per_s_per_gpu\": null, "
-            "\"gpu_util\": null, \"step_s\": null, \"rollout_s\": null, \"train_s\": null, "
-            "\"sync_s\": null, "
-            "\"wait_s\": null, \"final_reward\": null, \"final_eval\": null, "
-            "\"time_to_target_s\": null, \"of_bound\": null, \"configured_by\": \"as written\", "
-            "\"configuration\": \"-\"}\n]\n");
+            "[\n  {\"run\": 3, \"name\": \"quickstart\", \"system\": \"broken\", \"seed\": 1, "
+            "\"status\": \"failed\", \"steps\": 0, \"elapsed_s\": null, \"trajectories\": 0, "
+            "\"generated_tokens\": 0, \"trajectories_per_s\": null, "
+            "\"generated_tokens_per_s_per_gpu\": null, \"gpu_util\": null, \"step_s\": null, "
+            "\"rollout_s\": null, \"train_s\": null, \"sync_s\": null, \"wait_s\": null, "
+            "\"final_reward\": null, \"final_eval\": null, \"eval_target\": null, "
+            "\"time_to_target_s\": null, \"of_bound\": null, \"throughput_bound\": null, "
+            "\"configured_by\": \"as written\", \"configuration\": \"-\"}\n]\n");
 }
 
 TEST(SummaryTest, SpeedupIsRelativeToTheChosenBaseline) {
@@ -150,7 +153,7 @@ TEST(SummaryTest, SpeedupIsRelativeToTheChosenBaseline) {
     std::string csv_tail;  // the speedup values, one per run, or "" when there is no column
   };
   const std::vector<Case> cases = {
-      {"baseline slow", 0, "1.00|2.00|"},  {"baseline fast", 1, "0.50|1.00|"},
+      {"baseline slow", 0, "1.0|2.0|"},    {"baseline fast", 1, "0.5|1.0|"},
       {"baseline without steps", 2, "||"}, {"no baseline", std::nullopt, ""},
       {"baseline out of range", 3, ""},
   };
@@ -172,14 +175,16 @@ TEST(SummaryTest, SpeedupIsRelativeToTheChosenBaseline) {
 }
 
 TEST(SummaryTest, SummaryRowValues) {
-  // A full row: rounded to the documented decimals.
+  // A full row, at full precision for scripts (the text rounds to the documented decimals).
   const Table table = SummaryTable({TwoSteps(1, "baseline")}, 0);
-  EXPECT_EQ(
-      table.Render(Format::kCsv),
-      "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,gpu_util,"
-      "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,final_eval,time_to_target_s,of_bound,"
-      "configured_by,configuration,speedup\n"
-      "1,baseline,ok,2,30.0,0.533,25.0,,15.0,8.0,4.0,1.0,1.0,0.750,,,,as written,-,1.00\n");
+  EXPECT_EQ(table.Render(Format::kCsv),
+            "run,name,system,seed,status,steps,elapsed_s,trajectories,generated_tokens,"
+            "trajectories_per_s,generated_tokens_per_s_per_gpu,gpu_util,step_s,rollout_s,train_s,"
+            "sync_s,wait_s,final_reward,final_eval,eval_target,time_to_target_s,of_bound,"
+            "throughput_bound,configured_by,configuration,speedup\n"
+            "1,quickstart,baseline,1,ok,2,30.0,16,3000,0.5333333333333333,25.0,,15.0,8.0,4.0,1.0,"
+            "1.0,0.75,,,,,,as written,-,1.0\n");
+  EXPECT_NE(table.Render(Format::kText).find("  0.533  "), std::string::npos);
 }
 
 TEST(SummaryTest, TargetChoosesWhatTimeToTargetTimes) {
@@ -200,7 +205,7 @@ TEST(SummaryTest, TargetChoosesWhatTimeToTargetTimes) {
     return std::string("no column");
   };
   EXPECT_EQ(time_to_target(std::nullopt), "22.0");
-  EXPECT_EQ(time_to_target(0.3), "5.0");
+  EXPECT_NEAR(std::stod(time_to_target(0.3)), 5.0, 1e-9);  // full precision in CSV
   EXPECT_EQ(time_to_target(0.1), "0.0");
   EXPECT_EQ(time_to_target(0.9), "");
 }
@@ -244,7 +249,7 @@ TEST(SummaryTest, RouterActivityShowsFinalAndLargestValues) {
                                                                      {1, "moves/tree", 5},
                                                                      {1, "episodes_in_flight", 12}};
   EXPECT_EQ(RouterActivityTable(metrics).Render(Format::kCsv),
-            "metric,final,max\nepisodes_in_flight,12,40\nmoves/tree,5,5\n");
+            "metric,final,max\nepisodes_in_flight,12.0,40.0\nmoves/tree,5.0,5.0\n");
   EXPECT_EQ(RouterActivityTable({}).rows(), 0u);
 }
 
@@ -288,7 +293,7 @@ TEST(SummaryTest, PlannerActivityPutsMeasuredNextToPredicted) {
 }
 
 TEST(SummaryTest, StepTableHasOneRowPerStep) {
-  // Each step's record, with the layout as train/rollout GPUs.
+  // Each step's record: the layout as train/rollout GPUs for reading, two numbers for scripts.
   RunView view = TwoSteps(1, "baseline");
   view.steps[0].turns = 20;
   view.steps[0].max_lag = 1;
@@ -298,23 +303,33 @@ TEST(SummaryTest, StepTableHasOneRowPerStep) {
   EXPECT_EQ(table.rows(), 2u);
   const std::string csv = table.Render(Format::kCsv);
   EXPECT_EQ(csv.substr(0, csv.find('\n', csv.find('\n') + 1) + 1),
-            "step,end_s,rollout_s,train_s,sync_s,wait_s,trajectories,turns,generated_tokens,"
-            "reward_mean,max_lag,layout\n"
-            "0,10.0,6.0,3.0,1.0,2.0,8,20,1000,0.250,1,4/12\n");
+            "step,start_s,end_s,step_s,rollout_s,train_s,sync_s,wait_s,trajectories,turns,"
+            "tool_calls,prompt_tokens,generated_tokens,reward_mean,policy_version,max_lag,"
+            "train_gpus,rollout_gpus,gpu_util,idle_gpu_s,predicted_step_s\n"
+            "0,0.0,10.0,10.0,6.0,3.0,1.0,2.0,8,20,0,0,1000,0.25,0,1,4,12,,,\n");
+  EXPECT_NE(table.Render(Format::kText).find("   4/12\n"), std::string::npos)
+      << table.Render(Format::kText);
   EXPECT_EQ(StepTable(RunView()).rows(), 0u);
 }
 
-TEST(SummaryTest, ListTableShowsComparisonOrMissing) {
-  // One row per run; a run outside any comparison has a missing comparison id.
+TEST(SummaryTest, ListTableShowsStepsDoneAndComparisonOrMissing) {
+  // One row per run with the steps it recorded out of those planned (not the plan alone); a run
+  // outside any comparison has a missing comparison id.
   store::RunInfo a = MakeRun(1, "baseline", 8);
   a.started_at = "2024-01-02T03:04:05Z";
   a.steps_planned = 5;
+  a.status = store::kRunInterrupted;
   store::RunInfo b = MakeRun(2, "libra", 8);
   b.comparison_id = 7;
-  EXPECT_EQ(ListTable({a, b}).Render(Format::kCsv),
-            "run,name,system,backend,started_at,steps,status,comparison\n"
-            "1,quickstart,baseline,sim,2024-01-02T03:04:05Z,5,ok,\n"
-            "2,quickstart,libra,sim,,0,ok,7\n");
+  b.steps_planned = 2;
+  const Table table = ListTable({a, b}, {{1, 3}, {2, 2}});
+  EXPECT_EQ(table.Render(Format::kCsv),
+            "run,name,system,backend,seed,started_at,ended_at,steps_done,steps_planned,status,"
+            "comparison,error\n"
+            "1,quickstart,baseline,sim,1,2024-01-02T03:04:05Z,,3,5,interrupted,,\n"
+            "2,quickstart,libra,sim,1,,,2,2,ok,7,\n");
+  const std::string text = table.Render(Format::kText);
+  EXPECT_NE(text.find("  3/5  interrupted"), std::string::npos) << text;
 }
 
 TEST(SummaryTest, RunHeadline) {
@@ -373,9 +388,9 @@ TEST(SummaryTest, RepeatTableAveragesSeedsAndPairsSpeedupsBySeed) {
             "system,runs,trajectories_per_s,trajectories_per_s_sd,trajectories_per_s_min,"
             "trajectories_per_s_max,speedup,final_eval,time_to_target_s,time_to_target_s_sd,"
             "reached,configured_by,configuration\n"
-            "a,2,2.000,1.414,1.000,3.000,2.00,,,,0/0,as written,-\n"
-            "b,2,1.000,0.000,1.000,1.000,1.00,,,,0/0,as written,-\n"
-            "c,1,2.000,,2.000,2.000,2.00,,,,0/0,as written,-\n"
+            "a,2,2.0,1.4142135623730951,1.0,3.0,2.0,,,,0/0,as written,-\n"
+            "b,2,1.0,0.0,1.0,1.0,1.0,,,,0/0,as written,-\n"
+            "c,1,2.0,,2.0,2.0,2.0,,,,0/0,as written,-\n"
             "d,0,,,,,,,,,0/0,as written,-\n");
 }
 

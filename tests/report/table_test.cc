@@ -78,10 +78,11 @@ TEST(TableTest, MarkdownRendering) {
 }
 
 TEST(TableTest, CsvUsesKeysAndEmptyFieldsForMissing) {
-  // CSV has the machine keys as header and an empty field for a missing value.
+  // CSV has the machine keys as header, numbers at full precision (not as shown) and an empty
+  // field for a missing value.
   EXPECT_EQ(SmallTable().Render(Format::kCsv),
             "system,throughput_traj_s,steps,note\n"
-            "baseline,1.235,10,a|b\n"
+            "baseline,1.23456,10,a|b\n"
             "libra,,2,\n");
 }
 
@@ -100,32 +101,63 @@ TEST(TableTest, JsonUsesNullForMissingAndRawNumbers) {
   // JSON is an array of objects keyed by column key: numbers unquoted, text quoted, missing null.
   EXPECT_EQ(SmallTable().Render(Format::kJson),
             "[\n"
-            "  {\"system\": \"baseline\", \"throughput_traj_s\": 1.235, \"steps\": 10, "
+            "  {\"system\": \"baseline\", \"throughput_traj_s\": 1.23456, \"steps\": 10, "
             "\"note\": \"a|b\"},\n"
             "  {\"system\": \"libra\", \"throughput_traj_s\": null, \"steps\": 2, \"note\": \"\"}\n"
             "]\n");
 }
 
-TEST(TableTest, JsonQuoteEscapes) {
-  // Quotes, backslashes and control characters are escaped; other bytes (UTF-8) pass through.
-  struct Case {
-    std::string name;
-    std::string text;
-    std::string quoted;
-  };
-  const std::vector<Case> cases = {
-      {"plain", "abc", "\"abc\""},
-      {"empty", "", "\"\""},
-      {"quote", "a\"b", "\"a\\\"b\""},
-      {"backslash", "a\\b", "\"a\\\\b\""},
-      {"newline and tab", "a\nb\tc", "\"a\\nb\\tc\""},
-      {"other control", std::string("a\x01") + "\r", "\"a\\u0001\\u000d\""},
-      {"utf-8", "\xc3\xa9t\xc3\xa9", "\"\xc3\xa9t\xc3\xa9\""},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(JsonQuote(c.text), c.quoted);
-  }
+TEST(TableTest, DataFormatsCarryFullPrecision) {
+  // What the text rounds (0.04 s shown as 0.0) reaches scripts exactly; integers stay integers;
+  // a percentage is shown as one and carried as the fraction.
+  Table table({{"sync_s", "sync s", true}, {"n", "n", true}, {"share", "share", true}});
+  table.AddRow({Cell::Number(0.04, 1), Cell::Integer(3), Cell::Percent(0.0431, 1)});
+  EXPECT_EQ(table.Render(Format::kText), "sync s  n  share\n------  -  -----\n   0.0  3   4.3%\n");
+  EXPECT_EQ(table.Render(Format::kCsv), "sync_s,n,share\n0.04,3,0.0431\n");
+  EXPECT_EQ(table.Render(Format::kJson),
+            "[\n  {\"sync_s\": 0.04, \"n\": 3, \"share\": 0.0431}\n]\n");
+}
+
+TEST(TableTest, ColumnsForReadingOrForData) {
+  // "8/8" for the reader; two numbers for scripts.
+  using Shown = Column::Shown;
+  Table table({{"step", "step", true},
+               {.key = "gpus", .header = "GPUs", .right_align = true, .shown = Shown::kReading},
+               {.key = "train_gpus", .header = "t", .right_align = true, .shown = Shown::kData},
+               {.key = "rollout_gpus", .header = "r", .right_align = true, .shown = Shown::kData}});
+  table.AddRow({Cell::Integer(0), Cell::Text("8/8"), Cell::Integer(8), Cell::Integer(8)});
+  EXPECT_EQ(table.Render(Format::kText), "step  GPUs\n----  ----\n   0   8/8\n");
+  EXPECT_EQ(table.Render(Format::kMarkdown), "| step | GPUs |\n| ---: | ---: |\n| 0 | 8/8 |\n");
+  EXPECT_EQ(table.Render(Format::kCsv), "step,train_gpus,rollout_gpus\n0,8,8\n");
+}
+
+TEST(TableTest, LongHeadersWrapOverNarrowValues) {
+  // A header wider than its values (and than 8 characters) wraps at its spaces, bottom-aligned.
+  Table table({{"predicted_step_s", "predicted step s", true}, {"x", "x", true}});
+  table.AddRow({Cell::Number(5.7, 1), Cell::Integer(1)});
+  EXPECT_EQ(table.Render(Format::kText),
+            "predicted\n"
+            "   step s  x\n"
+            "---------  -\n"
+            "      5.7  1\n");
+}
+
+TEST(TableTest, WrappedAndBelowColumns) {
+  // A wrapped column breaks long values at spaces; a "below" column goes under its row.
+  Table table({{"step", "step", true},
+               {.key = "layout", .header = "layout", .wrap = 12},
+               {.key = "reason", .header = "reason", .below = true}});
+  table.AddRow({Cell::Integer(4), Cell::Text("train 8 | rollout tp4x2"), Cell::Text("why not")});
+  EXPECT_EQ(table.Render(Format::kText),
+            "step  layout\n"
+            "----  ---------\n"
+            "   4  train 8 |\n"
+            "      rollout\n"
+            "      tp4x2\n"
+            "    why not\n");
+  EXPECT_EQ(table.Render(Format::kMarkdown),
+            "| step | layout | reason |\n| ---: | --- | --- |\n"
+            "| 4 | train 8 \\| rollout tp4x2 | why not |\n");
 }
 
 TEST(TableTest, JsonEscapesKeysAndText) {

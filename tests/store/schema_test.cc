@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -191,6 +194,82 @@ TEST(SchemaTest, UnstampedVersionIsRefused) {
   ASSERT_FALSE(version.ok());
   EXPECT_NE(version.status().message().find("user_version 3 but no tables"), std::string::npos)
       << version.status().message();
+}
+
+TEST(SchemaTest, TheDocsDescribeTheLiveSchema) {
+  // docs/schema.md names every table, column (with its type) and index of a new database, no
+  // others, says which version it describes everywhere it says one, and lists every migration.
+  ScopedTempDir dir;
+  auto db = OpenOrDie(dir.File("live.db"));
+  ASSERT_NE(db, nullptr);
+  ASSERT_OK(CheckSchema(*db, SchemaMigrations()));
+  auto applied = ApplyMigrations(*db, SchemaMigrations());
+  ASSERT_OK(applied);
+  const int latest = SchemaMigrations().back().version;
+  std::map<std::string, std::map<std::string, std::string>> live;  // table -> column -> type
+  for (const std::string& table : Tables(*db)) {
+    auto info = db->Prepare("PRAGMA table_info(" + table + ")", "table info", false);
+    ASSERT_OK(info);
+    ASSERT_OK(info->ForEachRow([&](const Statement& row) {
+      live[table][row.Text(1)] = row.Text(2);
+      return Status();
+    }));
+  }
+  std::set<std::string> live_indexes;
+  auto indexes = db->Prepare(
+      "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'",
+      "list indexes", false);
+  ASSERT_OK(indexes);
+  ASSERT_OK(indexes->ForEachRow([&](const Statement& row) {
+    live_indexes.insert(row.Text(0));
+    return Status();
+  }));
+
+  // The docs: "### `table`" headings and "`table`:" lines start a table's columns; rows of a
+  // "| Column | Type |" table are its columns.
+  const std::string doc = ReadFile(test::SourcePath("docs/schema.md"));
+  std::map<std::string, std::map<std::string, std::string>> documented;
+  std::set<std::string> documented_indexes;
+  std::set<int> versions_listed;
+  std::string table;
+  bool columns = false;
+  static const std::regex kHeading(R"(^### `(\w+)`)");
+  static const std::regex kLead(R"(^`(\w+)`( \(.*\))?:$)");
+  static const std::regex kColumn(R"(^\| `(\w+)` \| (\w+) \|)");
+  static const std::regex kIndex(R"(^\| `(idx_\w+)` \|)");
+  static const std::regex kVersionRow(R"(^\| (\d+) \| )");
+  std::smatch m;
+  for (const std::string& line : StrSplit(doc, '\n')) {
+    if (std::regex_search(line, m, kHeading) || std::regex_search(line, m, kLead)) {
+      table = m[1].str();
+      columns = false;
+    } else if (line.rfind("| Column | Type |", 0) == 0) {
+      columns = true;
+    } else if (columns && std::regex_search(line, m, kColumn)) {
+      documented[table][m[1].str()] = m[2].str();
+    } else if (std::regex_search(line, m, kIndex)) {
+      documented_indexes.insert(m[1].str());
+    } else if (std::regex_search(line, m, kVersionRow)) {
+      versions_listed.insert(std::stoi(m[1].str()));
+    }
+    if (line.empty() && columns) columns = false;
+  }
+  EXPECT_EQ(documented, live);
+  EXPECT_EQ(documented_indexes, live_indexes);
+  std::set<int> all;
+  for (const Migration& migration : SchemaMigrations()) all.insert(migration.version);
+  EXPECT_EQ(versions_listed, all);
+  // Every "version N" the page claims to describe is the newest.
+  static const std::regex kClaim(
+      R"((describes version \*\*(\d+)\*\*|\(version (\d+) of the schema\)))");
+  int claims = 0;
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), kClaim); it != std::sregex_iterator();
+       ++it) {
+    const std::string v = (*it)[2].matched ? (*it)[2].str() : (*it)[3].str();
+    EXPECT_EQ(std::stoi(v), latest) << it->str();
+    ++claims;
+  }
+  EXPECT_EQ(claims, 2);
 }
 
 }  // namespace

@@ -211,7 +211,8 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
                                           "tuning_id",
                                           "scenario",
                                           "staleness",
-                                          "eval_initial"}));
+                                          "eval_initial",
+                                          "resolved_recipe"}));
   EXPECT_EQ(Columns(path, "steps"),
             (Names{"run_id",           "step",        "start_s",        "end_s",
                    "rollout_s",        "train_s",     "sync_s",         "wait_s",
@@ -232,17 +233,17 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
   EXPECT_EQ(Columns(path, "turns"), (Names{"run_id", "trajectory", "turn", "instance", "start_s",
                                            "end_s", "generated_tokens", "end", "tool",
                                            "tool_status", "tool_output_tokens", "tool_latency_s"}));
-  EXPECT_EQ(Columns(path, "comparisons"), (Names{"id", "name", "created_at", "systems", "seeds",
-                                                 "reward_target", "recipe_source", "recipe_toml",
-                                                 "tuned", "sensitivity"}));
+  EXPECT_EQ(Columns(path, "comparisons"),
+            (Names{"id", "name", "created_at", "systems", "seeds", "reward_target", "recipe_source",
+                   "recipe_toml", "tuned", "sensitivity"}));
   EXPECT_EQ(Columns(path, "comparison_runs"), (Names{"comparison_id", "run_id", "position"}));
   EXPECT_EQ(Columns(path, "probes"), (Names{"id", "host", "gpu", "kind", "value", "unit", "detail",
                                             "recorded_at", "libra_version"}));
   EXPECT_EQ(Columns(path, "tunings"),
             (Names{"id", "key", "recipe", "system", "created_at", "budget_runs", "steps", "seeds",
                    "objective", "winner", "score", "winner_runs", "libra_version"}));
-  EXPECT_EQ(Columns(path, "tuning_trials"), (Names{"tuning_id", "position", "configuration", "seed",
-                                                   "score", "status", "error"}));
+  EXPECT_EQ(Columns(path, "tuning_trials"),
+            (Names{"tuning_id", "position", "configuration", "seed", "score", "status", "error"}));
 }
 
 TEST(StoreTest, UsesWriteAheadLogging) {

@@ -90,7 +90,8 @@ std::string ReadAll(int fd) {
 
 }  // namespace
 
-CommandResult RunLibra(const std::vector<std::string>& args, const std::string& cwd) {
+CommandResult RunProgram(const std::vector<std::string>& argv, const std::string& cwd,
+                         const std::string& stdin_path) {
   CommandResult result;
   char out_path[] = "/tmp/libra_out_XXXXXX";
   char err_path[] = "/tmp/libra_err_XXXXXX";
@@ -98,19 +99,17 @@ CommandResult RunLibra(const std::vector<std::string>& args, const std::string& 
   const int err_fd = mkstemp(err_path);
   const pid_t pid = fork();
   if (pid == 0) {
-    const int null_fd = open("/dev/null", O_RDONLY);
-    dup2(null_fd, 0);
+    const int in_fd = open(stdin_path.empty() ? "/dev/null" : stdin_path.c_str(), O_RDONLY);
+    dup2(in_fd, 0);
     dup2(out_fd, 1);
     dup2(err_fd, 2);
     const std::string dir = cwd.empty() ? std::string(LIBRA_SOURCE_DIR) : cwd;
     if (chdir(dir.c_str()) != 0) _exit(127);
-    std::vector<char*> argv;
-    std::string binary = LIBRA_BINARY;
-    argv.push_back(binary.data());
-    std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
+    std::vector<std::string> copy = argv;
+    std::vector<char*> raw;
+    for (std::string& a : copy) raw.push_back(a.data());
+    raw.push_back(nullptr);
+    execvp(raw[0], raw.data());
     _exit(127);
   }
   int status = 0;
@@ -125,6 +124,12 @@ CommandResult RunLibra(const std::vector<std::string>& args, const std::string& 
   unlink(out_path);
   unlink(err_path);
   return result;
+}
+
+CommandResult RunLibra(const std::vector<std::string>& args, const std::string& cwd) {
+  std::vector<std::string> argv = {LIBRA_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProgram(argv, cwd);
 }
 
 namespace {

@@ -84,6 +84,12 @@ struct CommandResult {
 /// Runs `libra <args>` in `cwd` (the source tree when empty), with stdin closed.
 CommandResult RunLibra(const std::vector<std::string>& args, const std::string& cwd = "");
 
+/// Runs argv[0] (looked up on PATH) with the rest as its arguments in `cwd` (the source tree
+/// when empty), stdin from `stdin_path` (/dev/null when empty); exit code 127 when it cannot be
+/// started.
+CommandResult RunProgram(const std::vector<std::string>& argv, const std::string& cwd = "",
+                         const std::string& stdin_path = "");
+
 /// The first of `count` consecutive TCP ports of 127.0.0.1 that nothing holds now, or 0. They lie
 /// below the kernel's ephemeral range, so no outgoing connection takes one before a server binds
 /// it, and no two calls in one process return overlapping blocks; the block's start depends on the
