@@ -668,7 +668,7 @@ CompletionSpec Cli::Spec() const {
     for (const std::string& s : o->get_snames()) spec.names.push_back("-" + s);
     for (const std::string& l : o->get_lnames()) spec.names.push_back("--" + l);
     spec.help = StrSplit(o->get_description(), '\n').front();
-    spec.takes_value = o->get_type_size() != 0;
+    spec.takes_value = o->get_items_expected_max() > 0;  // a flag expects none
     if (auto it = choices_.find(o); it != choices_.end()) spec.values = it->second;
     const std::string type = o->get_type_name();
     if (type == "RECIPE") spec.files = "*.toml";

@@ -137,6 +137,10 @@ TEST_F(AppTest, CompletionScripts) {
   EXPECT_EQ(complete("libra report --format ''", 3), "text md csv json\n");
   EXPECT_EQ(complete("libra export --format t", 3), "tensorboard\n");
   EXPECT_EQ(complete("libra completion ''", 2), "bash zsh\n");
+  // A flag takes no value: the recipe after it is completed.
+  WriteFile(dir_.File("quick.toml"), "");
+  EXPECT_EQ(complete("libra plan --check qu", 3), "quick.toml\n");
+  EXPECT_EQ(complete("libra run -q qu", 3), "quick.toml\n");
   const CommandResult parsed = RunProgram({"zsh", "-n", dir_.File("_libra")});
   EXPECT_EQ(parsed.exit_code, 0) << parsed.err;
   const CommandResult bad = Libra({"completion", "fish"});

@@ -19,17 +19,13 @@ _libra() {
   case "$cmd" in
     run)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
         --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --seed) COMPREPLY=(); return ;;
         --steps) COMPREPLY=(); return ;;
         --set) COMPREPLY=(); return ;;
-        -q|--quiet) COMPREPLY=(); return ;;
         --format) COMPREPLY=($(compgen -W 'text md csv json' -- "$cur")); return ;;
-        --json) COMPREPLY=(); return ;;
         --table) COMPREPLY=(); return ;;
         --resume) COMPREPLY=(); return ;;
-        --take-over) COMPREPLY=(); return ;;
         --log-format) COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
       esac
       if [[ "$cur" == -* ]]; then
@@ -40,23 +36,16 @@ _libra() {
       ;;
     compare)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
         --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --seed) COMPREPLY=(); return ;;
         --steps) COMPREPLY=(); return ;;
         --set) COMPREPLY=(); return ;;
-        -q|--quiet) COMPREPLY=(); return ;;
         --format) COMPREPLY=($(compgen -W 'text md csv json' -- "$cur")); return ;;
-        --json) COMPREPLY=(); return ;;
         --table) COMPREPLY=(); return ;;
         --resume) COMPREPLY=(); return ;;
-        --take-over) COMPREPLY=(); return ;;
         --systems) COMPREPLY=(); return ;;
         --repeat) COMPREPLY=(); return ;;
         --reward-target) COMPREPLY=(); return ;;
-        --tuned) COMPREPLY=(); return ;;
-        --as-written) COMPREPLY=(); return ;;
-        --sensitivity) COMPREPLY=(); return ;;
         --log-format) COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
       esac
       if [[ "$cur" == -* ]]; then
@@ -67,14 +56,11 @@ _libra() {
       ;;
     tune)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
         --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --seed) COMPREPLY=(); return ;;
         --steps) COMPREPLY=(); return ;;
         --set) COMPREPLY=(); return ;;
-        -q|--quiet) COMPREPLY=(); return ;;
         --format) COMPREPLY=($(compgen -W 'text md csv json' -- "$cur")); return ;;
-        --json) COMPREPLY=(); return ;;
         --table) COMPREPLY=(); return ;;
         --system) COMPREPLY=(); return ;;
         --budget) COMPREPLY=(); return ;;
@@ -87,13 +73,8 @@ _libra() {
       ;;
     report)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
         --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        --list) COMPREPLY=(); return ;;
-        --steps) COMPREPLY=(); return ;;
-        --recipe) COMPREPLY=(); return ;;
         --format) COMPREPLY=($(compgen -W 'text md csv json' -- "$cur")); return ;;
-        --json) COMPREPLY=(); return ;;
         --table) COMPREPLY=(); return ;;
         --baseline) COMPREPLY=(); return ;;
         --reward-target) COMPREPLY=(); return ;;
@@ -110,7 +91,6 @@ _libra() {
       ;;
     export)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
         --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --format) COMPREPLY=($(compgen -W 'tensorboard csv jsonl' -- "$cur")); return ;;
         --out) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")); return ;;
@@ -123,34 +103,27 @@ _libra() {
       ;;
     plan)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
         --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --seed) COMPREPLY=(); return ;;
         --steps) COMPREPLY=(); return ;;
         --set) COMPREPLY=(); return ;;
-        -q|--quiet) COMPREPLY=(); return ;;
         --format) COMPREPLY=($(compgen -W 'text md csv json' -- "$cur")); return ;;
-        --json) COMPREPLY=(); return ;;
         --table) COMPREPLY=(); return ;;
         --systems) COMPREPLY=(); return ;;
-        --explain) COMPREPLY=(); return ;;
       esac
       if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W '-h --help --db --seed --steps --set -q --quiet --format --json --table --systems --explain' -- "$cur"))
+        COMPREPLY=($(compgen -W '-h --help --db --seed --steps --set -q --quiet --format --json --table --systems --explain --check' -- "$cur"))
         return
       fi
       compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -X '!*.toml' -- "$cur") $(compgen -d -- "$cur"))
       ;;
     validate)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
         --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --seed) COMPREPLY=(); return ;;
         --steps) COMPREPLY=(); return ;;
         --set) COMPREPLY=(); return ;;
-        -q|--quiet) COMPREPLY=(); return ;;
         --format) COMPREPLY=($(compgen -W 'text md csv json' -- "$cur")); return ;;
-        --json) COMPREPLY=(); return ;;
         --table) COMPREPLY=(); return ;;
       esac
       if [[ "$cur" == -* ]]; then
@@ -161,14 +134,11 @@ _libra() {
       ;;
     cost)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
         --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --seed) COMPREPLY=(); return ;;
         --steps) COMPREPLY=(); return ;;
         --set) COMPREPLY=(); return ;;
-        -q|--quiet) COMPREPLY=(); return ;;
         --format) COMPREPLY=($(compgen -W 'text md csv json' -- "$cur")); return ;;
-        --json) COMPREPLY=(); return ;;
         --table) COMPREPLY=(); return ;;
         --contexts) COMPREPLY=(); return ;;
         --max-seqs) COMPREPLY=(); return ;;
@@ -183,14 +153,11 @@ _libra() {
       ;;
     workload)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
         --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --seed) COMPREPLY=(); return ;;
         --steps) COMPREPLY=(); return ;;
         --set) COMPREPLY=(); return ;;
-        -q|--quiet) COMPREPLY=(); return ;;
         --format) COMPREPLY=($(compgen -W 'text md csv json' -- "$cur")); return ;;
-        --json) COMPREPLY=(); return ;;
         --table) COMPREPLY=(); return ;;
         --versions) COMPREPLY=(); return ;;
         --prompts) COMPREPLY=(); return ;;
@@ -204,18 +171,13 @@ _libra() {
       ;;
     probe)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
         --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --json) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --import) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --calibration) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --gpus) COMPREPLY=(); return ;;
-        --quick) COMPREPLY=(); return ;;
-        -q|--quiet) COMPREPLY=(); return ;;
-        --hosts) COMPREPLY=(); return ;;
         --libra) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --timeout) COMPREPLY=(); return ;;
-        --no-record) COMPREPLY=(); return ;;
         --nccl-nodes) COMPREPLY=(); return ;;
         --nccl-node) COMPREPLY=(); return ;;
         --nccl-gpus-per-node) COMPREPLY=(); return ;;
@@ -229,11 +191,9 @@ _libra() {
       ;;
     calibrate)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
         --db) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --set) COMPREPLY=(); return ;;
         --runs) COMPREPLY=(); return ;;
-        --probes) COMPREPLY=(); return ;;
         --write) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
       esac
       if [[ "$cur" == -* ]]; then
@@ -244,7 +204,6 @@ _libra() {
       ;;
     version)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
       esac
       if [[ "$cur" == -* ]]; then
         COMPREPLY=($(compgen -W '-h --help' -- "$cur"))
@@ -254,7 +213,6 @@ _libra() {
       ;;
     help)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
       esac
       if [[ "$cur" == -* ]]; then
         COMPREPLY=($(compgen -W '-h --help' -- "$cur"))
@@ -264,7 +222,6 @@ _libra() {
       ;;
     completion)
       case "$prev" in
-        -h|--help) COMPREPLY=(); return ;;
       esac
       if [[ "$cur" == -* ]]; then
         COMPREPLY=($(compgen -W '-h --help' -- "$cur"))

@@ -32,52 +32,52 @@ _libra() {
   case $cmd in
     run)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '--db[Results database (created if missing)]:db:_files' \
         '--seed[Override the recipe`s seed]:seed: ' \
         '--steps[Override the recipe`s number of training steps]:steps: ' \
         '--set[Override any recipe field, checked like the file; repeatable.]:set: ' \
-        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]:quiet: ' \
+        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]' \
         '--format[Output format  text, md (Markdown), csv or json. csv and json carry]:format:(text md csv json)' \
-        '--json[Print JSON  the same as --format json]:json: ' \
+        '--json[Print JSON  the same as --format json]' \
         '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
         '--resume[Continue this interrupted or failed run of --db, or one whose libra died]:resume: ' \
-        '--take-over[With --resume  take over a run recorded as running by a libra on another]:take-over: ' \
+        '--take-over[With --resume  take over a run recorded as running by a libra on another]' \
         '--log-format[text or json  the line printed per step when stdout is no terminal]:log-format:(text json)' \
         '*:argument:_files -g "*.toml"'
       ;;
     compare)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '--db[Results database (created if missing)]:db:_files' \
         '--seed[Override the recipe`s seed]:seed: ' \
         '--steps[Override the recipe`s number of training steps]:steps: ' \
         '--set[Override any recipe field, checked like the file; repeatable.]:set: ' \
-        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]:quiet: ' \
+        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]' \
         '--format[Output format  text, md (Markdown), csv or json. csv and json carry]:format:(text md csv json)' \
-        '--json[Print JSON  the same as --format json]:json: ' \
+        '--json[Print JSON  the same as --format json]' \
         '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
         '--resume[Continue this comparison of --db as recorded (no RECIPE)  show the]:resume: ' \
-        '--take-over[With --resume  take over runs recorded as running by a libra on another]:take-over: ' \
+        '--take-over[With --resume  take over runs recorded as running by a libra on another]' \
         '--systems[Only these systems, in this order (comma separated)  the recipe`s, or]:systems: ' \
         '--repeat[Run every system with K seeds (the recipe`s and the next ones); report]:repeat: ' \
         '--reward-target[Evaluation score that "to target s" times; default  per seed, eval]:reward-target: ' \
-        '--tuned[Run every peer at its tuned configuration (`libra tune`; tuned first]:tuned: ' \
-        '--as-written[Run every system as the recipe writes it, even when its tuning sets]:as-written: ' \
-        '--sensitivity[Rerun the comparison under the standard perturbations of the constants]:sensitivity: ' \
+        '--tuned[Run every peer at its tuned configuration (`libra tune`; tuned first]' \
+        '--as-written[Run every system as the recipe writes it, even when its tuning sets]' \
+        '--sensitivity[Rerun the comparison under the standard perturbations of the constants]' \
         '--log-format[text or json  the line printed per step when stdout is no terminal]:log-format:(text json)' \
         '*:argument:_files -g "*.toml"'
       ;;
     tune)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '--db[Results database (created if missing)]:db:_files' \
         '--seed[Override the recipe`s seed]:seed: ' \
         '--steps[Override the recipe`s number of training steps]:steps: ' \
         '--set[Override any recipe field, checked like the file; repeatable.]:set: ' \
-        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]:quiet: ' \
+        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]' \
         '--format[Output format  text, md (Markdown), csv or json. csv and json carry]:format:(text md csv json)' \
-        '--json[Print JSON  the same as --format json]:json: ' \
+        '--json[Print JSON  the same as --format json]' \
         '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
         '--system[The systems to tune, the recipe`s or named systems (comma separated;]:system: ' \
         '--budget[Simulated runs per system (default  tuning budget_runs, 24)]:budget: ' \
@@ -85,13 +85,13 @@ _libra() {
       ;;
     report)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '--db[Results database]:db:_files' \
-        '--list[List every run in the database  steps done, status]:list: ' \
-        '--steps[Only the per-step table of one run]:steps: ' \
-        '--recipe[Print one run`s fully resolved recipe (every default filled in, its own]:recipe: ' \
+        '--list[List every run in the database  steps done, status]' \
+        '--steps[Only the per-step table of one run]' \
+        '--recipe[Print one run`s fully resolved recipe (every default filled in, its own]' \
         '--format[Output format  text, md (Markdown), csv or json. csv and json carry]:format:(text md csv json)' \
-        '--json[Print JSON  the same as --format json]:json: ' \
+        '--json[Print JSON  the same as --format json]' \
         '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
         '--baseline[System name or run id that speedups are relative to]:baseline: ' \
         '--reward-target[Evaluation score that "to target s" times; default  per seed, eval]:reward-target: ' \
@@ -103,7 +103,7 @@ _libra() {
       ;;
     export)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '--db[Results database]:db:_files' \
         '--format[tensorboard, csv or jsonl]:format:(tensorboard csv jsonl)' \
         '--out[Folder to write into (created; its parent must exist); - writes csv or]:out:_files -/' \
@@ -111,42 +111,43 @@ _libra() {
       ;;
     plan)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '--db[Results database (created if missing)]:db:_files' \
         '--seed[Override the recipe`s seed]:seed: ' \
         '--steps[Override the recipe`s number of training steps]:steps: ' \
         '--set[Override any recipe field, checked like the file; repeatable.]:set: ' \
-        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]:quiet: ' \
+        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]' \
         '--format[Output format  text, md (Markdown), csv or json. csv and json carry]:format:(text md csv json)' \
-        '--json[Print JSON  the same as --format json]:json: ' \
+        '--json[Print JSON  the same as --format json]' \
         '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
         '--systems[Only these systems (comma separated)]:systems: ' \
-        '--explain[Also print the search  training budgets, what was pruned and why]:explain: ' \
+        '--explain[Also print the search  training budgets, what was pruned and why]' \
+        '--check[Simulate each plan that comes with predicted phases and print predicted]' \
         '*:argument:_files -g "*.toml"'
       ;;
     validate)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '--db[Results database (created if missing)]:db:_files' \
         '--seed[Override the recipe`s seed]:seed: ' \
         '--steps[Override the recipe`s number of training steps]:steps: ' \
         '--set[Override any recipe field, checked like the file; repeatable.]:set: ' \
-        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]:quiet: ' \
+        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]' \
         '--format[Output format  text, md (Markdown), csv or json. csv and json carry]:format:(text md csv json)' \
-        '--json[Print JSON  the same as --format json]:json: ' \
+        '--json[Print JSON  the same as --format json]' \
         '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
         '*:argument:_files -g "*.toml"'
       ;;
     cost)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '--db[Results database (created if missing)]:db:_files' \
         '--seed[Override the recipe`s seed]:seed: ' \
         '--steps[Override the recipe`s number of training steps]:steps: ' \
         '--set[Override any recipe field, checked like the file; repeatable.]:set: ' \
-        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]:quiet: ' \
+        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]' \
         '--format[Output format  text, md (Markdown), csv or json. csv and json carry]:format:(text md csv json)' \
-        '--json[Print JSON  the same as --format json]:json: ' \
+        '--json[Print JSON  the same as --format json]' \
         '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
         '--contexts[Context lengths of the decode columns]:contexts: ' \
         '--max-seqs[Sequences an instance runs at once at most (max_num_seqs)]:max-seqs: ' \
@@ -156,14 +157,14 @@ _libra() {
       ;;
     workload)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '--db[Results database (created if missing)]:db:_files' \
         '--seed[Override the recipe`s seed]:seed: ' \
         '--steps[Override the recipe`s number of training steps]:steps: ' \
         '--set[Override any recipe field, checked like the file; repeatable.]:set: ' \
-        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]:quiet: ' \
+        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]' \
         '--format[Output format  text, md (Markdown), csv or json. csv and json carry]:format:(text md csv json)' \
-        '--json[Print JSON  the same as --format json]:json: ' \
+        '--json[Print JSON  the same as --format json]' \
         '--table[Print only this table (csv  plain CSV; json  an array of its rows)]:table: ' \
         '--versions[Policy versions (default  0 and every quarter of the steps)]:versions: ' \
         '--prompts[Prompts per version (default  rl.prompts_per_step)]:prompts: ' \
@@ -172,18 +173,18 @@ _libra() {
       ;;
     probe)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '--db[Results database (created if missing)]:db:_files' \
         '--json[Also write the probes as JSON (for --import); -  to stdout, instead of the table]:json:_files' \
         '--import[Record probes from a JSON file written by --json instead of measuring]:import:_files' \
         '--calibration[Write a calibration TOML from these probes for a recipe to include]:calibration:_files' \
         '--gpus[Only these device indices (comma separated)]:gpus: ' \
-        '--quick[Small sizes, few repetitions  a smoke test, not a measurement]:quick: ' \
-        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]:quiet: ' \
-        '--hosts[Probe every node of the recipe`s launcher, and NCCL across them]:hosts: ' \
+        '--quick[Small sizes, few repetitions  a smoke test, not a measurement]' \
+        '(-q --quiet)'{-q,--quiet}'[Print nothing but errors]' \
+        '--hosts[Probe every node of the recipe`s launcher, and NCCL across them]' \
         '--libra[With --hosts  the libra program on the nodes (default  this one`s path)]:libra:_files' \
         '--timeout[With --hosts  seconds for all probes]:timeout: ' \
-        '--no-record[Measure and print only; record nothing (what --hosts runs on a node)]:no-record: ' \
+        '--no-record[Measure and print only; record nothing (what --hosts runs on a node)]' \
         '--nccl-nodes[Nodes of a probe across nodes (2 to 4096)]:nccl-nodes: ' \
         '--nccl-node[This process`s node (0  makes the id)]:nccl-node: ' \
         '--nccl-gpus-per-node[GPUs of each node]:nccl-gpus-per-node: ' \
@@ -192,27 +193,27 @@ _libra() {
       ;;
     calibrate)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '--db[Results database]:db:_files' \
         '--set[Override a recipe field; repeatable]:set: ' \
         '--runs[Run ids to fit to (default  every finished run on the recipe`s GPU)]:runs: ' \
-        '--probes[Also use the newest probe session in the database]:probes: ' \
+        '--probes[Also use the newest probe session in the database]' \
         '--write[Write the calibration TOML to FILE]:write:_files' \
         '*:argument:_files -g "*.toml"'
       ;;
     version)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '*:argument: '
       ;;
     help)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '*:argument:(run compare tune report export plan validate cost workload probe calibrate version help completion)'
       ;;
     completion)
       _arguments -s \
-        '(-h --help)'{-h,--help}'[Print this help message and exit]:help: ' \
+        '(-h --help)'{-h,--help}'[Print this help message and exit]' \
         '*:argument:(bash zsh)'
       ;;
   esac
