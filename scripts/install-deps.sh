@@ -20,6 +20,10 @@ packages=(
   "openssh-client:the cluster backend's ssh launcher"
   "openssh-server:the ssh launcher's tests run a private sshd on localhost"
   "python3-torch:the CPU rollout and training workers (workers/), PyTorch on CPU"
+  "slurm-client:the Slurm launcher (srun, salloc, squeue, scancel, scontrol)"
+  "slurmctld:the Slurm launcher's tests run a one-node Slurm on this machine"
+  "slurmd:the Slurm launcher's tests run a one-node Slurm on this machine"
+  "munge:authentication between the Slurm commands and daemons of those tests"
 )
 
 missing=()

@@ -85,17 +85,40 @@ void TrainerSupervisor::WhenReady(std::function<void()> then) {
 }
 
 void TrainerSupervisor::SetReplicas(int replicas, bool announce, Done done) {
+  // Sent to the trainer that serves (a restarted one included); a request that gets no reply
+  // goes the way of every trainer request: if the trainer died, its restart sends the job again.
+  const int asked_at = restarts_;
+  WhenReady([this, asked_at, replicas, announce, done = std::move(done)]() mutable {
+    // Restarted while it waited: the restart sets the replicas and sends the job again.
+    if (restarts_ != asked_at) return;
+    const int restarts = restarts_;
+    auto no_reply = std::make_shared<bool>(false);
+    Members(replicas, announce, no_reply,
+            [this, restarts, no_reply, done = std::move(done)](Status s) {
+              if (s.ok() || !*no_reply) return done(s);
+              runtime_.loop->AddTimer(kExitSettle, [this, restarts, s, done] {
+                if (restarts_ != restarts || !ready_) return;  // restarted: sent again
+                done(s);
+              });
+            });
+  });
+}
+
+void TrainerSupervisor::Members(int replicas, bool announce, std::shared_ptr<bool> no_reply,
+                                Done done) {
   std::vector<AsyncStep> steps;
   const double started = runtime_.Now();
   const int from = replicas_;
-  auto member = [this](HttpRequest request) -> AsyncStep {
-    return [this, request](Done d) {
-      runtime_.Control(
-          request,
-          [this, request](const HttpResponse& r) {
-            return client_->ParseMembership(request, r).status();
-          },
-          std::move(d));
+  auto member = [this, no_reply](HttpRequest request) -> AsyncStep {
+    return [this, request, no_reply](Done d) {
+      runtime_.transport->Send(request, [this, request, no_reply,
+                                         d = std::move(d)](Result<HttpResponse> r) {
+        if (!r.ok()) {
+          *no_reply = true;
+          return d(r.status());
+        }
+        d(client_->ParseMembership(request, *r).status());
+      });
     };
   };
   for (int i = from; i < replicas; ++i) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,7 +37,9 @@ class TrainerSupervisor {
   const TrainerClient& client() const { return *client_; }
 
   /// Makes `replicas` data-parallel replicas ("replica-0" .. "replica-<n-1>") members, by joins
-  /// or leaves; with `announce`, a change is a "switch" incident.
+  /// or leaves, once the trainer serves; with `announce`, a change is a "switch" incident. A
+  /// request that gets no reply fails (after a moment) unless the trainer has died meanwhile:
+  /// then `done` never runs, and the job is sent again after the restart.
   void SetReplicas(int replicas, bool announce, Done done);
   int replicas() const { return replicas_; }
   /// The replicas a restarted trainer takes again: the current layout's.
@@ -67,6 +70,8 @@ class TrainerSupervisor {
 
  private:
   void Launch();
+  /// SetReplicas' requests; `no_reply` is set when one got no reply at all.
+  void Members(int replicas, bool announce, std::shared_ptr<bool> no_reply, Done done);
   void OnExit(const ExitStatus& status);
   std::string ProcessName() const;
 

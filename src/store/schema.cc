@@ -195,6 +195,13 @@ CREATE TABLE probes (
 CREATE INDEX idx_probes_host_recorded ON probes (host, recorded_at);
 )sql";
 
+// Version 8: per train step, how far the trainer's log-probabilities of the trained tokens are
+// from the engines' (cluster runs; NULL elsewhere).
+constexpr char kSchemaV8[] = R"sql(
+ALTER TABLE steps ADD COLUMN logprob_diff REAL;
+ALTER TABLE steps ADD COLUMN clip_fraction REAL;
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -213,6 +220,7 @@ const std::vector<Migration>& SchemaMigrations() {
        kSchemaV5},
       {6, "runs.throughput_bound", kSchemaV6},
       {7, "probes", kSchemaV7},
+      {8, "steps.logprob_diff, steps.clip_fraction", kSchemaV8},
   };
   return *migrations;
 }

@@ -20,7 +20,7 @@ constexpr char kRunColumns[] =
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
-    "train_gpus, gpu_util, idle_gpu_s, predicted_step_s";
+    "train_gpus, gpu_util, idle_gpu_s, predicted_step_s, logprob_diff, clip_fraction";
 constexpr char kTrajectoryColumns[] =
     "id, prompt, sample, step, version, turns, tool_calls, prompt_tokens, generated_tokens, "
     "start_s, end_s, reward, truncated, instances, migrations";
@@ -107,6 +107,8 @@ StepRecord ReadStep(const Statement& statement) {
   step.gpu_util = row.OptionalDouble();
   step.idle_gpu_s = row.OptionalDouble();
   step.predicted_step_s = row.OptionalDouble();
+  step.logprob_diff = row.OptionalDouble();
+  step.clip_fraction = row.OptionalDouble();
   return step;
 }
 
@@ -465,7 +467,7 @@ Status Store::RecordStep(int64_t run_id, const StepBatch& batch) {
       run_id, s.step, s.start_s, s.end_s, s.rollout_s, s.train_s, s.sync_s, s.wait_s,
       s.trajectories, s.turns, s.tool_calls, s.prompt_tokens, s.generated_tokens, s.reward_mean,
       s.policy_version, s.max_lag, s.rollout_gpus, s.train_gpus, s.gpu_util, s.idle_gpu_s,
-      s.predicted_step_s));
+      s.predicted_step_s, s.logprob_diff, s.clip_fraction));
   for (const TrajectoryRecord& t : batch.trajectories) {
     LIBRA_RETURN_IF_ERROR(impl_->insert_trajectory->Execute(
         run_id, t.id, t.prompt, t.sample, t.step, t.version, t.turns, t.tool_calls, t.prompt_tokens,
