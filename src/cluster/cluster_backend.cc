@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cluster/engine_probe.h"
 #include "cluster/layout_assignment.h"
 #include "common/strings.h"
 
@@ -227,6 +228,27 @@ void ClusterBackend::Relayout(const backend::Layout& layout) {
   });
 }
 
+void ClusterBackend::ProbeCapabilities(Done done) {
+  const Engine* e = engines_->Serving(InstanceId(0));
+  if (e == nullptr) return done(Status());
+  ProbePlan plan;
+  plan.prompt_token = options_.agent.tool_call_token;
+  plan.reload = options_.trainer.weight_sync == "disk";
+  plan.version = versions_.policy;
+  plan.sleep = layout_.colocated;
+  const std::string name = e->name;
+  const EngineClient client = *e->client;
+  const double started = runtime_.Now();
+  ProbeEngine(runtime_, client, plan,
+              [this, name, client, started, done](EngineCapabilities found) {
+                const Status refused =
+                    CheckCapabilities(name, client, found, options_, layout_.colocated);
+                if (!refused.ok()) return Fail(refused);
+                Emit(backend::Incident{"capabilities", name, found.ToString(), started}, false);
+                done(Status());
+              });
+}
+
 void ClusterBackend::LayoutDone() {
   Emit(backend::LayoutApplied{}, true);
   // Instances whose engine was dropped while starting are down from the start.
@@ -304,7 +326,8 @@ void ClusterBackend::ApplyEngines(const backend::Layout& layout, Done done) {
   sync_->Invalidate();  // the serving set may have changed: a new group at the next sync
   auto acquired = [this, first, started, changes, done](Status s) {
     if (!s.ok() && first) return Fail(s);
-    if (!first) Emit(backend::Incident{"switch", "cluster", StrJoin(*changes, ", "), started}, false);
+    if (first) return ProbeCapabilities(done);
+    Emit(backend::Incident{"switch", "cluster", StrJoin(*changes, ", "), started}, false);
     done(Status());
   };
   RunAll(*loop_, std::move(release),

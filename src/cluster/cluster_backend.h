@@ -95,6 +95,9 @@ class ClusterBackend final : public backend::Backend, private EventSink {
   void Relayout(const backend::Layout& layout);
   /// Which engine serves each instance, and the sleeps, stops, wakes and starts that takes.
   void ApplyEngines(const backend::Layout& layout, Done done);
+  /// Probes the first engine's capabilities (engine_probe.h); the run stops when the recipe
+  /// needs one it lacks.
+  void ProbeCapabilities(Done done);
   /// The layout is in place: LayoutApplied, and instances without an engine are down.
   void LayoutDone();
   void Train(const backend::Train& train);

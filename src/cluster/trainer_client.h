@@ -59,8 +59,8 @@ struct TrainStepResult {
   /// Optional members: the mean absolute difference between the trainer's log-probability of
   /// each trained token before the update and the engine's (`logprob_diff`), and the fraction
   /// of trained tokens whose ratio was clipped (`clip_fraction`).
-  std::optional<double> logprob_diff;
-  std::optional<double> clip_fraction;
+  std::optional<double> logprob_diff{};
+  std::optional<double> clip_fraction{};
   bool operator==(const TrainStepResult&) const = default;
 };
 

@@ -72,8 +72,8 @@ struct StepRecord {
   /// Real trainers: the mean absolute difference between the trainer's log-probability of each
   /// trained token (before the step's update) and the engine's, and the fraction of trained
   /// tokens whose probability ratio was clipped; unset when the trainer does not report them.
-  std::optional<double> logprob_diff;
-  std::optional<double> clip_fraction;
+  std::optional<double> logprob_diff{};
+  std::optional<double> clip_fraction{};
 
   bool operator==(const StepRecord&) const = default;
 };

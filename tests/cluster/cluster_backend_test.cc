@@ -541,13 +541,14 @@ TEST_F(ClusterBackendFakeTest, AColocatedStepPutsTheEnginesToSleepAroundTraining
   train.trajectories = {TrajectoryId(0)};
   train.advantages = {1.0};
   Until<backend::TrainDone>(train);
-  EXPECT_EQ(engines_->Count("/release_memory_occupation"), 2);
-  EXPECT_EQ(engines_->Count("/resume_memory_occupation"), 2);
+  // One of each for the capability probe at the start, then two around the step.
+  EXPECT_EQ(engines_->Count("/release_memory_occupation"), 3);
+  EXPECT_EQ(engines_->Count("/resume_memory_occupation"), 3);
   EXPECT_EQ(trainer_->Count("/train_step"), 1);
   EXPECT_EQ(trainer_->version, 1);
   // Weights of version 1, synced to both engines from disk.
   Until<backend::SyncDone>(backend::SyncWeights{1});
-  EXPECT_EQ(engines_->Count("/update_weights_from_disk"), 2);
+  EXPECT_EQ(engines_->Count("/update_weights_from_disk"), 3);  // the probe's, then the sync
 }
 
 TEST_F(ClusterBackendFakeTest, AKilledEngineIsRestartedAndItsTurnFails) {
@@ -621,13 +622,14 @@ TEST_F(ClusterBackendFakeTest, AnEngineThatCannotSleepIsStoppedNotRecordedAsAsle
   EXPECT_FALSE(IsAlive(*pid));
   auto again = Until<backend::LayoutApplied>(
       backend::ApplyLayout{FakeLayout(0, {2, 1, 1, 1, 1}, false, 2)});
-  EXPECT_EQ(Incidents(again, "switch")[1], "cluster: engine-4 wakes, engine-5 starts (tp 1)");
+  EXPECT_EQ(Incidents(again, "switch")[1], "cluster: engine-5 starts (tp 1), engine-4 wakes");
 }
 
 TEST_F(ClusterBackendFakeTest, ATurnThatKeepsFailingIsRetriedWithNewSeedsThenDropped) {
   // Issue 21, defect 1: a deterministic server error is retried a bounded number of times, each
   // with another seed, then the trajectory is dropped (and the run goes on).
   Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
+  const size_t probed = engines_->received.size();  // the capability probe's requests
   engines_->generate = [](int, const std::vector<int64_t>&) {
     TestHttpReply reply;
     reply.status = 500;
@@ -644,7 +646,8 @@ TEST_F(ClusterBackendFakeTest, ATurnThatKeepsFailingIsRetriedWithNewSeedsThenDro
   EXPECT_NE(failed.reason.find("sampler failed"), std::string::npos) << failed.reason;
   EXPECT_EQ(Incidents(seen, "retry").size(), 3u);
   std::set<int64_t> seeds;
-  for (const Received& r : engines_->received) {
+  for (size_t i = probed; i < engines_->received.size(); ++i) {
+    const Received& r = engines_->received[i];
     if (r.path == "/generate") seeds.insert(r.body.Find("sampling_params")->Find("sampling_seed")->as_int());
   }
   EXPECT_EQ(seeds.size(), 4u);
@@ -700,6 +703,57 @@ TEST_F(ClusterBackendFakeTest, EachStepReportsTheLogprobMismatchAndADivergedOneH
   EXPECT_NE(diverged.halt.find("clipped 97.0% of the trained tokens"), std::string::npos)
       << diverged.halt;
   EXPECT_NE(diverged.halt.find("[trainer] max_clip_fraction = 0.9"), std::string::npos);
+}
+
+TEST_F(ClusterBackendFakeTest, TheFirstEnginesCapabilitiesAreProbedAndRecorded) {
+  auto seen = Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
+  EXPECT_EQ(Incidents(seen, "capabilities"),
+            (std::vector<std::string>{"engine-0: token ids: yes, stop at token ids: yes, reload "
+                                      "from disk: yes, sleep / wake: not probed"}));
+}
+
+TEST_F(ClusterBackendFakeTest, ARecipeNeedingACapabilityTheEngineLacksIsRefusedBeforeTraining) {
+  engines_->control = [](int, const std::string& path) -> std::optional<TestHttpReply> {
+    if (path != "/update_weights_from_disk") return std::nullopt;
+    TestHttpReply reply;
+    reply.status = 404;
+    reply.body = R"({"detail": "Not Found"})";
+    return reply;
+  };
+  Status failure;
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})}, &failure);
+  EXPECT_EQ(failure.code(), StatusCode::kInvalidRecipe);
+  for (const char* part : {"engine-0 (sglang engine at http://127.0.0.1:",
+                           "POST /update_weights_from_disk failed", "Not Found",
+                           "[trainer] weight_sync = \"disk\"", "weight_sync = \"restart\""}) {
+    EXPECT_NE(failure.message().find(part), std::string::npos) << part << "\n" << failure.message();
+  }
+  EXPECT_EQ(trainer_->Count("/train_step"), 0);
+}
+
+TEST_F(ClusterBackendFakeTest, WeightSyncRestartStartsEveryEngineAgainOnTheNewWeights) {
+  Stop();
+  ASSERT_NO_FATAL_FAILURE(
+      Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = "restart"; }));
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1, 1})});
+  const std::optional<pid_t> before = backend_->EnginePid(InstanceId(0));
+  auto seen = Until<backend::SyncDone>(backend::SyncWeights{1});
+  const std::optional<pid_t> after = backend_->EnginePid(InstanceId(0));
+  ASSERT_TRUE(before && after);
+  EXPECT_NE(*before, *after);
+  EXPECT_EQ(engines_->Count("/update_weights_from_disk"), 0);
+  EXPECT_TRUE(Incidents(seen, "fault").empty());
+}
+
+TEST_F(ClusterBackendFakeTest, WeightSyncNoneLeavesTheEnginesAlone) {
+  Stop();
+  ASSERT_NO_FATAL_FAILURE(Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = "none"; }));
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
+  const int saves = trainer_->Count("/save_weights");
+  auto seen = Until<backend::SyncDone>(backend::SyncWeights{1});
+  EXPECT_EQ(trainer_->Count("/save_weights"), saves);
+  EXPECT_EQ(engines_->Count("/update_weights_from_disk"), 0);
+  EXPECT_EQ(Incidents(seen, "sync").size(), 1u);
 }
 
 }  // namespace

@@ -223,8 +223,12 @@ TEST(EngineClientTest, ParsesRealShapedReplies) {
 
 TEST(EngineClientTest, ParsesLengthAndAbortFinishes) {
   // A length finish has no matched token; an abort keeps the partial output, even none.
+  // (It ends on a token that is not a stop token: one that is would be a stop.)
   const std::string length =
-      Edit(kSglangReply, R"({"type":"stop","matched":6})", R"({"type":"length","length":3})");
+      Edit(Edit(Edit(kSglangReply, R"({"type":"stop","matched":6})",
+                     R"({"type":"length","length":3})"),
+                "[5,19,6]", "[5,19,7]"),
+           "[0.0,6,null]", "[0.0,7,null]");
   const auto parsed = Sglang().ParseGenerate(TurnRequest(), Reply(length));
   ASSERT_OK(parsed);
   EXPECT_EQ(parsed->finish_reason, FinishReason::kLength);
@@ -311,7 +315,6 @@ TEST(EngineClientTest, RejectsMalformedVllmReplies) {
            "choices[0].finish_reason is missing"},
           {"unknown finish", 200, Edit(r, R"("finish_reason":"stop")", R"("finish_reason":"eos")"),
            R"(choices[0].finish_reason is "eos", not stop, length or abort)"},
-          {"no usage", 200, Edit(r, R"("usage")", R"("use")"), "usage is missing"},
           {"completion count", 200, Edit(r, R"("completion_tokens":3)", R"("completion_tokens":4)"),
            "the engine counted 4 completion tokens but returned 3"},
           {"prompt count", 200, Edit(r, R"("prompt_tokens":4)", R"("prompt_tokens":5)"),
