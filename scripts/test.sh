@@ -7,17 +7,18 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLIBRA_WERROR=ON
 cmake --build build -j2
-# The Python workers' own tests (about 10 s).
-(cd workers && /usr/bin/python3 -m unittest discover -s tests)
-# The Slurm launcher's tests run against a one-node Slurm on this machine (root only; they are
-# skipped without one).
-if [[ "$(id -u)" -eq 0 ]] && command -v slurmctld >/dev/null; then
+# The Slurm launcher's tests need a running Slurm. They are opt-in (LIBRA_TEST_SLURM=1, as root):
+# CI must not depend on daemons that may not start on its machine, and they add minutes. Without
+# one they report themselves skipped.
+if [[ "${LIBRA_TEST_SLURM:-0}" == 1 ]]; then
   slurm_dir="$PWD/build/slurm"
-  if conf=$(scripts/slurm-local.sh start "$slurm_dir"); then
+  if [[ "$(id -u)" -eq 0 ]] && conf=$(timeout 180 scripts/slurm-local.sh start "$slurm_dir"); then
     export "${conf?}"
     trap 'scripts/slurm-local.sh stop "$slurm_dir"' EXIT
   else
-    echo "test: the local Slurm did not start (see above); the Slurm tests are skipped"
+    echo "test: the local Slurm did not start (needs root; see above); the Slurm tests are skipped"
   fi
+else
+  echo "test: Slurm launcher tests skipped (set LIBRA_TEST_SLURM=1, as root, to run them against a local Slurm)"
 fi
 ctest --test-dir build --output-on-failure -j2
