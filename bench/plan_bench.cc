@@ -1,8 +1,8 @@
 // libra_plan_bench: how fast the global resource planner's search (Algorithm 1, planner/search.h)
 // is. Times Search for the paper's setting (48 A800 as 6 x 8, Qwen3-14B, 256 trajectories a
-// step, in the free space and in the paper's constrained one) and for 1,024 H100 (128 x 8,
-// Qwen3-32B, 2,048 trajectories a step), on r2e-gym-like lengths, and prints the milliseconds
-// and the chosen plan. Not a test: run it by hand (docs/benchmarks.md).
+// step, in the free space and in the paper's constrained one) and for 1,024 and 8,192 H100
+// (128 and 1,024 x 8, Qwen3-32B, 2,048 and 16,384 trajectories a step), on r2e-gym-like lengths,
+// and prints the milliseconds and the chosen plan. Not a test: run it by hand (docs/benchmarks.md).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -119,6 +119,11 @@ int main() {
     s.shape.staleness = 1;
     s.history = 4096;
     s.repeats = 5;
+    scenarios.push_back(s);
+    s.name = "large-8192 (free space)";
+    s.space.nodes = 1024;
+    s.shape.batch_trajectories = 16384;
+    s.repeats = 3;
     scenarios.push_back(s);
   }
   int failures = 0;

@@ -1,188 +1,313 @@
-// libra_router_bench: how fast the C-MLFQ router decides. Builds a prefix tree of about 100,000
-// nodes, keeps 10,000 trajectories in flight on 48 instances (TP 1/1/2/4 per node, 12 nodes) and
-// times placements, resumed turns, tool-return updates (tree lookup + move decision) and
-// trajectory completions (tree insertion). Not a test: run it by hand (docs/benchmarks.md).
-#include <chrono>
+// libra_router_bench: how fast the routers decide, on one core. The scenario is the one the
+// Libra authors benchmark C-MLFQ on: 20,000 trajectories in flight on 28 rollout instances (7
+// nodes of TP 1, 1, 2, 4) with a prefix tree over 200 prompts; here the trajectories are the
+// r2e-gym workload's (up to 12 turns, a validator tool after each but the last) and every router
+// has the options a recipe gets by default (C-MLFQ as the `libra` system runs it: cost-based
+// moves on the paper recipe's cost model, Qwen3-14B on A800).
+//
+// It drives each router as the coordinator does: a turn is routed, the instance's active count
+// goes up (and the coordinator's InstanceIndex with it), the turn ends, its tool returns and the
+// next turn is routed, and so on until the trajectory completes and a new one takes its place.
+// Each kind of call is timed in batches, bookkeeping included, in CPU time of this thread:
+//   placements      the first turn of the first 20,000 trajectories
+//   tool returns    the turn after a tool call (C-MLFQ: tree lookup and move decision)
+//   completions     a finished trajectory (C-MLFQ: tree insertion)
+//   re-placements   the first turn of a trajectory replacing a completed one
+//   steps           the router's work when a train step starts (C-MLFQ: the periodic rebuild)
+//
+//   ./build/bench/libra_router_bench [--router NAME]... [--in-flight N] [--waves N]
+//
+// docs/benchmarks.md records the figures and the machine they came from.
+#include <time.h>
+
+#include <algorithm>
 #include <cstdio>
-#include <random>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
-#include "sched/cmlfq.h"
+#include "model/cost_model.h"
+#include "recipe/recipe_parser.h"
+#include "sched/instance_index.h"
+#include "sched/router.h"
+#include "workload/workload.h"
 
+namespace libra {
 namespace {
 
-using libra::InstanceId;
-using libra::PromptId;
-using libra::TrajectoryId;
-using namespace libra::sched;  // NOLINT: a benchmark's main
+constexpr int kPrompts = 200;
+constexpr int kSamples = 8;  // GRPO group size: scripts cycle over 200 x 8 trajectories
 
-constexpr int kInFlight = 10000;
-constexpr int kTurns = 8;
-constexpr int kPrompts = 4000;
-constexpr size_t kTargetNodes = 100000;
-const char* const kTools[] = {"search", "code_executor", "validator", "browser"};
-
-double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+double CpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
-struct Script {
-  int64_t prompt;
-  std::vector<ToolObservation> tools;
-  std::vector<int64_t> turn_tokens;
+struct Timed {
+  double seconds = 0;
+  int64_t calls = 0;
+  double PerSecond() const { return seconds > 0 ? static_cast<double>(calls) / seconds : 0; }
 };
 
-Script RandomScript(std::mt19937_64& rng) {
-  Script s;
-  s.prompt = static_cast<int64_t>(rng() % kPrompts);
-  const int turns = 2 + static_cast<int>(rng() % kTurns);
-  for (int t = 0; t < turns; ++t) {
-    s.turn_tokens.push_back(static_cast<int64_t>(200 + rng() % 4000));
-    if (t + 1 < turns) {
-      s.tools.push_back(ToolObservation{kTools[rng() % 4],
-                                        static_cast<libra::workload::ToolStatus>(rng() % 3),
-                                        static_cast<int64_t>(rng() % 15000)});
+struct Row {
+  std::string router;
+  Timed placements, tool_returns, completions, replacements, steps;
+  double moves = 0;
+};
+
+// Plays the coordinator's part around one router: requests are built and turns ended outside
+// the timed loops, which time the router's calls and the coordinator's bookkeeping of each call
+// (the instance's active count and its InstanceIndex).
+class Driver {
+ public:
+  Driver(sched::Router& router, const std::vector<workload::TrajectoryScript>& scripts,
+         const std::vector<int64_t>& prompt_tokens, int in_flight)
+      : router_(router), scripts_(scripts), prompt_tokens_(prompt_tokens) {
+    for (int node = 0; node < 7; ++node) {
+      for (int tp : {1, 1, 2, 4}) {
+        sched::InstanceState s;
+        s.id = InstanceId(static_cast<int64_t>(instances_.size()));
+        s.tp = tp;
+        instances_.push_back(s);
+      }
+    }
+    index_.Reset(instances_);
+    live_.resize(static_cast<size_t>(in_flight));
+    for (Live& t : live_) {
+      t.turn_tokens.reserve(16);
+      t.tools.reserve(16);
     }
   }
-  return s;
+
+  size_t size() const { return live_.size(); }
+
+  /// Starts trajectory `slot` afresh and returns the request for its first turn.
+  const sched::RouteRequest& Start(size_t slot) {
+    Live& t = live_[slot];
+    t.id = next_id_++;
+    t.script = static_cast<size_t>(t.id) % scripts_.size();
+    t.prompt = static_cast<int64_t>(t.script) / kSamples;
+    t.turn = 0;
+    t.generated = 0;
+    t.context = prompt_tokens_[static_cast<size_t>(t.prompt)];
+    t.turn_tokens.clear();
+    t.tools.clear();
+    return Request(slot);
+  }
+
+  /// The request for the next turn of trajectory `slot`.
+  const sched::RouteRequest& Request(size_t slot) {
+    Live& t = live_[slot];
+    sched::RouteRequest& r = t.request;
+    r.trajectory = TrajectoryId(t.id);
+    r.prompt = PromptId(t.prompt);
+    r.turn = t.turn;
+    r.prompt_tokens = prompt_tokens_[static_cast<size_t>(t.prompt)];
+    r.context_tokens = t.context;
+    r.generated_tokens = t.generated;
+    r.previous = InstanceId(t.instance);
+    if (t.tools.empty()) {
+      r.last_tool.reset();
+    } else {
+      r.last_tool = t.tools.back();
+    }
+    r.oracle_remaining_tokens = scripts_[t.script].generated_tokens() - t.generated;
+    r.index = &index_;
+    return r;
+  }
+
+  /// Routes the prepared request of trajectory `slot`, as the coordinator does. Timed.
+  void Route(size_t slot) {
+    Live& t = live_[slot];
+    const sched::RouteDecision d = router_.Route(t.request, instances_);
+    t.instance = d.instance ? d.instance->value : -1;
+    if (t.instance >= 0) {
+      ++instances_[static_cast<size_t>(t.instance)].active;
+      index_.Update(instances_, static_cast<size_t>(t.instance));
+    }
+  }
+
+  /// Ends the turn in flight of every trajectory and prepares what follows: the slots whose
+  /// trajectory called a tool (their next request), and those that completed (their
+  /// observation). A turn the router deferred is routed again.
+  void EndTurns(std::vector<size_t>* tool_calls, std::vector<size_t>* completed) {
+    tool_calls->clear();
+    completed->clear();
+    for (size_t slot = 0; slot < live_.size(); ++slot) {
+      Live& t = live_[slot];
+      if (t.instance < 0) {
+        Route(slot);
+        continue;
+      }
+      const workload::TurnScript& turn = scripts_[t.script].turns[static_cast<size_t>(t.turn)];
+      sched::InstanceState& s = instances_[static_cast<size_t>(t.instance)];
+      s.active = std::max(0, s.active - 1);
+      index_.Update(instances_, static_cast<size_t>(t.instance));
+      router_.OnTurnDone(sched::TurnObservation{TrajectoryId(t.id), PromptId(t.prompt),
+                                                InstanceId(t.instance), t.turn,
+                                                turn.generated_tokens, turn.end});
+      t.generated += turn.generated_tokens;
+      t.context += turn.generated_tokens;
+      t.turn_tokens.push_back(turn.generated_tokens);
+      if (turn.end == workload::TurnEnd::kToolCall) {
+        t.context += turn.tool_output_tokens;
+        t.tools.push_back(
+            sched::ToolObservation{turn.tool, turn.tool_status, turn.tool_output_tokens});
+        ++t.turn;
+        Request(slot);
+        tool_calls->push_back(slot);
+      } else {
+        sched::TrajectoryObservation& o = t.observation;
+        o.trajectory = TrajectoryId(t.id);
+        o.prompt = PromptId(t.prompt);
+        o.prompt_tokens = prompt_tokens_[static_cast<size_t>(t.prompt)];
+        o.turn_tokens.assign(t.turn_tokens.begin(), t.turn_tokens.end());
+        o.tools.assign(t.tools.begin(), t.tools.end());
+        o.truncated = scripts_[t.script].truncated();
+        completed->push_back(slot);
+      }
+    }
+  }
+
+  /// Hands the router the completed trajectory of `slot`. Timed.
+  void Complete(size_t slot) { router_.OnTrajectoryDone(live_[slot].observation); }
+
+ private:
+  struct Live {
+    int64_t id = 0;
+    size_t script = 0;
+    int64_t prompt = 0;
+    int turn = 0;
+    int64_t instance = -1;
+    int64_t generated = 0;
+    int64_t context = 0;
+    std::vector<int64_t> turn_tokens;
+    std::vector<sched::ToolObservation> tools;
+    sched::RouteRequest request;
+    sched::TrajectoryObservation observation;
+  };
+
+  sched::Router& router_;
+  const std::vector<workload::TrajectoryScript>& scripts_;
+  const std::vector<int64_t>& prompt_tokens_;
+  std::vector<sched::InstanceState> instances_;
+  sched::InstanceIndex index_;
+  std::vector<Live> live_;
+  int64_t next_id_ = 0;
+};
+
+template <typename F>
+void Time(Timed& timed, const std::vector<size_t>& slots, F call) {
+  const double start = CpuSeconds();
+  for (size_t slot : slots) call(slot);
+  timed.seconds += CpuSeconds() - start;
+  timed.calls += static_cast<int64_t>(slots.size());
 }
 
-TrajectoryObservation Observation(int64_t id, const Script& s) {
-  TrajectoryObservation o;
-  o.trajectory = TrajectoryId(id);
-  o.prompt = PromptId(s.prompt);
-  o.prompt_tokens = 1000;
-  o.turn_tokens = s.turn_tokens;
-  o.tools = s.tools;
-  return o;
+Result<Row> RunRouter(const std::string& name, const model::CostModel& cost,
+                      const std::vector<workload::TrajectoryScript>& scripts,
+                      const std::vector<int64_t>& prompt_tokens, int in_flight, int waves) {
+  LIBRA_ASSIGN_OR_RETURN(
+      std::unique_ptr<sched::Router> router,
+      sched::BuiltinRouters().Create(name, recipe::OptionTable(), sched::RouterDeps{&cost}));
+  Driver driver(*router, scripts, prompt_tokens, in_flight);
+  Row row;
+  row.router = name;
+  auto route = [&](size_t slot) { driver.Route(slot); };
+  std::vector<size_t> all(driver.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  for (size_t slot : all) driver.Start(slot);
+  Time(row.placements, all, route);
+  std::vector<size_t> tool_calls, completed;
+  for (int wave = 0; wave < waves; ++wave) {
+    driver.EndTurns(&tool_calls, &completed);
+    Time(row.tool_returns, tool_calls, route);
+    Time(row.completions, completed, [&](size_t slot) { driver.Complete(slot); });
+    for (size_t slot : completed) driver.Start(slot);
+    Time(row.replacements, completed, route);
+    // A train step about every 2,048 completions (256 prompts x 8 samples).
+    if (wave % 2 == 1) {
+      const double start = CpuSeconds();
+      router->OnStep(wave / 2);
+      row.steps.seconds += CpuSeconds() - start;
+      ++row.steps.calls;
+    }
+  }
+  const sched::RouterMetrics m = router->Metrics();
+  for (const char* key : {"moves/tree", "moves/quantum", "cost_vetoes"}) {
+    if (auto it = m.values.find(key); it != m.values.end()) row.moves += it->second;
+  }
+  return row;
 }
 
 }  // namespace
+}  // namespace libra
 
-int main() {
-  libra::recipe::OptionTable options;  // defaults: 4k/12k/30k buckets on TP 1/2/4
-  auto created = CmlfqRouter::Create(options, RouterDeps());
-  if (!created.ok()) {
-    std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
+int main(int argc, char** argv) {
+  using namespace libra;  // NOLINT: a benchmark's main
+  std::vector<std::string> routers;
+  int in_flight = 20000;
+  int waves = 40;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--router" && i + 1 < argc) {
+      routers.push_back(argv[++i]);
+    } else if (arg == "--in-flight" && i + 1 < argc) {
+      in_flight = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--waves" && i + 1 < argc) {
+      waves = std::max(1, std::atoi(argv[++i]));
+    } else {
+      std::printf("usage: libra_router_bench [--router NAME]... [--in-flight N] [--waves N]\n");
+      return arg == "-h" || arg == "--help" ? 0 : 2;
+    }
+  }
+  if (routers.empty()) {
+    routers = {"cmlfq",   "least-conn",    "round-robin", "length-aware",
+               "la-mlfq", "oracle-length", "sorted"};
+  }
+  const std::string path = std::string(LIBRA_SOURCE_DIR) + "/recipes/paper/r2e-gym-qwen3-14b.toml";
+  auto parsed = recipe::ParseRecipeFile(path, {});
+  if (!parsed.ok() || !parsed->diagnostics.empty()) {
+    std::fprintf(stderr, "libra_router_bench: cannot read %s\n", path.c_str());
     return 1;
   }
-  auto& router = static_cast<CmlfqRouter&>(*created.value());
-  std::mt19937_64 rng(42);
-
-  // A tree of ~100,000 nodes from finished trajectories.
-  int64_t next_id = 0;
-  auto start = std::chrono::steady_clock::now();
-  int64_t inserted = 0;
-  while (router.tree().node_count() < kTargetNodes) {
-    router.OnTrajectoryDone(Observation(next_id++, RandomScript(rng)));
-    ++inserted;
+  const recipe::Recipe& r = parsed->recipe;
+  auto workload = workload::MakeWorkload(r.workload, r.seed);
+  auto cost = model::MakeCostModel(r);
+  if (!workload.ok() || !cost.ok()) {
+    std::fprintf(stderr, "libra_router_bench: %s\n",
+                 (!workload.ok() ? workload.status() : cost.status()).ToString().c_str());
+    return 1;
   }
-  const double insert_s = Seconds(start);
-  const size_t initial_nodes = router.tree().node_count();
-
-  std::vector<InstanceState> instances;
-  for (int node = 0; node < 12; ++node) {
-    for (int tp : {1, 1, 2, 4}) {
-      instances.push_back(
-          InstanceState{InstanceId(static_cast<int64_t>(instances.size())), tp, 0, true});
+  std::vector<workload::TrajectoryScript> scripts;
+  std::vector<int64_t> prompt_tokens;
+  int64_t turns = 0;
+  for (int p = 0; p < kPrompts; ++p) {
+    prompt_tokens.push_back((*workload)->Prompt(p).prompt_tokens);
+    for (int s = 0; s < kSamples; ++s) {
+      scripts.push_back((*workload)->Script(p, s, 0, (*workload)->skill_params().initial));
+      turns += static_cast<int64_t>(scripts.back().turns.size());
     }
   }
-
-  // 10,000 trajectories in flight: placements.
-  std::vector<Script> scripts;
-  std::vector<int64_t> ids;
-  for (int i = 0; i < kInFlight; ++i) {
-    scripts.push_back(RandomScript(rng));
-    ids.push_back(next_id++);
-  }
-  std::vector<RouteRequest> first(kInFlight);
-  for (int i = 0; i < kInFlight; ++i) {
-    first[static_cast<size_t>(i)].trajectory = TrajectoryId(ids[static_cast<size_t>(i)]);
-    first[static_cast<size_t>(i)].prompt = PromptId(scripts[static_cast<size_t>(i)].prompt);
-    first[static_cast<size_t>(i)].context_tokens = 1000;
-  }
-  start = std::chrono::steady_clock::now();
-  int64_t routed = 0;
-  for (const RouteRequest& r : first) routed += router.Route(r, instances).instance ? 1 : 0;
-  const double place_s = Seconds(start);
-
-  // Resumed turns (no tool return to judge): the common routing decision.
-  constexpr int kResumeRounds = 100;
-  start = std::chrono::steady_clock::now();
-  for (int round = 0; round < kResumeRounds; ++round) {
-    for (const RouteRequest& r : first) routed += router.Route(r, instances).instance ? 1 : 0;
-  }
-  const double resume_s = Seconds(start);
-
-  // Tool-return updates: every trajectory reports its tool returns turn by turn; finished ones
-  // are replaced by new ones (completions timed separately).
-  std::vector<RouteRequest> tool_requests;
-  std::vector<TrajectoryObservation> finished;
-  constexpr int kWaves = 6;
-  double update_s = 0;
-  double done_s = 0;
-  double new_s = 0;
-  int64_t updates = 0;
-  int64_t completions = 0;
-  for (int wave = 0; wave < kWaves; ++wave) {
-    tool_requests.clear();
-    for (int turn = 1; turn <= kTurns; ++turn) {
-      for (int i = 0; i < kInFlight; ++i) {
-        const Script& s = scripts[static_cast<size_t>(i)];
-        if (static_cast<size_t>(turn) > s.tools.size()) continue;
-        RouteRequest r = first[static_cast<size_t>(i)];
-        r.turn = turn;
-        r.generated_tokens = 1000 * turn;
-        r.context_tokens = 1000 + 2000 * turn;
-        r.last_tool = s.tools[static_cast<size_t>(turn - 1)];
-        tool_requests.push_back(std::move(r));
-      }
-    }
-    start = std::chrono::steady_clock::now();
-    for (const RouteRequest& r : tool_requests)
-      routed += router.Route(r, instances).instance ? 1 : 0;
-    update_s += Seconds(start);
-    updates += static_cast<int64_t>(tool_requests.size());
-
-    finished.clear();
-    for (int i = 0; i < kInFlight; ++i) {
-      finished.push_back(Observation(ids[static_cast<size_t>(i)], scripts[static_cast<size_t>(i)]));
-    }
-    start = std::chrono::steady_clock::now();
-    for (const TrajectoryObservation& o : finished) router.OnTrajectoryDone(o);
-    done_s += Seconds(start);
-    completions += kInFlight;
-
-    for (int i = 0; i < kInFlight; ++i) {
-      scripts[static_cast<size_t>(i)] = RandomScript(rng);
-      ids[static_cast<size_t>(i)] = next_id++;
-      first[static_cast<size_t>(i)].trajectory = TrajectoryId(ids[static_cast<size_t>(i)]);
-      first[static_cast<size_t>(i)].prompt = PromptId(scripts[static_cast<size_t>(i)].prompt);
-    }
-    start = std::chrono::steady_clock::now();
-    for (const RouteRequest& r : first) routed += router.Route(r, instances).instance ? 1 : 0;
-    new_s += Seconds(start);
-  }
-
-  const libra::sched::RouterMetrics m = router.Metrics();
   std::printf(
-      "cmlfq router benchmark: %zu tree nodes (%lld trajectories inserted in %.3f s, "
-      "%.0f insertions/s), %d in flight on %zu instances\n",
-      initial_nodes, static_cast<long long>(inserted), insert_s,
-      static_cast<double>(inserted) / insert_s, kInFlight, instances.size());
-  std::printf("  placements          %10.0f /s  (%d in %.4f s)\n", kInFlight / place_s, kInFlight,
-              place_s);
-  std::printf("  resumed turns       %10.0f /s  (%d in %.4f s)\n",
-              kResumeRounds * kInFlight / resume_s, kResumeRounds * kInFlight, resume_s);
-  std::printf("  tool-return updates %10.0f /s  (%lld in %.4f s)\n",
-              static_cast<double>(updates) / update_s, static_cast<long long>(updates), update_s);
-  std::printf("  completions         %10.0f /s  (%lld in %.4f s)\n",
-              static_cast<double>(completions) / done_s, static_cast<long long>(completions),
-              done_s);
-  std::printf("  re-placements       %10.0f /s  (%d in %.4f s)\n", kWaves * kInFlight / new_s,
-              kWaves * kInFlight, new_s);
-  std::printf("  routed %lld; moves/tree %.0f, fallbacks %.0f, tree_nodes at the end %.0f\n",
-              static_cast<long long>(routed), m.values.at("moves/tree"), m.values.at("fallbacks"),
-              m.values.at("tree_nodes"));
+      "router benchmark: %d trajectories in flight on 28 instances (7 x TP 1,1,2,4), %d prompts, "
+      "r2e-gym scripts (%.1f turns each on average), %d waves; calls per CPU-second\n",
+      in_flight, kPrompts, static_cast<double>(turns) / static_cast<double>(scripts.size()), waves);
+  std::printf("%-14s %12s %12s %12s %14s %12s %10s\n", "router", "placements", "tool returns",
+              "completions", "re-placements", "step (ms)", "moves");
+  for (const std::string& name : routers) {
+    auto row = RunRouter(name, **cost, scripts, prompt_tokens, in_flight, waves);
+    if (!row.ok()) {
+      std::fprintf(stderr, "libra_router_bench: %s: %s\n", name.c_str(),
+                   row.status().ToString().c_str());
+      return 1;
+    }
+    std::printf("%-14s %12.3g %12.3g %12.3g %14.3g %12.3f %10.0f\n", row->router.c_str(),
+                row->placements.PerSecond(), row->tool_returns.PerSecond(),
+                row->completions.PerSecond(), row->replacements.PerSecond(),
+                row->steps.calls > 0 ? 1e3 * row->steps.seconds / row->steps.calls : 0.0,
+                row->moves);
+  }
   return 0;
 }

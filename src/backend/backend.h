@@ -64,6 +64,13 @@ struct StartTurn {
   /// The policy's modelled skill (workload::SkillModel): simulated backends draw rewards from it;
   /// real backends ignore it (a real policy's reward is measured).
   double skill = 0;
+  /// The router's scheduling hints (sched::RouteDecision): the turn's priority (higher first,
+  /// unset = first come, first served), whether the trajectory's KV moves from the instance that
+  /// cached it instead of being prefilled again, and seconds of setup from the start of the
+  /// preceding tool call. The simulator models all three; the cluster backend ignores them.
+  std::optional<double> priority{};
+  bool move_kv = false;
+  double setup_s = 0;
 };
 
 /// Runs the tool the trajectory's last turn called.

@@ -2,7 +2,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include "cli/commands.h"
@@ -25,9 +27,27 @@ constexpr const char* kFooter =
 
 void AddRewardTarget(CLI::App* sub, std::optional<double>* target) {
   sub->add_option("--reward-target", *target,
-                  "Reward (3-step moving mean) that \"to reward s\" times; default: the lowest "
-                  "peak among the runs, which every run reaches")
+                  "Evaluation score that \"to target s\" times; default: per seed, [eval]\n"
+                  "target_fraction (0.8) of the way from the initial score to the best final\n"
+                  "score among the runs")
       ->type_name("R");
+}
+
+/// An integer in [min, 2^63 - 1] written in decimal: CLI11 alone would clamp a larger one to
+/// the largest int64 (two different seeds would run the same experiment).
+CLI::Validator Int64AtLeast(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        int64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size() || value < min) {
+          return StrFormat(
+              "must be an integer in [%lld, %lld] (got %s)", static_cast<long long>(min),
+              static_cast<long long>(std::numeric_limits<int64_t>::max()), text.c_str());
+        }
+        return "";
+      },
+      "");
 }
 
 void AddRecipeOptions(CLI::App* sub, RecipeOptions* o, bool recipe_required = true) {
@@ -38,8 +58,11 @@ void AddRecipeOptions(CLI::App* sub, RecipeOptions* o, bool recipe_required = tr
   sub->add_option("--db", o->db, "Results database (created if missing)")
       ->capture_default_str()
       ->type_name("PATH");
-  sub->add_option("--seed", o->seed, "Override the recipe's seed")->type_name("N");
+  sub->add_option("--seed", o->seed, "Override the recipe's seed")
+      ->check(Int64AtLeast(0))
+      ->type_name("N");
   sub->add_option("--steps", o->steps, "Override the recipe's number of training steps")
+      ->check(Int64AtLeast(1))
       ->type_name("N");
   sub->add_option("--set", o->sets,
                   "Override any recipe field, checked like the file; repeatable.\n"
@@ -72,9 +95,12 @@ int Main(int argc, char** argv) {
   AddRecipeOptions(run_cmd, run.get(), /*recipe_required=*/false);
   run_cmd
       ->add_option("--resume", run->resume,
-                   "Continue this interrupted or failed run of --db (its recorded recipe\n"
-                   "and system; no RECIPE)")
+                   "Continue this interrupted or failed run of --db, or one whose libra\n"
+                   "died (its recorded recipe and system; no RECIPE)")
       ->type_name("RUN");
+  run_cmd->add_flag("--take-over", run->take_over,
+                    "With --resume: take over a run recorded as running by a libra on\n"
+                    "another host, which this one cannot check (make sure it is gone)");
   run_cmd->callback([&] { exit_code = RunRun(*run, io); });
 
   auto compare = std::make_shared<CompareOptions>();
@@ -84,11 +110,20 @@ int Main(int argc, char** argv) {
       "Every system runs on the identical workload (same seed, same trajectories). The runs\n"
       "are recorded as one comparison; the table shows the speedup over the first baseline.\n\n" +
       std::string(kFooter));
-  AddRecipeOptions(compare_cmd, &compare->common);
+  AddRecipeOptions(compare_cmd, &compare->common, /*recipe_required=*/false);
+  compare_cmd
+      ->add_option("--resume", compare->resume,
+                   "Continue this comparison of --db as recorded (no RECIPE): show the\n"
+                   "finished runs, resume unfinished ones, run the rest")
+      ->type_name("COMPARISON");
+  compare_cmd->add_flag("--take-over", compare->common.take_over,
+                        "With --resume: take over runs recorded as running by a libra on\n"
+                        "another host (make sure it is gone)");
   compare_cmd
       ->add_option("--systems", compare->systems,
                    "Only these systems, in this order (comma separated)")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->type_name("A,B,...");
   compare_cmd
       ->add_option("--repeat", compare->repeat,
@@ -97,7 +132,42 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->type_name("K");
   AddRewardTarget(compare_cmd, &compare->reward_target);
+  compare_cmd->add_flag("--tuned", compare->tuned,
+                        "Run every peer at its tuned configuration (`libra tune`; tuned first\n"
+                        "where the database holds no tuning for this recipe). Libra's systems\n"
+                        "run as their planner decides");
+  compare_cmd->add_flag("--as-written", compare->as_written,
+                        "Run every system as the recipe writes it, even when its [tuning]\n"
+                        "sets compare_tuned");
+  compare_cmd->add_flag("--sensitivity", compare->sensitivity,
+                        "Rerun the comparison under the standard perturbations of the constants\n"
+                        "the simulator cannot measure; print each system's range and how often\n"
+                        "it is first (docs/results.md, \"Robustness\")");
   compare_cmd->callback([&] { exit_code = RunCompare(*compare, io); });
+
+  auto tune = std::make_shared<TuneOptions>();
+  CLI::App* tune_cmd = app.add_subcommand(
+      "tune", "Search a peer's knobs by simulation and record its best configuration");
+  tune_cmd->footer(
+      "Each peer declares the knobs its real system exposes (rollout TP, the train/rollout\n"
+      "split, staleness where users can set it, its scheduler's thresholds). The search spends\n"
+      "the same budget of simulated runs on every system, on seeds that are never reporting\n"
+      "seeds, and records every configuration tried; `libra compare --tuned` then runs the peer\n"
+      "at the winner. Libra's systems are never tuned. docs/recipes.md, \"Tuning\".\n\n" +
+      std::string(kFooter));
+  AddRecipeOptions(tune_cmd, &tune->common);
+  tune_cmd
+      ->add_option("--system", tune->systems,
+                   "The systems to tune, the recipe's or named systems (comma separated;\n"
+                   "default: every system of the recipe with knobs)")
+      ->delimiter(',')
+      ->type_name("A,B,...");
+  tune_cmd
+      ->add_option("--budget", tune->budget,
+                   "Simulated runs per system (default: [tuning] budget_runs, 24)")
+      ->check(CLI::Range(1, 100000))
+      ->type_name("N");
+  tune_cmd->callback([&] { exit_code = RunTune(*tune, io); });
 
   auto report = std::make_shared<ReportOptions>();
   CLI::App* report_cmd = app.add_subcommand("report", "Show recorded runs and comparisons");
@@ -151,7 +221,8 @@ int Main(int argc, char** argv) {
   plan_cmd->footer(
       "Shows the training / rollout split and rollout layout that each system's planner\n"
       "chooses for the recipe's cluster, and why; for planners that search (grp, no-ehp,\n"
-      "libra-ref), their best candidates with predicted times. Runs nothing.\n\n" +
+      "libra-ref), their best candidates with predicted times. Runs nothing, except that\n"
+      "--check simulates each plan (docs/planner.md, \"Checking a plan\").\n\n" +
       std::string(kFooter));
   AddRecipeOptions(plan_cmd, &plan->common);
   plan_cmd->add_option("--systems", plan->systems, "Only these systems (comma separated)")
@@ -159,6 +230,10 @@ int Main(int argc, char** argv) {
       ->type_name("A,B,...");
   plan_cmd->add_flag("--explain", plan->explain,
                      "Also print the search: training budgets, what was pruned and why");
+  plan_cmd->add_flag("--check", plan->check,
+                     "Simulate each plan that comes with predicted phases and print predicted\n"
+                     "against measured (rollout, train, sync, step); exit 1 when the step is off\n"
+                     "by more than 10% or a phase by more than 15%");
   plan_cmd->callback([&] { exit_code = RunPlan(*plan, io); });
 
   auto validate = std::make_shared<RecipeOptions>();

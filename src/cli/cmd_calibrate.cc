@@ -82,7 +82,7 @@ int RunCalibrate(const CalibrateOptions& options, const Io& io) {
   if (!before.ok()) return Fail(io, before.status());
 
   store::Store::Options open;
-  open.create_if_missing = false;
+  open.read_only = true;
   auto store = store::Store::Open(options.common.db, open);
   if (!store.ok()) return Fail(io, store.status());
 

@@ -31,11 +31,9 @@ namespace libra::cli {
 namespace {
 
 Result<gpu::ProbeReport> Import(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot read the probe file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto report = gpu::ParseProbeReport(text.str());
+  LIBRA_ASSIGN_OR_RETURN(const std::string text,
+                         ReadFileBounded(path, gpu::kMaxProbeReportBytes, "probe file"));
+  auto report = gpu::ParseProbeReport(text);
   if (!report.ok()) return Status::InvalidArgument(path + ": " + report.status().message());
   return report;
 }

@@ -1,5 +1,6 @@
 // `libra report`: tables from the results database.
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <ostream>
 #include <set>
@@ -9,6 +10,7 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "libra/config.h"
+#include "recipe/recipe_parser.h"
 #include "report/charts.h"
 #include "report/summary.h"
 #include "report/trace_events.h"
@@ -64,7 +66,11 @@ Result<Selection> Select(store::Store& store, const std::vector<store::RunInfo>&
   for (const std::string& arg : args) {
     if (!arg.empty() &&
         std::all_of(arg.begin(), arg.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      selection.ids.push_back(std::stoll(arg));
+      int64_t id = 0;
+      if (std::from_chars(arg.data(), arg.data() + arg.size(), id).ec != std::errc()) {
+        return Status::NotFound("run " + arg + " is not in " + db);
+      }
+      selection.ids.push_back(id);
       continue;
     }
     auto comparison = std::find_if(comparisons.rbegin(), comparisons.rend(),
@@ -93,6 +99,20 @@ Result<Selection> Select(store::Store& store, const std::vector<store::RunInfo>&
     return Status::NotFound(what);
   }
   return selection;
+}
+
+/// How convergence is read: --reward-target, else the fraction of the first run's recipe
+/// ([eval] target_fraction; 0.8 when it cannot be read).
+report::Convergence ConvergenceOf(const ReportOptions& options,
+                                  const std::vector<report::RunView>& views) {
+  report::Convergence convergence;
+  convergence.target = options.reward_target;
+  if (!views.empty()) {
+    auto parsed = recipe::ParseRecipe(views.front().run.recipe_toml,
+                                      views.front().run.recipe_source, {});
+    if (parsed.ok()) convergence.fraction = parsed->recipe.eval.target_fraction;
+  }
+  return convergence;
 }
 
 /// Writes one run's trajectories, with their turns, as a trace.
@@ -221,7 +241,7 @@ Status WriteMarkdown(store::Store& store, const std::vector<report::RunView>& vi
                   simulated ? " Simulated runs: times are simulated seconds and rewards are "
                               "modelled (the skill model), not measured."
                             : "");
-  md += "## Summary\n\n" + report::SummaryTable(views, baseline, options.reward_target)
+  md += "## Summary\n\n" + report::SummaryTable(views, baseline, ConvergenceOf(options, views))
                                .Render(report::Format::kMarkdown);
   md += "\n## Plots\n\n";
   for (const std::string& plot : plots) {
@@ -249,7 +269,7 @@ int RunReport(const ReportOptions& options, const Io& io) {
                                             options.format + "')"));
   }
   store::Store::Options open;
-  open.create_if_missing = false;
+  open.read_only = true;
   auto store = store::Store::Open(options.db, open);
   if (!store.ok()) return Fail(io, store.status());
 
@@ -293,6 +313,17 @@ int RunReport(const ReportOptions& options, const Io& io) {
   }
   auto baseline = FindBaseline(options.baseline, views);
   if (!baseline.ok()) return Fail(io, baseline.status());
+  const report::Convergence convergence = ConvergenceOf(options, views);
+  // A sensitivity study (`compare --sensitivity`) is shown as one again.
+  const bool sensitivity = std::any_of(views.begin(), views.end(), [](const report::RunView& v) {
+    return !v.run.scenario.empty();
+  });
+  std::vector<std::string> systems;
+  for (const report::RunView& v : views) {
+    if (std::find(systems.begin(), systems.end(), v.run.system) == systems.end()) {
+      systems.push_back(v.run.system);
+    }
+  }
 
   if (options.steps && views.size() != 1) {
     return Fail(io, Status::InvalidArgument("--steps shows one run; name exactly one run id"));
@@ -328,7 +359,7 @@ int RunReport(const ReportOptions& options, const Io& io) {
   }
   if (*format == report::Format::kCsv || *format == report::Format::kJson) {
     io.out << (options.steps ? report::StepTable(views.front())
-                             : report::SummaryTable(views, *baseline, options.reward_target))
+                             : report::SummaryTable(views, *baseline, convergence))
                   .Render(*format);
     return kExitOk;
   }
@@ -338,7 +369,12 @@ int RunReport(const ReportOptions& options, const Io& io) {
   if (views.size() == 1)
     io.out << (markdown ? "## " : "") << report::RunHeadline(views.front().run) << "\n\n";
   if (!options.steps) {
-    io.out << report::SummaryTable(views, *baseline, options.reward_target).Render(*format);
+    if (sensitivity) {
+      io.out << report::SensitivityMatrix(views, systems).Render(*format) << "\n"
+             << report::SensitivityTable(views, systems).Render(*format);
+    } else {
+      io.out << report::SummaryTable(views, *baseline, convergence).Render(*format);
+    }
     // Simulated and real runs side by side: say which numbers were measured.
     std::vector<std::string> simulated;
     std::vector<std::string> real;

@@ -20,6 +20,8 @@ struct RecipeOptions {
   bool quiet = false;
   /// `libra run --resume RUN`: continue that run of the database.
   std::optional<int64_t> resume;
+  /// `--take-over`: resume RUN even when it is recorded as running by a libra on another host.
+  bool take_over = false;
 };
 
 struct CompareOptions {
@@ -29,9 +31,27 @@ struct CompareOptions {
   /// Run every system with this many seeds (the recipe's, then the next ones) and report the
   /// mean and spread.
   int repeat = 1;
-  /// The smoothed reward whose first arrival the "to reward s" column times (default: the
-  /// lowest peak among the runs).
+  /// The evaluation score whose first arrival the "to target s" column times (default: per
+  /// seed, [eval] target_fraction of the way from the initial to the best final score).
   std::optional<double> reward_target;
+  /// Run every peer at its tuned configuration (tuning it first where none is recorded); the
+  /// recipe's [tuning] compare_tuned sets it by default.
+  bool tuned = false;
+  /// Run the systems as the recipe writes them, even when [tuning] compare_tuned is set.
+  bool as_written = false;
+  /// Rerun the comparison under the standard perturbations (experiment/sensitivity.h) and print
+  /// per system its throughput range and how often it is first.
+  bool sensitivity = false;
+  /// `libra compare --resume COMPARISON`: continue that comparison of the database.
+  std::optional<int64_t> resume;
+};
+
+struct TuneOptions {
+  RecipeOptions common;
+  /// The systems to tune (the recipe's or named systems); default: every system with knobs.
+  std::vector<std::string> systems;
+  /// Simulated runs per system (default: the recipe's [tuning] budget_runs).
+  std::optional<int> budget;
 };
 
 struct ReportOptions {
@@ -61,6 +81,9 @@ struct PlanOptions {
   std::vector<std::string> systems;
   /// Also print each searching planner's search summary (budgets, prunes, best per budget).
   bool explain = false;
+  /// Simulate each predicting planner's plan and print predicted against measured per phase;
+  /// exit 1 when a phase is outside its limit.
+  bool check = false;
 };
 
 struct CostOptions {
@@ -138,6 +161,7 @@ struct Io {
 
 int RunRun(const RecipeOptions& options, const Io& io);
 int RunCompare(const CompareOptions& options, const Io& io);
+int RunTune(const TuneOptions& options, const Io& io);
 int RunReport(const ReportOptions& options, const Io& io);
 int RunPlan(const PlanOptions& options, const Io& io);
 int RunValidate(const RecipeOptions& options, const Io& io);

@@ -6,13 +6,14 @@
 
 #include "cli/exit_codes.h"
 #include "cluster/cluster_backend.h"
+#include "common/files.h"
 #include "common/strings.h"
 #include "recipe/recipe_parser.h"
 #include "sim/cluster_sim.h"
 
 namespace libra::cli {
 
-Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options) {
+Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options, bool plan_systems) {
   std::vector<std::string> overrides;
   if (options.seed)
     overrides.push_back(StrFormat("seed=%lld", static_cast<long long>(*options.seed)));
@@ -22,7 +23,7 @@ Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options) {
   overrides.insert(overrides.end(), options.sets.begin(), options.sets.end());
   LIBRA_ASSIGN_OR_RETURN(recipe::ParsedRecipe parsed,
                          recipe::ParseRecipeFile(options.recipe, overrides));
-  experiment::ValidateWithRegistries(parsed.recipe, &parsed.diagnostics);
+  experiment::ValidateWithRegistries(parsed.recipe, &parsed.diagnostics, plan_systems);
   recipe::SortDiagnostics(&parsed.diagnostics);
   if (!parsed.diagnostics.empty()) return recipe::DiagnosticsToStatus(parsed.diagnostics);
   if (parsed.recipe.backend == "cluster") {
@@ -36,26 +37,20 @@ int Fail(const Io& io, const Status& status) {
   if (status.code() == StatusCode::kInvalidRecipe) {
     // One problem per line, compiler style, then a count.
     const std::vector<std::string> lines = StrSplit(status.message(), '\n');
-    for (const std::string& line : lines) io.err << line << "\n";
+    for (const std::string& line : lines) io.err << EscapeControl(line) << "\n";
     io.err << "libra: the recipe has " << lines.size() << (lines.size() == 1 ? " error" : " errors")
            << "\n";
     return ExitCodeFor(status);
   }
-  io.err << "libra: error: " << status.message() << "\n";
+  io.err << "libra: error: " << EscapeControl(status.message(), /*keep_newlines=*/true) << "\n";
   return ExitCodeFor(status);
 }
 
-std::string RunDir(const std::string& db_path, int64_t run_id) {
-  const std::filesystem::path parent = std::filesystem::path(db_path).parent_path();
-  return (parent / "runs" / std::to_string(run_id)).string();
-}
-
-experiment::BackendFactory MakeBackendFactory(const std::string& db_path) {
+experiment::BackendFactory MakeBackendFactory() {
   return
-      [db_path](
-          const recipe::Recipe& recipe, const workload::Workload& workload,
-          const model::CostModel& cost,
-          const experiment::BackendContext& context) -> Result<std::unique_ptr<backend::Backend>> {
+      [](const recipe::Recipe& recipe, const workload::Workload& workload,
+         const model::CostModel& cost,
+         const experiment::BackendContext& context) -> Result<std::unique_ptr<backend::Backend>> {
         if (recipe.backend == "sim") {
           return std::unique_ptr<backend::Backend>(
               std::make_unique<sim::ClusterSim>(recipe.sim, workload, cost));
@@ -63,10 +58,11 @@ experiment::BackendFactory MakeBackendFactory(const std::string& db_path) {
         if (recipe.backend == "cluster") {
           LIBRA_ASSIGN_OR_RETURN(cluster::ClusterOptions options,
                                  cluster::DecodeClusterOptions(recipe));
+          // A resumed run restarts from the weights in its folder: never another run's.
+          LIBRA_RETURN_IF_ERROR(ClaimFolder(context.run_dir, context.run_key));
           LIBRA_ASSIGN_OR_RETURN(
               auto made, cluster::ClusterBackend::Create(recipe, std::move(options),
-                                                         RunDir(db_path, context.run_id),
-                                                         context.start_version));
+                                                         context.run_dir, context.start_version));
           return std::unique_ptr<backend::Backend>(std::move(made));
         }
         return Status::InvalidRecipe(recipe.Where("backend"),
@@ -78,7 +74,17 @@ namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
-extern "C" void OnSignal(int) { g_interrupted = 1; }
+// The first SIGINT or SIGTERM asks the run to stop at its next step boundary; a second one, while
+// libra is still busy (a long plan, a step that takes minutes), ends it at once. The run then
+// stays `running` in the database, and `libra run --resume` continues it (its libra is gone).
+extern "C" void OnSignal(int signo) {
+  if (g_interrupted != 0) {
+    std::signal(signo, SIG_DFL);
+    std::raise(signo);
+    return;
+  }
+  g_interrupted = 1;
+}
 
 }  // namespace
 
@@ -101,17 +107,18 @@ ProgressLine::ProgressLine(const Io& io, bool enabled, std::string label, bool v
 ProgressLine::~ProgressLine() { Clear(); }
 
 void ProgressLine::Update(const experiment::Progress& p) {
+  const double rate = p.now_s > 0 ? static_cast<double>(p.trajectories) / p.now_s : 0;
+  Draw(StrFormat("step %d/%d, %.1f s%s, %.3f traj/s", p.steps_done, p.steps_total, p.now_s,
+                 virtual_time_ ? " simulated" : "", rate),
+       p.steps_done >= p.steps_total);
+}
+
+void ProgressLine::Draw(const std::string& text, bool force) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
-  if (drawn_ && p.steps_done < p.steps_total && now - last_ < std::chrono::milliseconds(100)) {
-    return;
-  }
+  if (drawn_ && !force && now - last_ < std::chrono::milliseconds(100)) return;
   last_ = now;
-  const double rate = p.now_s > 0 ? static_cast<double>(p.trajectories) / p.now_s : 0;
-  io_.out << "\r\033[K" << label_
-          << StrFormat(": step %d/%d, %.1f s%s, %.3f traj/s", p.steps_done, p.steps_total, p.now_s,
-                       virtual_time_ ? " simulated" : "", rate)
-          << std::flush;
+  io_.out << "\r\033[K" << label_ << ": " << text << std::flush;
   drawn_ = true;
 }
 

@@ -15,19 +15,21 @@ namespace libra::cli {
 
 /// Parses the recipe with the command-line overrides (--seed, --steps, --set) and runs every
 /// check, structural and against the registries. kInvalidRecipe lists every problem, one per line.
-Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options);
+/// `plan_systems` false leaves out planning each system (a caller that plans them itself, once).
+Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options, bool plan_systems = true);
 
 /// Prints the error ("libra: error: <message>", or a recipe's problems one per line with a
 /// count) to io.err and returns the exit code for `status` (0, printing nothing, when it is OK).
 int Fail(const Io& io, const Status& status);
 
-/// The folder of a run's logs, weights and scratch files: runs/<id>/ beside the database.
-std::string RunDir(const std::string& db_path, int64_t run_id);
-
-/// Builds the backend a recipe names; a cluster run keeps its files in RunDir(db_path, run).
-experiment::BackendFactory MakeBackendFactory(const std::string& db_path);
+/// Builds the backend a recipe names; a cluster run keeps its files (logs, weights, scratch) in
+/// its own folder (BackendContext::run_dir), which it claims first: a folder holding another
+/// run's files is refused.
+experiment::BackendFactory MakeBackendFactory();
 
 /// Installs a SIGINT/SIGTERM handler for the duration of a run; Interrupted() reports a signal.
+/// A second signal ends libra at once (with the signal's default action), for when the run is
+/// busy in a long computation; its run stays `running` and can be resumed.
 class InterruptGuard {
  public:
   InterruptGuard();
@@ -45,6 +47,8 @@ class ProgressLine {
   ProgressLine(const Io& io, bool enabled, std::string label, bool virtual_time);
   ~ProgressLine();
   void Update(const experiment::Progress& progress);
+  /// Draws "<label>: <text>" (at most ten times a second unless `force`).
+  void Draw(const std::string& text, bool force = false);
   /// Erases the line.
   void Clear();
 

@@ -141,6 +141,16 @@ void DecodeLauncher(const recipe::Recipe& r, Decoder& d, LauncherOptions* out) {
         o.ssh.identity_file = h.String("identity_file", "");
         o.address = h.String("address", "");
         if (o.ssh.host.empty() && out->kind == "ssh") h.Error("host", "is required for ssh");
+        // What SshLauncher::Create refuses at run time, refused at validation.
+        for (const auto& [key, value] :
+             {std::pair{"host", &o.ssh.host}, std::pair{"user", &o.ssh.user}}) {
+          if (!value->empty() &&
+              ((*value)[0] == '-' || value->find_first_of(" \t\n\r\"") != std::string::npos)) {
+            h.Error(key, "'" + EscapeControl(*value) +
+                             "' must not start with '-' or hold blanks or quotes (ssh would "
+                             "read it as an option)");
+          }
+        }
         if (!o.ssh.identity_file.empty() &&
             std::filesystem::path(o.ssh.identity_file).is_relative()) {
           o.ssh.identity_file =

@@ -24,7 +24,11 @@ struct SlistDeleter {
 };
 
 size_t AppendBody(char* data, size_t size, size_t count, void* body) {
-  static_cast<std::string*>(body)->append(data, size * count);
+  std::string& reply = *static_cast<std::string*>(body);
+  // A reply beyond the limit ends the transfer (CURLE_WRITE_ERROR) instead of growing without
+  // bound.
+  if (reply.size() + size * count > kMaxReplyBytes) return 0;
+  reply.append(data, size * count);
   return size * count;
 }
 
@@ -56,6 +60,8 @@ std::string Reason(CURLcode code, const char* detail) {
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_WEIRD_SERVER_REPLY:
       return "not an HTTP reply (" + curl + ")";
+    case CURLE_WRITE_ERROR:
+      return StrFormat("the reply is larger than libra's limit of %zu bytes", kMaxReplyBytes);
     default:
       return curl;
   }

@@ -29,6 +29,10 @@
 
 namespace libra::cluster {
 
+/// Bytes of one reply body; a longer reply fails its request ("the reply is larger than libra's
+/// limit"), so that no server can make libra allocate without bound.
+inline constexpr size_t kMaxReplyBytes = size_t{64} << 20;
+
 struct HttpTransportOptions {
   /// Most connections open at once to one host and port; requests beyond it wait for a free
   /// connection. 0: no limit. Default: 0.

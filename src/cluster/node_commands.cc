@@ -16,11 +16,19 @@ constexpr std::chrono::milliseconds kPoll{20};
 // the remote grace (SshOptions::remote_grace, 5 s) so that the remote end is stopped too.
 constexpr std::chrono::milliseconds kStopGrace{7000};
 
+// Output a node command may leave; past it, only the first kMaxOutputBytes are read.
+constexpr size_t kMaxOutputBytes = size_t{64} << 20;
+
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string text;
+  char buffer[1 << 16];
+  while (in && text.size() < kMaxOutputBytes) {
+    in.read(buffer,
+            static_cast<std::streamsize>(std::min(sizeof(buffer), kMaxOutputBytes - text.size())));
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+  }
+  return text;
 }
 
 }  // namespace

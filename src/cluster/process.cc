@@ -339,6 +339,10 @@ Result<pid_t> ForkChild(const ProcessSpec& spec, const ChildSetup& setup) {
 
 }  // namespace
 
+Result<std::string> ResolveProgram(const ProcessSpec& spec) {
+  return FindProgram(spec, ChildEnv(spec));
+}
+
 Status ValidateProcessSpec(const ProcessSpec& spec) {
   if (!IsValidName(spec.name)) {
     return Status::InvalidArgument(

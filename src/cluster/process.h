@@ -99,6 +99,11 @@ Status ValidateProcessSpec(const ProcessSpec& spec);
 
 using ProcessId = StrongId<struct ProcessIdTag>;
 
+/// The program Spawn would run for `spec`: argv[0] when it holds a '/', else the first executable
+/// file of that name on the child's PATH. kBackend "<name>: cannot start '<program>': not found
+/// on PATH (...)" otherwise. REQUIRES: `spec.argv` is not empty.
+Result<std::string> ResolveProgram(const ProcessSpec& spec);
+
 /// The children of one run, all watched on one event loop.
 class ProcessSet {
  public:

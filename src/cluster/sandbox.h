@@ -1,12 +1,17 @@
 // Sandbox: runs the tools of agentic rollouts as short-lived, confined subprocesses. Each call is
-// one fork/exec of the tool's argv (no shell, so an argument holding ';', quotes or "$(...)" is
-// one literal argument and runs nothing), in a fresh private working directory that is also its
-// HOME and TMPDIR, with only the allow-listed environment (kInheritedEnv) plus the call's own
-// variables, its input on stdin, and kernel limits on CPU time, memory, open files and file size.
-// A wall-clock timeout kills the call's whole process group. The tool's stdout is its result.
+// one exec of the tool's argv (no shell, so an argument holding ';', quotes or "$(...)" is one
+// literal argument and runs nothing), in a fresh private working directory that is also its HOME
+// and TMPDIR, with only the allow-listed environment (kInheritedEnv) plus the call's own
+// variables, its input on stdin, and kernel limits on CPU time, memory, open files, file size and
+// processes. A supervisor process per call (sandbox.cc) is the subreaper of everything the tool
+// starts: when the tool exits, times out, or libra stops or dies, every process of the call ends
+// with it, even one that left the tool's process group or session. Where the platform allows a
+// mount namespace (root, or unprivileged user namespaces) the tool sees only its own folder of
+// the scratch folder. The tool's stdout is its result.
 //
-// What it does not do: isolate the file system or the network (the tool runs as libra's user and
-// sees what libra sees); use containers or namespaces for that.
+// What it does not do: isolate the rest of the file system or the network (the tool runs as
+// libra's user and sees what libra sees, the run's logs and weights included); use containers for
+// that.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +42,10 @@ struct SandboxLimits {
   int64_t max_output_bytes = 1 << 20;
   /// Size of any file the tool writes, its stdout and stderr included (SIGXFSZ beyond it).
   int64_t file_size_bytes = 16 << 20;
+  /// Processes the call runs at once, the tool included: forks beyond it fail (RLIMIT_NPROC
+  /// over the processes libra's user already runs; for root, to whom the kernel does not apply
+  /// it, the call is stopped instead when it exceeds the count).
+  int max_processes = 64;
 };
 
 /// One tool invocation.

@@ -86,4 +86,24 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   return best;
 }
 
+std::string EscapeControl(std::string_view text, bool keep_newlines) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += keep_newlines ? "\n" : "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      out += StrFormat("\\x%02x", byte);
+    }
+  }
+  return out;
+}
+
 }  // namespace libra

@@ -20,6 +20,11 @@ std::vector<std::string> StrSplit(std::string_view text, char separator);
 bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
 
+/// `text` safe to print on a terminal line: control characters (a newline, an escape sequence's
+/// ESC, DEL) become visible escapes ("\n", "\t", "\x1b"); with `keep_newlines`, '\n' stays a line
+/// break. For messages that echo what a user or a file gave.
+std::string EscapeControl(std::string_view text, bool keep_newlines = false);
+
 /// The closest of `candidates` to `word` by edit distance (a name that one of them starts with,
 /// or that starts with one of them, counts as close), or "" when none is close; for
 /// "did you mean ...?" hints.

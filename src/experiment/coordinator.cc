@@ -2,11 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <string>
 
 #include "common/check.h"
 #include "common/strings.h"
 
 namespace libra::experiment {
+
+std::vector<double> HeldOutDifficulties(const workload::Workload& workload, int count) {
+  // Far beyond any prompt a run trains on (and the planner's startup profile).
+  constexpr int64_t kFirstHeldOut = int64_t{1} << 41;
+  std::vector<double> out;
+  for (int i = 0; i < count; ++i) out.push_back(workload.Prompt(kFirstHeldOut + i).difficulty);
+  return out;
+}
 
 std::vector<double> GroupAdvantages(const std::vector<double>& rewards, int group_size) {
   LIBRA_CHECK(group_size >= 1 && rewards.size() % static_cast<size_t>(group_size) == 0)
@@ -24,6 +34,14 @@ std::vector<double> GroupAdvantages(const std::vector<double>& rewards, int grou
     for (size_t i = first; i < first + n; ++i) advantages[i] = (rewards[i] - mean) / (sd + 1e-6);
   }
   return advantages;
+}
+
+void Coordinator::Batch::Reserve(size_t trajectories, size_t turn_records) {
+  done.reserve(trajectories);
+  turns.reserve(turn_records);
+  sequence_tokens.reserve(trajectories);
+  sizes.reserve(trajectories);
+  mean_versions.reserve(trajectories);
 }
 
 void Coordinator::Batch::Append(Batch&& group) {
@@ -49,7 +67,8 @@ Coordinator::Coordinator(const CoordinatorConfig& config, const workload::Worklo
       planner_(planner),
       backend_(backend),
       recorder_(recorder),
-      skill_(workload.skill_params()) {}
+      skill_(workload.skill_params()),
+      heldout_(HeldOutDifficulties(workload, config.eval_prompts)) {}
 
 Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
                                     const std::function<void(const Progress&)>& progress) {
@@ -160,6 +179,7 @@ Status Coordinator::OnLayout(double now) {
     instances.push_back(state);
   }
   instances_ = std::move(instances);
+  index_.Reset(instances_);
   if (reclaiming_ && layout_.train_gpus > 0) {
     lent_from_.reset();
     reclaiming_ = false;
@@ -167,6 +187,10 @@ Status Coordinator::OnLayout(double now) {
   Launch();
   LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
   return TryTrain(now);
+}
+
+void Coordinator::Changed(const sched::InstanceState& instance) {
+  index_.Update(instances_, static_cast<size_t>(&instance - instances_.data()));
 }
 
 sched::InstanceState* Coordinator::FindInstance(InstanceId id) {
@@ -203,8 +227,8 @@ void Coordinator::Launch() {
 
 Status Coordinator::RouteWaiting(double now) {
   if (instances_.empty()) return Status();
-  std::deque<TrajectoryId> deferred;
-  while (!waiting_.empty()) {
+  // Each waiting turn once, in order; those the router defers go back, in order, behind them.
+  for (size_t n = waiting_.size(); n > 0; --n) {
     const TrajectoryId id = waiting_.front();
     waiting_.pop_front();
     Trajectory& t = live_.at(id);
@@ -217,6 +241,7 @@ Status Coordinator::RouteWaiting(double now) {
     request.generated_tokens = t.generated_tokens;
     request.previous = t.instance;
     request.last_tool = t.last_tool;
+    request.index = &index_;
     if (router_.WantsOracle()) {
       if (!t.oracle_tokens) {
         backend::StartTurn probe;
@@ -230,7 +255,7 @@ Status Coordinator::RouteWaiting(double now) {
     }
     const sched::RouteDecision decision = router_.Route(request, instances_);
     if (!decision.instance) {
-      deferred.push_back(id);
+      waiting_.push_back(id);
       continue;
     }
     sched::InstanceState* chosen = FindInstance(*decision.instance);
@@ -239,6 +264,7 @@ Status Coordinator::RouteWaiting(double now) {
                               decision.instance->ToString());
     }
     ++chosen->active;
+    Changed(*chosen);
     if (t.turns == 0) {
       t.version = rollout_version_;
       t.start_s = now;
@@ -258,9 +284,11 @@ Status Coordinator::RouteWaiting(double now) {
     turn.policy_version = t.turn_version;
     turn.context_tokens = t.context_tokens;
     turn.skill = skill_.Skill(t.turn_version);
+    turn.priority = decision.priority;
+    turn.move_kv = decision.move_kv;
+    turn.setup_s = decision.setup_s;
     LIBRA_RETURN_IF_ERROR(backend_.Submit(turn));
   }
-  waiting_ = std::move(deferred);
   return Status();
 }
 
@@ -273,6 +301,7 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   Trajectory& t = it->second;
   if (sched::InstanceState* instance = FindInstance(done.instance)) {
     instance->active = std::max(0, instance->active - 1);
+    Changed(*instance);
   }
   if (t.turns == 0 && done.prompt_tokens) {
     t.context_tokens += *done.prompt_tokens - t.prompt_tokens;
@@ -328,12 +357,11 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   record.end_s = now;
   record.reward = done.reward;
   record.truncated = done.end == workload::TurnEnd::kTruncated;
-  std::vector<std::string> path;
   for (size_t i = 0; i < t.path.size(); ++i) {
-    path.push_back(std::to_string(t.path[i]));
+    if (i > 0) record.instances += ',';
+    record.instances += std::to_string(t.path[i]);
     if (i > 0 && t.path[i] != t.path[i - 1]) ++record.migrations;
   }
-  record.instances = StrJoin(path, ",");
   sched::TrajectoryObservation observation;
   observation.trajectory = t.id;
   observation.prompt = PromptId(t.prompt);
@@ -349,11 +377,14 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   }
   router_.OnTrajectoryDone(observation);
   group.done.push_back(record);
-  group.turns.insert(group.turns.end(), t.turn_records.begin(), t.turn_records.end());
+  group.turns.insert(group.turns.end(), std::make_move_iterator(t.turn_records.begin()),
+                     std::make_move_iterator(t.turn_records.end()));  // t is erased below
   group.sequence_tokens.push_back(t.context_tokens);
-  group.sizes.push_back(
-      planner::TrajectorySize{t.prompt_tokens, t.generated_tokens,
-                              t.context_tokens - t.prompt_tokens - t.generated_tokens});
+  planner::TrajectorySize size{t.prompt_tokens, t.generated_tokens,
+                               t.context_tokens - t.prompt_tokens - t.generated_tokens};
+  size.turns = t.turns;
+  for (const store::TurnRecord& r : t.turn_records) size.tool_s += r.tool_latency_s;
+  group.sizes.push_back(size);
   group.mean_versions.push_back(t.generated_tokens > 0
                                     ? t.version_tokens / static_cast<double>(t.generated_tokens)
                                     : t.version);
@@ -374,6 +405,7 @@ Status Coordinator::OnTurnFailed(double now, const backend::TurnFailed& failed) 
   Trajectory& t = it->second;
   if (sched::InstanceState* instance = FindInstance(failed.instance)) {
     instance->active = std::max(0, instance->active - 1);
+    Changed(*instance);
   }
   if (failed.dropped) {
     // Its sample is drawn again as a new trajectory; the group waits for that one instead.
@@ -408,6 +440,7 @@ Status Coordinator::OnInstanceHealth(double now, const backend::InstanceHealth& 
   const bool leaving = pool_ && std::count(pool_->leaving().begin(), pool_->leaving().end(),
                                            static_cast<size_t>(health.instance.value)) > 0;
   instance->available = health.up && !leaving;
+  Changed(*instance);
   AddEvent(health.up ? "instance-up" : "instance-down", now, now,
            "instance " + health.instance.ToString(), std::nullopt, next_train_step_, health.reason);
   return health.up ? RouteWaiting(now) : Status();
@@ -466,6 +499,13 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
     }
   }
   Batch batch;
+  size_t trajectories = 0, turns = 0;
+  for (int64_t prompt : prompts) {
+    const Batch& group = groups_.at(prompt);
+    trajectories += group.done.size();
+    turns += group.turns.size();
+  }
+  batch.Reserve(trajectories, turns);  // each record moves once
   for (int64_t prompt : prompts) {
     batch.Append(std::move(groups_.at(prompt)));
     groups_.erase(prompt);
@@ -474,24 +514,28 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
   return batch;
 }
 
-bool Coordinator::BatchReady() const {
+bool Coordinator::BatchReady() const { return BatchComplete() >= 1.0; }
+
+double Coordinator::BatchComplete() const {
   const auto per_step = static_cast<size_t>(config_.prompts_per_step);
+  size_t complete = 0;
   if (config_.stream_batches) {
-    size_t fresh = 0;
     for (int64_t prompt : complete_) {
-      fresh += next_train_step_ - groups_.at(prompt).oldest_version <= config_.staleness;
+      complete += next_train_step_ - groups_.at(prompt).oldest_version <= config_.staleness;
     }
-    return fresh >= per_step;
+  } else {
+    for (size_t p = 0; p < per_step; ++p) {
+      auto it = groups_.find(static_cast<int64_t>(next_train_step_ * per_step + p));
+      complete += it != groups_.end() && it->second.remaining == 0;
+    }
   }
-  for (size_t p = 0; p < per_step; ++p) {
-    auto it = groups_.find(static_cast<int64_t>(next_train_step_ * per_step + p));
-    if (it == groups_.end() || it->second.remaining > 0) return false;
-  }
-  return true;
+  return std::min(1.0, static_cast<double>(complete) / static_cast<double>(per_step));
 }
 
 Status Coordinator::Lend(double now) {
   if (pool_->phase() != planner::PoolPhase::kIdle) return Status();
+  // Taken back early (reclaim_at < 1) for this step: the GPUs wait for its batch.
+  if (reclaimed_step_ == next_train_step_) return Status();
   std::optional<backend::Layout> lent = planner_.IdleTrainerLayout(layout_);
   if (!lent) return Status();
   const Status begun = pool_->Begin(*lent);
@@ -509,7 +553,11 @@ Status Coordinator::Reclaim(double now) {
   const Status begun = pool_->Begin(*lent_from_);
   if (!begun.ok()) return Status::Internal("cannot take the lent GPUs back: " + begun.message());
   reclaiming_ = true;
-  for (size_t i : pool_->leaving()) instances_[i].available = false;
+  reclaimed_step_ = next_train_step_;
+  for (size_t i : pool_->leaving()) {
+    instances_[i].available = false;
+    Changed(instances_[i]);
+  }
   AddEvent("reclaim", now, now, "trainer", std::nullopt, next_train_step_, lent_from_->ToString());
   return AdvanceTransition(now);
 }
@@ -518,7 +566,7 @@ Status Coordinator::TryTrain(double now) {
   if (trainer_busy_ || step_open_ || next_train_step_ >= config_.steps) return Status();
   if (lent_from_) {
     // The trainer's GPUs roll out: take them back once the batch is ready.
-    return !reclaiming_ && BatchReady() ? Reclaim(now) : Status();
+    return !reclaiming_ && BatchComplete() >= planner_.ReclaimAt() ? Reclaim(now) : Status();
   }
   const int64_t rejected = summary_.rejected_groups;
   training_ = TakeBatch(now);
@@ -550,20 +598,30 @@ Status Coordinator::OnTrainDone(double now, const backend::TrainDone& done) {
   train_s_ = now - train_start_;
   logprob_diff_ = done.logprob_diff;
   clip_fraction_ = done.clip_fraction;
-  // Samples of a group whose rewards are all equal carry no learning signal (zero advantage).
+  // Samples of a group whose rewards are all equal carry no learning signal (zero advantage);
+  // truncated samples are masked from the loss (DAPO's overlong filtering).
   std::vector<double> lags;
+  std::vector<double> batch_difficulty;
   const Batch& batch = *training_;
   const auto n = static_cast<size_t>(config_.group_size);
   for (size_t first = 0; first < batch.done.size(); first += n) {
+    batch_difficulty.push_back(workload_.Prompt(batch.done[first].prompt).difficulty);
     bool signal = false;
     for (size_t i = first + 1; i < first + n; ++i) {
       signal = signal || batch.done[i].reward != batch.done[first].reward;
     }
     for (size_t i = first; signal && i < first + n; ++i) {
-      lags.push_back(done.step - batch.mean_versions[i]);
+      if (!batch.done[i].truncated) lags.push_back(done.step - batch.mean_versions[i]);
     }
   }
-  skill_.RecordStep(done.step, lags, config_.staleness);
+  // A batch out of dataset order teaches less about the prompts it stands for (selection bias).
+  std::vector<double> population;
+  const int64_t per_step = config_.prompts_per_step;
+  for (int64_t p = done.step * per_step; p < (done.step + 1) * per_step; ++p) {
+    population.push_back(workload_.Prompt(p).difficulty);
+  }
+  skill_.RecordStep(done.step, lags, config_.staleness, config_.objective,
+                    workload::SelectionEfficiency(batch_difficulty, population));
   AddEvent("train", train_start_, now, "trainer", std::nullopt, done.step,
            StrFormat("step %d", done.step));
   const int version = done.step + 1;
@@ -620,6 +678,10 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   record.predicted_step_s = predicted_step_s_;
   record.logprob_diff = std::exchange(logprob_diff_, std::nullopt);
   record.clip_fraction = std::exchange(clip_fraction_, std::nullopt);
+  // The trained version's evaluation score, every eval interval and at the last step.
+  if ((step + 1) % config_.eval_interval == 0 || step + 1 == config_.steps) {
+    record.eval_score = skill_.EvalScore(step + 1, heldout_);
+  }
   // Utilisation: GPU-time generating or training over the cluster's GPU-time in the step.
   const std::optional<double> busy = backend_.RolloutBusyGpuSeconds();
   const double window = now - step_start_;
@@ -642,6 +704,10 @@ Status Coordinator::FinishStep(double now, double sync_s) {
         "the cost model is wrong",
         step, static_cast<double>(trained_) / now, *config_.throughput_bound));
   }
+  std::vector<double> tool_latencies_s;
+  for (const store::TurnRecord& turn : batch.turns) {
+    if (!turn.tool.empty()) tool_latencies_s.push_back(turn.tool_latency_s);
+  }
   LIBRA_RETURN_IF_ERROR(recorder_.RecordStep(
       store::StepBatch{record, std::move(batch.done), std::move(batch.turns), std::move(events_),
                        std::move(decisions_), router_.Metrics().values}));
@@ -662,14 +728,15 @@ Status Coordinator::FinishStep(double now, double sync_s) {
                        summary_.generated_tokens});
   }
   if (steps_done_ < config_.steps) {
-    LIBRA_RETURN_IF_ERROR(Replan(now, record, std::move(sizes)));
+    LIBRA_RETURN_IF_ERROR(Replan(now, record, std::move(sizes), std::move(tool_latencies_s)));
     LIBRA_RETURN_IF_ERROR(AdvanceTransition(now));
   }
   return TryTrain(now);
 }
 
 Status Coordinator::Replan(double now, const store::StepRecord& step,
-                           std::vector<planner::TrajectorySize> sizes) {
+                           std::vector<planner::TrajectorySize> sizes,
+                           std::vector<double> tool_latencies_s) {
   planner::StepObservation observation;
   observation.step = step.step;
   observation.now_s = now;
@@ -679,6 +746,7 @@ Status Coordinator::Replan(double now, const store::StepRecord& step,
   observation.sync_s = step.sync_s;
   observation.wait_s = step.wait_s;
   observation.trajectories = std::move(sizes);
+  observation.tool_latencies_s = std::move(tool_latencies_s);
   observation.waiting_turns = static_cast<int>(waiting_.size());
   observation.in_flight = static_cast<int>(live_.size());
   observation.rejected = summary_.rejected_groups * config_.group_size;
@@ -707,7 +775,10 @@ Status Coordinator::Replan(double now, const store::StepRecord& step,
     const Status begun = pool_->Begin(*decision->layout);
     if (begun.ok()) {
       record.applied = true;
-      for (size_t i : pool_->leaving()) instances_[i].available = false;
+      for (size_t i : pool_->leaving()) {
+        instances_[i].available = false;
+        Changed(instances_[i]);
+      }
     } else {
       record.reason += " (not applied: " + begun.message() + ")";
     }

@@ -37,11 +37,13 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
 #include "planner/elastic_pool.h"
 #include "planner/planner.h"
+#include "sched/instance_index.h"
 #include "sched/router.h"
 #include "store/records.h"
 #include "workload/skill.h"
@@ -90,6 +92,11 @@ struct CoordinatorConfig {
   bool stream_batches = false;
   /// Turns after a weight sync run on the new weights.
   bool partial_rollout = false;
+  /// The trainer's loss: what a stale sample is worth to the modelled skill.
+  workload::Objective objective = workload::Objective::kPpo;
+  /// Evaluate every this many versions on this many held-out prompts (StepRecord::eval_score).
+  int eval_interval = 1;
+  int eval_prompts = 256;
   /// What the planner plans for.
   planner::PlanContext plan;
   /// Record a span per turn and per tool call (the timeline's detail). Default: false.
@@ -112,6 +119,9 @@ struct RunSummary {
   /// Groups dropped for exceeding the staleness bound (stream batching only).
   int64_t rejected_groups = 0;
 };
+
+/// The difficulties of the held-out evaluation prompts: `count` prompts no run trains on.
+std::vector<double> HeldOutDifficulties(const workload::Workload& workload, int count);
 
 /// Group-normalised advantages: (r - mean) / (std + 1e-6) within each run of `group_size`
 /// consecutive rewards (population std). REQUIRES: rewards.size() is a multiple of group_size.
@@ -165,6 +175,7 @@ class Coordinator {
     double rollout_start = std::numeric_limits<double>::infinity();
     double rollout_end = 0;
 
+    void Reserve(size_t trajectories, size_t turn_records);
     void Append(Batch&& group);
   };
 
@@ -178,6 +189,8 @@ class Coordinator {
   Status OnSyncDone(double now, const backend::SyncDone& done);
   /// The instance with this id; null when the layout has none.
   sched::InstanceState* FindInstance(InstanceId id);
+  /// Tells index_ that `instance` (an element of instances_) changed.
+  void Changed(const sched::InstanceState& instance);
   /// Launches the rollouts of every step the weights allow.
   void Launch();
   /// Routes waiting turns, in order; those the router defers stay waiting.
@@ -186,6 +199,8 @@ class Coordinator {
   std::optional<Batch> TakeBatch(double now);
   /// Whether TakeBatch would return a batch (not counting groups it would reject).
   bool BatchReady() const;
+  /// The fraction of the next batch's groups that are complete (fresh enough to train), in [0, 1].
+  double BatchComplete() const;
   /// Lends the waiting trainer's GPUs to rollout, when the planner wants it.
   Status Lend(double now);
   /// Starts taking the lent GPUs back (the batch is ready).
@@ -193,7 +208,7 @@ class Coordinator {
   Status TryTrain(double now);
   /// Asks the planner after a step and starts the transition it wants.
   Status Replan(double now, const store::StepRecord& step,
-                std::vector<planner::TrajectorySize> sizes);
+                std::vector<planner::TrajectorySize> sizes, std::vector<double> tool_latencies_s);
   /// Applies a draining transition once its instances are idle at a step boundary.
   Status AdvanceTransition(double now);
   Status FinishStep(double now, double sync_s);
@@ -215,13 +230,15 @@ class Coordinator {
   std::optional<double> predicted_step_s_;  // the planner's prediction for the running step
   double relayout_start_ = 0;               // when the transition being applied was submitted
   std::vector<sched::InstanceState> instances_;
-  std::map<TrajectoryId, Trajectory> live_;
+  sched::InstanceIndex index_;                         // over instances_, for the router
+  std::unordered_map<TrajectoryId, Trajectory> live_;  // never iterated
   std::deque<TrajectoryId> waiting_;
   std::map<int64_t, Batch> groups_;  // by prompt, until trained or rejected
   std::deque<int64_t> complete_;     // complete groups in completion order (stream batching)
   std::optional<Batch> training_;    // the batch of the step in training
   std::optional<backend::Layout> lent_from_;  // the layout to return to while GPUs are lent
   bool reclaiming_ = false;
+  int reclaimed_step_ = -1;  // the step whose batch the lent GPUs were last taken back for
   int64_t next_trajectory_ = 0;
   int64_t next_prompt_ = 0;
   int next_train_step_ = 0;
@@ -244,6 +261,7 @@ class Coordinator {
   std::vector<store::EventRecord> events_;
   std::vector<store::DecisionRecord> decisions_;
   workload::SkillModel skill_;
+  std::vector<double> heldout_;  // difficulties of the held-out evaluation prompts
   RunSummary summary_;
   std::function<void(const Progress&)> progress_;
 };

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 
 #include "common/strings.h"
 #include "libra/config.h"
 #include "model/cost_model.h"
 #include "planner/planner.h"
+#include "recipe/limits.h"
 #include "sched/router.h"
 
 namespace libra::experiment {
@@ -135,10 +137,13 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   context.sync_path =
       recipe.sim.sync_path == "disk" ? model::SyncPath::kDisk : model::SyncPath::kNccl;
   context.max_num_seqs = recipe.sim.max_num_seqs;
+  context.sync_interval = recipe.rl.sync_interval;
+  context.kv_cache_across_tools = recipe.sim.kv_policy != "free";
   if (sizes) {
     context.typical_sequence_tokens = sizes->typical;
     context.max_sequence_tokens = sizes->max;
     context.history = sizes->profile;
+    context.tool_latencies_s = sizes->profile_tool_latencies_s;
   }
   return context;
 }
@@ -168,8 +173,15 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
     const int64_t prompt = kFirstProfilePrompt + i / group;
     const workload::TrajectoryScript script =
         workload.Script(prompt, i % group, 0, workload.skill_params().initial);
-    sizes.profile.push_back({workload.Prompt(prompt).prompt_tokens, script.generated_tokens(),
-                             script.tool_output_tokens()});
+    planner::TrajectorySize size{workload.Prompt(prompt).prompt_tokens, script.generated_tokens(),
+                                 script.tool_output_tokens()};
+    size.turns = static_cast<int>(script.turns.size());
+    for (const workload::TurnScript& turn : script.turns) {
+      if (turn.end != workload::TurnEnd::kToolCall) continue;
+      size.tool_s += turn.tool_latency_s;
+      sizes.profile_tool_latencies_s.push_back(turn.tool_latency_s);
+    }
+    sizes.profile.push_back(size);
   }
   return sizes;
 }
@@ -209,9 +221,15 @@ double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel&
 }
 
 void ValidateWithRegistries(const recipe::Recipe& recipe,
-                            std::vector<recipe::Diagnostic>* diagnostics) {
+                            std::vector<recipe::Diagnostic>* diagnostics, bool plan_systems) {
+  // The sampled workload and the plans are only worked out for a recipe whose fields are all
+  // sound (a planner given an oversized cluster could run for minutes), and the cost model for a
+  // cluster within libra's limits.
+  const bool sound = diagnostics->empty();
   std::unique_ptr<model::CostModel> cost;
-  if (recipe.cluster.gpus_per_node >= 1) {
+  if (recipe.cluster.gpus_per_node >= 1 &&
+      recipe.cluster.gpus_per_node <= recipe::kMaxGpusPerNode && recipe.cluster.nodes >= 1 &&
+      recipe.cluster.nodes <= recipe::kMaxNodes) {
     auto made = model::MakeCostModel(recipe);
     if (made.ok()) {
       cost = std::move(made).value();
@@ -226,7 +244,7 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
     AppendStatus(made.status(), recipe.Where("workload"), diagnostics);
   }
   std::optional<SequenceSizes> sizes;
-  if (workload) sizes = SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps);
+  if (workload && sound) sizes = SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps);
   for (const recipe::SystemSpec* system : AllSystems(recipe)) {
     const std::string router_key = system->path + ".router";
     const std::string planner_key = system->path + ".planner";
@@ -252,7 +270,7 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
       continue;
     }
     // Without a cluster or a cost model (already reported) a plan says nothing more.
-    if (recipe.cluster.nodes < 1 || recipe.cluster.gpus_per_node < 1 || !cost) continue;
+    if (!plan_systems || !sound || !cost) continue;
     auto plan = (*p)->Initial(MakePlanContext(recipe, *system, cost.get(), sizes));
     if (!plan.ok()) {
       Add(recipe::Diagnostic{recipe.Where(system->path + ".planner_options"),
@@ -263,6 +281,76 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
   }
 }
 
+namespace {
+
+/// Drops what a run produces: a simulation whose outcome is only its summary.
+class NullRecorder : public Recorder {
+ public:
+  Status RecordStep(const store::StepBatch&) override { return Status(); }
+};
+
+}  // namespace
+
+Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                                  const workload::Workload& workload, const model::CostModel& cost,
+                                  const model::CostModel& plan_cost,
+                                  const BackendFactory& make_backend,
+                                  const BackendContext& context,
+                                  std::optional<ResumeState> resume,
+                                  std::optional<double> throughput_bound, Recorder& recorder,
+                                  const std::function<bool()>& interrupted,
+                                  const std::function<void(const Progress&)>& progress) {
+  LIBRA_ASSIGN_OR_RETURN(auto router,
+                         sched::BuiltinRouters().Create(system.router, system.router_options,
+                                                        sched::RouterDeps{&plan_cost}));
+  LIBRA_ASSIGN_OR_RETURN(
+      auto planner, planner::BuiltinPlanners().Create(system.planner, system.planner_options));
+  LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, workload, cost, context));
+  CoordinatorConfig config;
+  config.resume = std::move(resume);
+  config.steps = recipe.steps;
+  config.prompts_per_step = recipe.rl.prompts_per_step;
+  config.group_size = recipe.rl.group_size;
+  config.staleness = recipe.StalenessFor(system);
+  config.stream_batches = recipe.BatchingFor(system) == "stream";
+  config.partial_rollout = recipe.PartialRolloutFor(system);
+  config.objective = recipe.ObjectiveFor(system) == "decoupled" ? workload::Objective::kDecoupled
+                                                               : workload::Objective::kPpo;
+  config.eval_interval = recipe.eval.interval;
+  config.eval_prompts = recipe.eval.prompts;
+  config.sync_interval = recipe.rl.sync_interval;
+  config.plan = MakePlanContext(recipe, system, &plan_cost,
+                                SampleSequenceSizes(workload, recipe.rl.group_size, recipe.steps));
+  config.record_events = recipe.sim.record_events;
+  config.throughput_bound = throughput_bound;
+  Coordinator coordinator(config, workload, *router, *planner, *backend, recorder);
+  return coordinator.Run(interrupted, progress);
+}
+
+Result<RunSummary> SimulateSystem(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                                  const BackendFactory& make_backend,
+                                  const std::function<bool()>& interrupted) {
+  LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
+  LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
+  NullRecorder recorder;
+  return RunCoordinator(recipe, system, *workload, *cost, *cost, make_backend, BackendContext{},
+                        std::nullopt, std::nullopt, recorder, interrupted, {});
+}
+
+Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& system) {
+  LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
+  LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
+  LIBRA_ASSIGN_OR_RETURN(
+      auto planner, planner::BuiltinPlanners().Create(system.planner, system.planner_options));
+  LIBRA_ASSIGN_OR_RETURN(
+      planner::Plan plan,
+      planner->Initial(MakePlanContext(
+          recipe, system, cost.get(),
+          SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps))));
+  (void)plan;
+  return Status();
+}
+
 std::string NowIso8601() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -271,6 +359,34 @@ std::string NowIso8601() {
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return buffer;
 }
+
+namespace {
+
+/// OK when `run`, recorded as running, may be resumed: its libra is gone from this host, or
+/// `take_over` says it is gone from another. Otherwise why not, and what to do.
+Status CheckAbandoned(const store::RunInfo& run, bool take_over) {
+  const long long id = static_cast<long long>(run.id);
+  switch (store::CheckOwner(run.owner)) {
+    case store::OwnerState::kGone:
+      return Status();
+    case store::OwnerState::kAlive:
+      return Status::InvalidArgument(
+          StrFormat("run %lld is still being recorded by libra %s; wait for it, or stop it "
+                    "(Ctrl-C or kill %lld) and resume then",
+                    id, run.owner.ToString().c_str(), static_cast<long long>(run.owner.pid)));
+    case store::OwnerState::kUnknown:
+      break;
+  }
+  if (take_over) return Status();
+  const std::string who =
+      run.owner.pid > 0 ? "libra " + run.owner.ToString() : "a libra that recorded no process id";
+  return Status::InvalidArgument(StrFormat(
+      "run %lld is recorded as running by %s, which this libra cannot check; resume it on that "
+      "host, or, once sure that libra is gone, here with --take-over",
+      id, who.c_str()));
+}
+
+}  // namespace
 
 Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                              const BackendFactory& make_backend) {
@@ -292,6 +408,10 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   info.libra_version = LIBRA_VERSION;
   info.started_at = NowIso8601();
   info.comparison_id = request.comparison_id;
+  info.configuration = request.configuration;
+  info.tuning_id = request.tuning_id;
+  info.scenario = request.scenario;
+  info.staleness = recipe.StalenessFor(system);
   // Built once: the bound recorded with the run needs them, and so does the run. A failure to
   // build them is recorded as the run's failure below.
   Result<std::unique_ptr<workload::Workload>> made_workload =
@@ -300,18 +420,27 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   if (recipe.backend == "sim" && made_workload.ok() && made_cost.ok()) {
     info.throughput_bound = PerfectBalanceBound(recipe, **made_cost, **made_workload);
   }
+  if (recipe.backend == "sim" && made_workload.ok()) {
+    const workload::SkillModel skill((*made_workload)->skill_params());
+    info.eval_initial =
+        skill.EvalScore(0, HeldOutDifficulties(**made_workload, recipe.eval.prompts));
+  }
   int64_t run_id = 0;
   // A resumed run: its recorded steps, and whether the backend replays them.
   std::vector<store::StepRecord> recorded;
   const bool replay = recipe.backend == "sim";
+  info.owner = store::ThisProcess();
   if (request.resume_run) {
     run_id = *request.resume_run;
     LIBRA_ASSIGN_OR_RETURN(store::RunInfo was, store.GetRun(run_id));
-    if (was.status == store::kRunOk || was.status == store::kRunRunning) {
+    if (was.status == store::kRunOk) {
       return Status::InvalidArgument(StrFormat(
-          "run %lld is %s: only an interrupted or failed run can be resumed",
-          static_cast<long long>(run_id),
-          was.status == store::kRunOk ? "complete" : "still running (or its libra was killed)"));
+          "run %lld is complete: only an interrupted or failed run, or one whose libra died, can "
+          "be resumed",
+          static_cast<long long>(run_id)));
+    }
+    if (was.status == store::kRunRunning) {
+      LIBRA_RETURN_IF_ERROR(CheckAbandoned(was, request.take_over));
     }
     if (was.system != system.name) {
       return Status::InvalidArgument(StrFormat("run %lld ran system '%s', not '%s'",
@@ -319,55 +448,46 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                                                system.name.c_str()));
     }
     LIBRA_ASSIGN_OR_RETURN(recorded, store.Steps(run_id));
-    LIBRA_RETURN_IF_ERROR(store.FinishRun(run_id, store::kRunRunning, "", ""));
+    LIBRA_RETURN_IF_ERROR(store.ReopenRun(was, info.owner));
   } else {
     LIBRA_ASSIGN_OR_RETURN(run_id, store.BeginRun(info));
     if (request.comparison_id) {
       LIBRA_RETURN_IF_ERROR(store.AddToComparison(*request.comparison_id, run_id));
     }
   }
+  LIBRA_ASSIGN_OR_RETURN(const store::RunInfo recorded_run, store.GetRun(run_id));
 
   RunOutcome outcome;
   outcome.run_id = run_id;
   auto run = [&]() -> Result<RunSummary> {
     LIBRA_ASSIGN_OR_RETURN(auto workload, std::move(made_workload));
     LIBRA_ASSIGN_OR_RETURN(auto cost, std::move(made_cost));
-    LIBRA_ASSIGN_OR_RETURN(auto router,
-                           sched::BuiltinRouters().Create(system.router, system.router_options,
-                                                          sched::RouterDeps{cost.get()}));
-    LIBRA_ASSIGN_OR_RETURN(
-        auto planner, planner::BuiltinPlanners().Create(system.planner, system.planner_options));
     BackendContext context;
     context.run_id = run_id;
+    context.run_dir = store.RunFolder(recorded_run);
+    context.run_key = StrFormat("run %lld of %s, started %s", static_cast<long long>(run_id),
+                                std::filesystem::path(store.path()).filename().c_str(),
+                                recorded_run.started_at.c_str());
     std::optional<ResumeState> resume;
     if (request.resume_run && !replay && !recorded.empty()) {
       LIBRA_ASSIGN_OR_RETURN(resume,
                              ResumeStateOf(store, run_id, recorded, recipe.rl.prompts_per_step));
       context.start_version = resume->steps_done;
     }
-    LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, *workload, *cost, context));
-    CoordinatorConfig config;
-    config.resume = resume;
-    config.steps = recipe.steps;
-    config.prompts_per_step = recipe.rl.prompts_per_step;
-    config.group_size = recipe.rl.group_size;
-    config.staleness = recipe.StalenessFor(system);
-    config.stream_batches = recipe.BatchingFor(system) == "stream";
-    config.partial_rollout = recipe.PartialRolloutFor(system);
-    config.sync_interval = recipe.rl.sync_interval;
-    config.plan =
-        MakePlanContext(recipe, system, cost.get(),
-                        SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps));
-    config.record_events = recipe.sim.record_events;
-    config.throughput_bound = info.throughput_bound;
     std::unique_ptr<Recorder> recorder;
     if (request.resume_run && replay) {
       recorder = std::make_unique<ReplayRecorder>(store, run_id, recorded);
     } else {
       recorder = std::make_unique<StoreRecorder>(store, run_id);
     }
-    Coordinator coordinator(config, *workload, *router, *planner, *backend, *recorder);
-    return coordinator.Run(request.interrupted, request.progress);
+    std::unique_ptr<model::CostModel> belief;
+    if (request.planning_recipe != nullptr) {
+      LIBRA_ASSIGN_OR_RETURN(belief, model::MakeCostModel(*request.planning_recipe));
+    }
+    return RunCoordinator(recipe, system, *workload, *cost, belief ? *belief : *cost,
+                          make_backend, context, resume,
+                          info.throughput_bound, *recorder, request.interrupted,
+                          request.progress);
   };
   Result<RunSummary> summary = run();
   const char* status = store::kRunOk;

@@ -12,6 +12,7 @@
 // src/calibrate).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -90,6 +91,9 @@ struct ProbeReport {
 /// The JSON document of a report (format "libra-probes", version 1), pretty enough to diff: one
 /// probe per line.
 std::string ProbeReportToJson(const ProbeReport& report);
+
+/// Bytes of a probe report libra reads (a report of every probe of a 64-GPU node is ~100 KB).
+inline constexpr size_t kMaxProbeReportBytes = size_t{16} << 20;
 
 /// Parses and checks a probe document: a JSON object {"format": "libra-probes", "version": 1,
 /// "host", "recorded_at", "libra_version", "probes": [{"kind", "gpu", "value", "unit",

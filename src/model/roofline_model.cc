@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace libra::model {
@@ -51,16 +53,21 @@ RooflineCostModel::RooflineCostModel(const CostModelContext& context, const Roof
     : gpu_(context.gpu),
       arch_(context.arch),
       gpus_per_node_(context.gpus_per_node),
-      params_(params) {}
+      params_(params),
+      active_params_(context.arch.ActiveMatmulParams()),
+      total_params_(context.arch.TotalParams()),
+      weight_bytes_(context.arch.WeightBytes()),
+      kv_bytes_per_token_(context.arch.KvBytesPerToken()),
+      expert_params_(context.arch.ExpertParams()) {}
 
 double RooflineCostModel::KvBytesPerTokenPerGpu(int tp) const {
   // KV heads are split across TP ranks; beyond kv_heads ranks they are replicated.
-  return arch_.KvBytesPerToken() / std::min(tp, arch_.kv_heads);
+  return kv_bytes_per_token_ / std::min(tp, arch_.kv_heads);
 }
 
 int64_t RooflineCostModel::KvCapacityTokens(int tp) const {
   const double per_gpu_pool = gpu_.hbm_bytes * params_.gpu_memory_utilization -
-                              params_.reserve_bytes - arch_.WeightBytes() / tp;
+                              params_.reserve_bytes - weight_bytes_ / tp;
   if (per_gpu_pool <= 0) return 0;
   return static_cast<int64_t>(per_gpu_pool / KvBytesPerTokenPerGpu(tp) *
                               (1 - params_.kv_fragmentation));
@@ -74,7 +81,7 @@ double RooflineCostModel::IterationTime(int tp, const IterationLoad& load) const
   const double kv_tokens = static_cast<double>(load.decode_context_tokens + load.prefill_kv_tokens);
   const double bytes = b * WeightParamsRead(tokens) / t + kv_tokens * KvBytesPerTokenPerGpu(tp);
   const double attention = static_cast<double>(load.decode_context_tokens) + load.prefill_attention;
-  const double flops = (2 * arch_.ActiveMatmulParams() * tokens +
+  const double flops = (2 * active_params_ * tokens +
                         4.0 * arch_.layers * arch_.heads * arch_.head_dim * attention) /
                        t;
   const double memory_s = bytes / (params_.decode_bw_util * gpu_.hbm_bandwidth);
@@ -93,13 +100,13 @@ double RooflineCostModel::IterationTime(int tp, const IterationLoad& load) const
 
 double RooflineCostModel::WeightParamsRead(double tokens) const {
   // Weights are read once per iteration; a MoE layer reads only the experts its tokens touch.
-  double params = arch_.ActiveMatmulParams();
+  double params = active_params_;
   if (arch_.moe()) {
     const double active_experts =
         arch_.layers * 3.0 * arch_.hidden * arch_.expert_ffn * arch_.experts_per_token;
     const double touched =
         1 - std::pow(1 - static_cast<double>(arch_.experts_per_token) / arch_.experts, tokens);
-    params = params - active_experts + arch_.ExpertParams() * touched;
+    params = params - active_experts + expert_params_ * touched;
   }
   return params;
 }
@@ -117,7 +124,7 @@ double RooflineCostModel::DecodeSpanTime(int tp, int64_t sequences, int64_t cont
   const double flops = params_.prefill_mfu * gpu_.bf16_flops;
   const double mem_a = b * WeightParamsRead(n) / t / bw;
   const double mem_b = KvBytesPerTokenPerGpu(tp) / bw;
-  const double comp_a = 2 * arch_.ActiveMatmulParams() * n / t / flops;
+  const double comp_a = 2 * active_params_ * n / t / flops;
   const double comp_b = 4.0 * arch_.layers * arch_.heads * arch_.head_dim / t / flops;
   double fixed = params_.iteration_overhead_s + params_.sequence_overhead_s * n;
   if (tp > 1) {
@@ -158,12 +165,12 @@ double RooflineCostModel::DecodeGpuSecondsLowerBound(int64_t context, int64_t ma
   const double bw = params_.decode_bw_util * gpu_.hbm_bandwidth;
   return (arch_.dtype_bytes * WeightParamsRead(1) /
               static_cast<double>(std::max<int64_t>(1, max_batch)) +
-          static_cast<double>(context) * arch_.KvBytesPerToken()) /
+          static_cast<double>(context) * kv_bytes_per_token_) /
          bw;
 }
 
 double RooflineCostModel::PrefillGpuSecondsLowerBound() const {
-  return 2 * arch_.ActiveMatmulParams() / (params_.prefill_mfu * gpu_.bf16_flops);
+  return 2 * active_params_ / (params_.prefill_mfu * gpu_.bf16_flops);
 }
 
 double RooflineCostModel::TrainGpuSecondsLowerBound(int64_t tokens,
@@ -185,13 +192,13 @@ double RooflineCostModel::TrainFlops(int64_t tokens, const TrainPasses& passes) 
   const double extra = (passes.activation_recompute ? 1 : 0) + (passes.old_logprob ? 1 : 0) +
                        (passes.reference ? 1 : 0);
   const double s = static_cast<double>(tokens);
-  return (6 + 2 * extra) * arch_.ActiveMatmulParams() * s +
+  return (6 + 2 * extra) * active_params_ * s +
          (3 + extra) * 2.0 * arch_.layers * arch_.heads * arch_.head_dim * s * s;
 }
 
 double RooflineCostModel::TrainMemoryPerGpu(const TrainLayout& layout, const TrainPasses& passes,
                                             int64_t micro_tokens, int micro_batches) const {
-  const double n = arch_.TotalParams();
+  const double n = total_params_;
   const double shard = static_cast<double>(layout.tp) * layout.pp;
   // bf16 weights, fp32 gradients, Adam state (fp32 master, m, v) sharded over DP (distributed
   // optimizer), and the reference model's bf16 weights when a KL term needs them.
@@ -227,12 +234,18 @@ TrainEstimate RooflineCostModel::TrainStep(const TrainLayout& layout, const Trai
   std::vector<double> rank_flops(static_cast<size_t>(dp), 0);
   std::vector<double> rank_tokens(static_cast<size_t>(dp), 0);
   std::vector<int> rank_sequences(static_cast<size_t>(dp), 0);
+  // The least-loaded rank, the first of equals, from a heap: O(log dp) per sequence.
+  std::vector<std::pair<double, size_t>> least;
+  for (size_t rank = 0; rank < rank_flops.size(); ++rank) least.emplace_back(0.0, rank);
+  const auto later = std::greater<std::pair<double, size_t>>();
   for (int64_t tokens : sorted) {
-    const size_t rank = static_cast<size_t>(std::min_element(rank_flops.begin(), rank_flops.end()) -
-                                            rank_flops.begin());
+    std::pop_heap(least.begin(), least.end(), later);
+    const size_t rank = least.back().second;
     rank_flops[rank] += TrainFlops(tokens, passes);
     rank_tokens[rank] += static_cast<double>(tokens);
     ++rank_sequences[rank];
+    least.back().first = rank_flops[rank];
+    std::push_heap(least.begin(), least.end(), later);
   }
   const size_t busiest = static_cast<size_t>(
       std::max_element(rank_flops.begin(), rank_flops.end()) - rank_flops.begin());
@@ -274,16 +287,16 @@ TrainEstimate RooflineCostModel::TrainStep(const TrainLayout& layout, const Trai
   if (dp > 1) {
     const double bandwidth = spans_nodes ? inter_per_gpu : gpu_.allreduce_bandwidth;
     const double overlap = layout.pp > 1 ? params_.train_dp_overlap_pp : params_.train_dp_overlap;
-    e.dp_comm_s = 2.0 * (dp - 1) / dp * b * arch_.TotalParams() / shard / bandwidth * (1 - overlap);
+    e.dp_comm_s = 2.0 * (dp - 1) / dp * b * total_params_ / shard / bandwidth * (1 - overlap);
   }
-  e.optimizer_s = params_.optimizer_bytes_per_param * arch_.TotalParams() / (shard * dp) /
+  e.optimizer_s = params_.optimizer_bytes_per_param * total_params_ / (shard * dp) /
                   (params_.decode_bw_util * gpu_.hbm_bandwidth);
   e.step_s = e.compute_s + e.tp_comm_s + e.pp_bubble_s + e.dp_comm_s + e.optimizer_s;
   return e;
 }
 
 double RooflineCostModel::WeightSyncTime(const SyncRequest& request) const {
-  const double weights = arch_.WeightBytes();
+  const double weights = weight_bytes_;
   const double shards = static_cast<double>(request.train.tp) * request.train.pp;
   // Re-assemble the TP/PP shards on the sending rank.
   const double gather = shards > 1 ? weights * (shards - 1) / shards / gpu_.allreduce_bandwidth : 0;
@@ -306,8 +319,8 @@ double RooflineCostModel::WeightSyncTime(const SyncRequest& request) const {
 double RooflineCostModel::RoleSwitchTime(const SwitchRequest& request) const {
   // A rollout engine's weights on one GPU, and a trainer's state on one GPU (bf16 weights, fp32
   // gradients, Adam state sharded over DP).
-  const double engine = arch_.WeightBytes() / request.rollout_tp;
-  const double n = arch_.TotalParams();
+  const double engine = weight_bytes_ / request.rollout_tp;
+  const double n = total_params_;
   const double shard = static_cast<double>(request.train.tp) * request.train.pp;
   const double trainer = 6 * n / shard + 12 * n / (shard * std::max(1, request.train.dp));
   if (request.direction == SwitchDirection::kRolloutToTrain) {

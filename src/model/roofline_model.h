@@ -105,6 +105,12 @@ class RooflineCostModel : public CostModel {
   ModelArch arch_;
   int gpus_per_node_;
   RooflineParams params_;
+  // The architecture's derived sizes, computed once: every cost-model call reads them.
+  double active_params_;
+  double total_params_;
+  double weight_bytes_;
+  double kv_bytes_per_token_;
+  double expert_params_;
 };
 
 }  // namespace libra::model

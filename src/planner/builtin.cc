@@ -1,6 +1,7 @@
 // The built-in planners, registered explicitly (no self-registering statics).
 #include "planner/colocated_planner.h"
 #include "planner/grp_planner.h"
+#include "planner/heddle_planner.h"
 #include "planner/libra_ref_planner.h"
 #include "planner/planner.h"
 #include "planner/static_planner.h"
@@ -25,6 +26,11 @@ Status RegisterBuiltinPlanners(PlannerRegistry& registry) {
       std::string(kLibraRefPlannerName),
       "the Libra authors' planner: exhaustive optimizer on their cost model, one-step gain gate",
       &LibraRefPlanner::Create));
+  LIBRA_RETURN_IF_ERROR(registry.Register(
+      std::string(kHeddlePlannerName),
+      "Heddle's resource manager: a fixed split, rollout TP mix chosen for the length profile "
+      "(group makespan model), re-tuned through the elastic pool",
+      &HeddlePlanner::Create));
   return Status();
 }
 

@@ -26,7 +26,7 @@ double MeanTotal(std::span<const RequestSample> samples) {
 
 PlanCandidate Describe(const CandidatePlan& c, int gpus_per_node) {
   PlanCandidate out;
-  auto layout = SplitLayout(c.train, c.rollout_tps, gpus_per_node);
+  auto layout = LayoutOf(c, gpus_per_node);
   out.layout = layout.ok() ? layout->ToString() : "?";
   out.rollout_s = c.rollout_s;
   out.train_s = c.train_s;
@@ -61,6 +61,8 @@ Result<std::unique_ptr<Planner>> CreateWith(const recipe::OptionTable& table, bo
   o.rollout_tps = ReadTpList(r, "rollout_tps", o.rollout_tps, /*allow_empty=*/false);
   o.rollout_pattern = ReadTpList(r, "rollout_pattern", {}, /*allow_empty=*/true);
   o.homogeneous = r.Bool("homogeneous", o.homogeneous);
+  o.time_shared = r.Bool("time_shared", o.time_shared);
+  o.hybrid = r.Bool("hybrid", o.hybrid);
   if (o.homogeneous && !o.rollout_pattern.empty()) {
     r.Error("homogeneous", "cannot be combined with rollout_pattern (the pattern fixes the sizes)");
   }
@@ -75,6 +77,20 @@ Result<std::unique_ptr<Planner>> CreateWith(const recipe::OptionTable& table, bo
 }
 
 }  // namespace
+
+Result<backend::Layout> LayoutOf(const CandidatePlan& plan, int gpus_per_node) {
+  LIBRA_ASSIGN_OR_RETURN(backend::Layout layout,
+                         SplitLayout(plan.train, plan.rollout_tps, gpus_per_node));
+  layout.colocated = plan.colocated;
+  return layout;
+}
+
+void GrpPlanner::AddToolLatencies(std::span<const double> latencies) {
+  for (double l : latencies) {
+    tool_latencies_.push_back(l);
+    if (static_cast<int>(tool_latencies_.size()) > kToolLatencies) tool_latencies_.pop_front();
+  }
+}
 
 Result<std::unique_ptr<Planner>> GrpPlanner::Create(const recipe::OptionTable& options) {
   return CreateWith(options, true, kGrpName);
@@ -100,6 +116,8 @@ SearchSpace GrpPlanner::Space(bool online, const model::TrainLayout* current) co
   space.fixed_train_gpus = options_.train_gpus;
   space.max_num_seqs = context_.max_num_seqs;
   space.max_requests = options_.max_requests;
+  space.time_shared = options_.time_shared && !online;
+  space.hybrid = options_.hybrid && !online;
   if (online && current != nullptr && !options_.reshard) {
     // Moves in whole replicas of the training layout in force.
     space.train_tps = {current->tp};
@@ -115,6 +133,10 @@ PipelineShape GrpPlanner::Shape() const {
   shape.batch_trajectories = std::max(1, context_.batch_trajectories);
   shape.staleness = context_.staleness;
   shape.sync_path = context_.sync_path;
+  shape.sync_interval = std::max(1, context_.sync_interval);
+  shape.max_sequence_tokens = context_.max_sequence_tokens;
+  shape.kv_policy = context_.kv_cache_across_tools ? KvPolicy::kCache : KvPolicy::kFree;
+  shape.tool_latencies_s.assign(tool_latencies_.begin(), tool_latencies_.end());
   if (options_.calibrate) {
     shape.rollout_scale = rollout_cal_.factor();
     shape.train_scale = train_cal_.factor();
@@ -127,11 +149,22 @@ std::vector<RequestSample> GrpPlanner::History() const {
 }
 
 std::optional<CandidatePlan> GrpPlanner::Predict(const backend::Layout& layout,
-                                                 std::span<const RequestSample> history) const {
+                                                 std::span<const RequestSample> history,
+                                                 std::optional<bool> lend_trainer) const {
   auto plan = EvaluatePlan(*context_.cost, Space(false, nullptr), Shape(), history, layout.train,
-                           RolloutTps(layout));
+                           RolloutTps(layout), layout.colocated,
+                           lend_trainer.value_or(lend_trainer_) && !layout.colocated);
   if (!plan.ok()) return std::nullopt;
   return *plan;
+}
+
+Result<SearchResult> GrpPlanner::SearchNow() const {
+  return Search(*context_.cost, Space(false, nullptr), Shape(), History(), options_.mode);
+}
+
+std::optional<CandidatePlan> GrpPlanner::Predict(const backend::Layout& layout,
+                                                 std::optional<bool> lend_trainer) const {
+  return Predict(layout, History(), lend_trainer);
 }
 
 double GrpPlanner::TransitionSeconds(const backend::Layout& from, const backend::Layout& to,
@@ -229,6 +262,8 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
                                  " plans with a cost model, and there is none");
   }
   history_.clear();
+  tool_latencies_.clear();
+  AddToolLatencies(context.tool_latencies_s);
   for (const TrajectorySize& t : context.history) {
     history_.push_back(t);
     if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
@@ -261,9 +296,11 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
                                            StrJoin(result.trace.lines, "; ").c_str()));
   }
   Plan plan;
-  LIBRA_ASSIGN_OR_RETURN(plan.layout, SplitLayout(result.best->train, result.best->rollout_tps,
-                                                  context.gpus_per_node));
+  LIBRA_ASSIGN_OR_RETURN(plan.layout, LayoutOf(*result.best, context.gpus_per_node));
+  lend_trainer_ = result.best->lend_trainer;
   plan.predicted_step_s = result.best->step_s;
+  plan.predicted = PhaseTimes{result.best->rollout_s, result.best->train_s, result.best->sync_s,
+                              result.best->step_s};
   plan.reason = StrFormat(
       "%s search over %d training budgets: rollout %.1f s, train %.1f s, sync %.1f s per step",
       options_.mode == SearchMode::kTreeDp ? "Algorithm 1" : "exhaustive", result.trace.budgets,
@@ -278,6 +315,13 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
   plan.explain.push_back("pruned: " +
                          (pruned.empty() ? std::string("nothing") : StrJoin(pruned, ", ")));
   return plan;
+}
+
+std::optional<backend::Layout> GrpPlanner::IdleTrainerLayout(const backend::Layout& current) const {
+  if (!lend_trainer_) return std::nullopt;
+  int tp = 1;
+  for (const backend::InstanceSpec& i : current.instances) tp = std::max(tp, i.tp);
+  return LendTrainerGpus(current, context_.gpus_per_node, tp);
 }
 
 std::optional<std::string> GrpPlanner::Trigger(const StepObservation& o) {
@@ -320,7 +364,8 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
     raw.rollout_scale = 1;
     raw.train_scale = 1;
     auto predicted = EvaluatePlan(*context_.cost, Space(false, nullptr), raw, step, o.layout.train,
-                                  RolloutTps(o.layout));
+                                  RolloutTps(o.layout), o.layout.colocated,
+                                  lend_trainer_ && !o.layout.colocated);
     if (predicted.ok()) {
       train_cal_.Observe(predicted->train_s, o.train_s);
       // Rollout alone is measured only when nothing overlaps it (synchronous), or when the
@@ -345,6 +390,7 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   const bool drifted = o.step >= options_.warmup && before > 0 && !step.empty() &&
                        std::abs(MeanTotal(step) / before - 1) > options_.drift;
   if (drifted) history_.clear();
+  AddToolLatencies(o.tool_latencies_s);
   for (const TrajectorySize& t : o.trajectories) {
     history_.push_back(t);
     if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
@@ -358,6 +404,10 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
 
   PlanDecision decision;
   decision.trigger = *trigger;
+  if (o.layout.colocated) {
+    decision.reason = "time-shared: every GPU already rolls out and trains; kept";
+    return decision;
+  }
   const std::vector<RequestSample> history = History();
   const std::optional<CandidatePlan> current = Predict(o.layout, history);
   if (!current) {
@@ -372,8 +422,7 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   auto searched =
       Search(*context_.cost, Space(true, &o.layout.train), Shape(), history, options_.mode);
   if (searched.ok() && searched->best) {
-    auto layout =
-        SplitLayout(searched->best->train, searched->best->rollout_tps, context_.gpus_per_node);
+    auto layout = LayoutOf(*searched->best, context_.gpus_per_node);
     if (layout.ok() && !(*layout == o.layout)) candidates.push_back(std::move(*layout));
   }
   std::optional<backend::Layout> best;

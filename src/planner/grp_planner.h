@@ -69,6 +69,10 @@ struct GrpOptions {
   /// Every rollout instance has one TP size: the initial plan searches each allowed size alone
   /// and keeps the best; re-planning keeps that size ("libra-homogeneous").
   bool homogeneous = false;
+  /// Consider the time-shared layout (every GPU rolls out, then trains) at the start.
+  bool time_shared = true;
+  /// Consider lending the waiting trainer's GPUs to rollout (the hybrid layout) at the start.
+  bool hybrid = true;
   int min_train_gpus = 1;
   int max_train_gpus = 0;
   int min_rollout_gpus = 1;
@@ -77,6 +81,9 @@ struct GrpOptions {
   /// Requests of the history the rollout model samples (search.h; at most 10 for "exhaustive").
   int max_requests = 64;
 };
+
+/// The backend layout of a searched plan (time-shared when the plan is).
+Result<backend::Layout> LayoutOf(const CandidatePlan& plan, int gpus_per_node);
 
 class GrpPlanner : public Planner {
  public:
@@ -87,8 +94,17 @@ class GrpPlanner : public Planner {
   std::string_view Name() const override { return name_; }
   Result<Plan> Initial(const PlanContext& context) override;
   std::optional<PlanDecision> OnStep(const StepObservation& observation) override;
+  /// When the plan is hybrid: the training GPUs as instances of the largest rollout TP.
+  std::optional<backend::Layout> IdleTrainerLayout(const backend::Layout& current) const override;
 
   const GrpOptions& options() const { return options_; }
+  /// After Initial: the search over the current history (every budget's best in `top`), and the
+  /// model's calibrated prediction of any layout (nullopt when infeasible). For `libra plan
+  /// --check` and the regret benchmark.
+  Result<SearchResult> SearchNow() const;
+  /// `lend_trainer`: whether the waiting trainer's GPUs roll out (default: as the plan does).
+  std::optional<CandidatePlan> Predict(const backend::Layout& layout,
+                                       std::optional<bool> lend_trainer = std::nullopt) const;
   double rollout_factor() const { return rollout_cal_.factor(); }
   double train_factor() const { return train_cal_.factor(); }
 
@@ -98,19 +114,27 @@ class GrpPlanner : public Planner {
   std::vector<RequestSample> History() const;
   /// Calibrated prediction of a layout on the history; nullopt when infeasible.
   std::optional<CandidatePlan> Predict(const backend::Layout& layout,
-                                       std::span<const RequestSample> history) const;
+                                       std::span<const RequestSample> history,
+                                       std::optional<bool> lend_trainer = std::nullopt) const;
   double TransitionSeconds(const backend::Layout& from, const backend::Layout& to,
                            std::span<const RequestSample> history) const;
   std::optional<std::string> Trigger(const StepObservation& observation);
   std::vector<backend::Layout> ElasticMoves(const backend::Layout& current) const;
+  void AddToolLatencies(std::span<const double> latencies);
 
   GrpOptions options_;
   std::string_view name_;
   PlanContext context_;
   std::deque<RequestSample> history_;
+  /// The latencies of recent tool calls (the startup profile's, then the run's), at most
+  /// kToolLatencies.
+  static constexpr int kToolLatencies = 4096;
+  std::deque<double> tool_latencies_;
   Calibrator rollout_cal_;
   Calibrator train_cal_;
   int last_change_step_ = -1000000;
+  /// Whether the plan lends the waiting trainer's GPUs to rollout.
+  bool lend_trainer_ = false;
   /// The homogeneous plan's TP size, once chosen.
   std::optional<int> homogeneous_tp_;
   struct RecentStep {

@@ -27,16 +27,75 @@ std::vector<model::RequestInfo> ReferenceRequests(std::span<const TrajectorySize
 Result<std::unique_ptr<Planner>> LibraRefPlanner::Create(const recipe::OptionTable& options) {
   recipe::OptionReader r(options);
   ReferencePlannerConfig c;
-  c.plan_interval = static_cast<int>(r.Int("plan_interval", c.plan_interval, 1, 1 << 20));
-  c.warmup_steps = static_cast<int>(r.Int("warmup_steps", c.warmup_steps, 0, 1 << 20));
-  c.min_history_size = static_cast<int>(r.Int("min_history_size", c.min_history_size, 1, 1 << 20));
+  constexpr int64_t kMany = 1 << 20;
+  auto sizes = [&r](const char* key) {
+    std::vector<int> out;
+    for (int64_t v : r.IntList(key, {}, 1, kMany)) out.push_back(static_cast<int>(v));
+    return out;
+  };
+  // Their GlobalResourcePlannerConfig, key for key (libra-reference.md §3.6, §7.2).
+  c.plan_interval = static_cast<int>(r.Int("plan_interval", c.plan_interval, 1, kMany));
+  c.warmup_steps = static_cast<int>(r.Int("warmup_steps", c.warmup_steps, 0, kMany));
+  c.min_history_size = static_cast<int>(r.Int("min_history_size", c.min_history_size, 1, kMany));
+  c.max_history_size = static_cast<int>(r.Int("max_history_size", c.max_history_size, 1, kMany));
   c.min_gain_ratio = r.Double("min_gain_ratio", c.min_gain_ratio, 0);
-  c.reconfiguration_cost_s = r.Double("reconfiguration_cost_s", c.reconfiguration_cost_s, 0);
+  const bool cost_set = r.Has("reconfiguration_cost_s");
+  if (cost_set) {
+    c.reconfiguration_cost_s = r.Double("reconfiguration_cost_s", c.reconfiguration_cost_s, 0);
+  }
   c.allowed_rollout_tp = ReadTpList(r, "allowed_rollout_tp", {1, 2, 4, 8}, /*allow_empty=*/true);
   c.rollout_node_tp_pattern = ReadTpList(r, "rollout_node_tp_pattern", {}, /*allow_empty=*/true);
+  c.require_heterogeneous_rollout_tp =
+      r.Bool("require_heterogeneous_rollout_tp", c.require_heterogeneous_rollout_tp);
+  c.allowed_train_tp = sizes("allowed_train_tp");
+  c.allowed_train_pp = sizes("allowed_train_pp");
+  c.micro_batch_sizes = sizes("micro_batch_sizes");
+  c.fixed_train_gpus = static_cast<int>(r.Int("fixed_train_gpus", c.fixed_train_gpus, 0, kMany));
+  c.initial_allocation_strategy =
+      r.String("initial_allocation_strategy", "grp", {"grp", "configured"}) == "configured"
+          ? ReferenceInitialAllocation::kConfigured
+          : ReferenceInitialAllocation::kGrp;
+  c.allocation_granularity_gpus = static_cast<int>(
+      r.Int("allocation_granularity_gpus", c.allocation_granularity_gpus, 1, kMany));
+  c.min_train_gpus = static_cast<int>(r.Int("min_train_gpus", c.min_train_gpus, 1, kMany));
+  c.min_rollout_gpus = static_cast<int>(r.Int("min_rollout_gpus", c.min_rollout_gpus, 1, kMany));
   c.online_replanning = r.Bool("online_replanning", c.online_replanning);
+  c.replan_cooldown_steps =
+      static_cast<int>(r.Int("runtime_replan_cooldown_steps", c.replan_cooldown_steps, 0, kMany));
+  c.queue_pressure_threshold =
+      r.Double("runtime_queue_pressure_threshold", c.queue_pressure_threshold, 0);
+  c.active_rollout_pressure_threshold =
+      r.Double("runtime_active_rollout_pressure_threshold", c.active_rollout_pressure_threshold, 0);
+  c.rejected_rollout_delta_threshold = static_cast<int>(r.Int(
+      "runtime_rejected_rollout_delta_threshold", c.rejected_rollout_delta_threshold, 0, kMany));
+  c.rollout_train_imbalance_threshold =
+      r.Double("runtime_rollout_train_imbalance_threshold", c.rollout_train_imbalance_threshold, 0);
+  c.elastic_hybrid_planning_enabled =
+      r.Bool("elastic_hybrid_planning_enabled", c.elastic_hybrid_planning_enabled);
+  c.elastic_hybrid_replica_size_gpus = static_cast<int>(
+      r.Int("elastic_hybrid_replica_size_gpus", c.elastic_hybrid_replica_size_gpus, 0, kMany));
+  c.elastic_hybrid_min_rollout_gpus = static_cast<int>(
+      r.Int("elastic_hybrid_min_rollout_gpus", c.elastic_hybrid_min_rollout_gpus, 0, kMany));
+  c.elastic_hybrid_borrow_train_rollout_ratio = r.Double(
+      "elastic_hybrid_borrow_train_rollout_ratio", c.elastic_hybrid_borrow_train_rollout_ratio, 0);
+  c.elastic_hybrid_release_train_rollout_ratio =
+      r.Double("elastic_hybrid_release_train_rollout_ratio",
+               c.elastic_hybrid_release_train_rollout_ratio, 0);
+  c.elastic_hybrid_max_rollout_pressure =
+      r.Double("elastic_hybrid_max_rollout_pressure", c.elastic_hybrid_max_rollout_pressure, 0);
+  c.elastic_hybrid_signal_ttl_steps = static_cast<int>(
+      r.Int("elastic_hybrid_signal_ttl_steps", c.elastic_hybrid_signal_ttl_steps, 1, kMany));
+  c.verbose = r.Bool("verbose", c.verbose);
+  // Their GRP_FORCE_* environment overrides, as options.
+  c.force_rollout_tp_list = sizes("force_rollout_tp_list");
+  if (r.Has("force_train_gpus")) {
+    c.force_train_gpus = static_cast<int>(r.Int("force_train_gpus", 1, 1, kMany));
+  }
+  c.force_runtime_reconfigure = r.Bool("force_runtime_reconfigure", c.force_runtime_reconfigure);
   LIBRA_RETURN_IF_ERROR(r.Finish());
-  return std::unique_ptr<Planner>(std::make_unique<LibraRefPlanner>(std::move(c)));
+  auto planner = std::make_unique<LibraRefPlanner>(std::move(c));
+  planner->reconfiguration_cost_set_ = cost_set;
+  return std::unique_ptr<Planner>(std::move(planner));
 }
 
 ReferenceRunConfig LibraRefPlanner::RunConfig(const backend::Layout& layout) const {
@@ -61,7 +120,14 @@ Result<Plan> LibraRefPlanner::Initial(const PlanContext& context) {
   }
   const model::CostModelContext mc{context.cost->gpu(), context.cost->arch(),
                                    context.gpus_per_node};
-  model_ = std::make_unique<model::ReferenceCostModel>(mc, model::ReferenceParamsFrom(mc));
+  // The recipe's libra-ref model, with its [cost_model] overrides; with another cost model, the
+  // authors' model built for the same GPU and model.
+  const auto* given = dynamic_cast<const model::ReferenceCostModel*>(context.cost);
+  model_ = std::make_unique<model::ReferenceCostModel>(
+      mc, given != nullptr ? given->params() : model::ReferenceParamsFrom(mc));
+  if (!reconfiguration_cost_set_) {
+    config_.reconfiguration_cost_s = model_->params().reconfiguration_cost_s;
+  }
   config_.n_total_gpus = context.total_gpus();
   LIBRA_ASSIGN_OR_RETURN(planner_, ReferencePlanner::Create(*model_, config_));
   const std::vector<model::RequestInfo> history = ReferenceRequests(context.history);

@@ -8,9 +8,11 @@
 // lengths only (tool outputs excluded); the objective is max(one training iteration, one rollout
 // makespan over the history window). Its plans are applied through the same elastic pool as
 // every planner's (non-blocking drain), where the authors' executor pauses and drains.
-// Knobs (`[system.planner_options]`): plan_interval (10), warmup_steps (1), min_history_size (8),
-// min_gain_ratio (0.05), reconfiguration_cost_s (15), allowed_rollout_tp ([1, 2, 4, 8]),
-// rollout_node_tp_pattern ([]), online_replanning (true).
+// Knobs (`[system.planner_options]`): every field of their GlobalResourcePlannerConfig that the
+// planner reads, by their names (docs/planner.md lists them with defaults), and their GRP_FORCE_*
+// environment overrides as force_rollout_tp_list, force_train_gpus, force_runtime_reconfigure.
+// With `[cost_model] name = "libra-ref"` the planner plans on that model, overrides included
+// (and takes its reconfiguration_cost_s unless the options set one).
 #pragma once
 
 #include <memory>
@@ -37,6 +39,8 @@ class LibraRefPlanner : public Planner {
   ReferenceRunConfig RunConfig(const backend::Layout& layout) const;
 
   ReferencePlannerConfig config_;
+  /// Whether the options set reconfiguration_cost_s (else the cost model's value is used).
+  bool reconfiguration_cost_set_ = false;
   PlanContext context_;
   std::unique_ptr<model::ReferenceCostModel> model_;
   std::unique_ptr<ReferencePlanner> planner_;

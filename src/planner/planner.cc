@@ -175,4 +175,21 @@ Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int 
   return instances;
 }
 
+std::optional<backend::Layout> LendTrainerGpus(const backend::Layout& current, int gpus_per_node,
+                                               int tp) {
+  if (current.colocated || current.train_gpus <= 0 || current.instances.empty() ||
+      gpus_per_node <= 0) {
+    return std::nullopt;
+  }
+  auto added = PackInstances(gpus_per_node, current.rollout_gpus(), current.train_gpus, {tp});
+  if (!added.ok()) return std::nullopt;
+  backend::Layout lent = current;
+  for (backend::InstanceSpec spec : *added) {
+    spec.id = InstanceId(static_cast<int64_t>(lent.instances.size()));
+    lent.instances.push_back(spec);
+  }
+  lent.train_gpus = 0;
+  return lent;
+}
+
 }  // namespace libra::planner

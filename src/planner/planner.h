@@ -19,6 +19,8 @@ struct TrajectorySize {
   int64_t prompt_tokens = 0;     // the initial prompt (prefilled)
   int64_t generated_tokens = 0;  // generated over all turns (decoded)
   int64_t tool_tokens = 0;       // tool outputs added to the context (prefilled, not decoded)
+  int turns = 1;                 // model calls; every turn but the last called a tool
+  double tool_s = 0;             // tool latency over all its calls (on its critical path)
   /// The final context.
   int64_t total() const { return prompt_tokens + generated_tokens + tool_tokens; }
   bool operator==(const TrajectorySize&) const = default;
@@ -45,8 +47,14 @@ struct PlanContext {
   /// A sample of the workload's trajectories before the run (the startup length profile);
   /// planners that search start from it. May be empty.
   std::vector<TrajectorySize> history;
-  /// How weights reach the rollout instances.
+  /// Latencies of individual tool calls of the startup profile (seconds, any order): how long
+  /// a context waits in the KV cache. May be empty.
+  std::vector<double> tool_latencies_s;
+  /// How weights reach the rollout instances, and every how many steps.
   model::SyncPath sync_path = model::SyncPath::kNccl;
+  int sync_interval = 1;
+  /// Whether the engines keep a context cached while its trajectory waits for a tool.
+  bool kv_cache_across_tools = true;
   /// Continuous-batching limit of a rollout instance.
   int max_num_seqs = 256;
 
@@ -63,8 +71,9 @@ struct StepObservation {
   double sync_s = 0;
   /// The trainer idled waiting for the batch (a rollout-bound step waits).
   double wait_s = 0;
-  /// The trajectories the step trained on.
+  /// The trajectories the step trained on, and the latencies of their tool calls.
   std::vector<TrajectorySize> trajectories;
+  std::vector<double> tool_latencies_s;
   /// Pressure on rollout: turns waiting for an instance, trajectories in flight, and
   /// trajectories rejected as too stale so far.
   int waiting_turns = 0;
@@ -101,6 +110,17 @@ struct PlanCandidate {
   double step_s = 0;
 };
 
+/// Predicted steady-state seconds per step of a pipeline and of its phases: `rollout` is one
+/// step's batch (synchronous: its makespan; asynchronous: the rollout side's time per step when
+/// it never waits for the trainer), `train` the train step (with a time-shared layout's role
+/// switches), `sync` the weight sync per step, `step` their combination for the pipeline.
+struct PhaseTimes {
+  double rollout_s = 0;
+  double train_s = 0;
+  double sync_s = 0;
+  double step_s = 0;
+};
+
 /// A planner's answer.
 struct Plan {
   backend::Layout layout;
@@ -108,6 +128,9 @@ struct Plan {
   std::string reason;
   /// The planner's predicted time per step, when it has a model.
   std::optional<double> predicted_step_s;
+  /// The phases behind predicted_step_s, for planners whose model predicts them (`libra plan
+  /// --check` compares them with a simulation of the plan).
+  std::optional<PhaseTimes> predicted;
   /// The best candidates it compared (best first), and a summary of its search, for
   /// `libra plan` and `libra plan --explain` (whose last line says what was pruned and why);
   /// empty for planners that do not search.
@@ -133,6 +156,9 @@ class Planner {
       const backend::Layout& /*current*/) const {
     return std::nullopt;
   }
+  /// With lent GPUs: the fraction of the batch's groups complete at which the trainer starts
+  /// taking them back (drained). Default 1: when the batch is ready.
+  virtual double ReclaimAt() const { return 1.0; }
 };
 
 using PlannerRegistry = Registry<Planner, const recipe::OptionTable&>;
@@ -180,5 +206,11 @@ Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpu
 /// from its start until its GPUs are used. kUnschedulable when an instance does not fit.
 Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,
                                                          const std::vector<int>& pattern);
+
+/// `current` with the training GPUs lent to rollout as TP-`tp` instances after the current ones
+/// (the trainer waiting for its batch); nullopt when there is nothing to lend (time-shared, no
+/// training GPUs, no rollout instance) or they do not pack.
+std::optional<backend::Layout> LendTrainerGpus(const backend::Layout& current, int gpus_per_node,
+                                               int tp);
 
 }  // namespace libra::planner

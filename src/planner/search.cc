@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <queue>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -17,20 +18,25 @@ namespace libra::planner {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-/// Largest count-DP table (states x requests) MultisetMakespan solves exactly.
-constexpr int64_t kMaxMultisetStates = int64_t{1} << 20;
 
 // ---- Inputs ------------------------------------------------------------------------------------
 
-/// The history sorted by total length (then prompt, generated, tool), thinned to at most
-/// `max_requests` evenly spaced ranks, the shortest and the longest included.
-std::vector<RequestSample> SampleHistory(std::span<const RequestSample> history, int max_requests) {
+/// The history sorted by total length (then prompt, generated, tool, turns, tool time), cut at the
+/// rank of a batch's longest trajectory (a history of many batches holds longer ones than a batch
+/// does: of n, the longest n / (batch + 1) are left out), and thinned to at most `max_requests`
+/// evenly spaced ranks, the shortest and that longest included.
+std::vector<RequestSample> SampleHistory(std::span<const RequestSample> history, int max_requests,
+                                         int batch) {
   std::vector<RequestSample> sorted(history.begin(), history.end());
-  std::stable_sort(
-      sorted.begin(), sorted.end(), [](const RequestSample& a, const RequestSample& b) {
-        return std::make_tuple(a.total(), a.prompt_tokens, a.generated_tokens, a.tool_tokens) <
-               std::make_tuple(b.total(), b.prompt_tokens, b.generated_tokens, b.tool_tokens);
-      });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const RequestSample& a, const RequestSample& b) {
+                     return std::make_tuple(a.total(), a.prompt_tokens, a.generated_tokens,
+                                            a.tool_tokens, a.turns, a.tool_s) <
+                            std::make_tuple(b.total(), b.prompt_tokens, b.generated_tokens,
+                                            b.tool_tokens, b.turns, b.tool_s);
+                   });
+  sorted.resize(sorted.size() -
+                (sorted.size() - 1) / (static_cast<size_t>(std::max(1, batch)) + 1));
   const int64_t n = static_cast<int64_t>(sorted.size());
   const int64_t m = std::min<int64_t>(n, std::max(1, max_requests));
   if (m == n) return sorted;
@@ -107,34 +113,187 @@ std::vector<int> RolloutBins(int total, int gpus_per_node, int first) {
   return bins;
 }
 
+// ---- The rollout model on the sample -----------------------------------------------------------
+
+/// Every sampled request as the rollout model sees it on each TP size (CostOf), computed once.
+class SampleCosts {
+ public:
+  SampleCosts(const model::CostModel& cost, std::vector<int> tps,
+              const std::vector<RequestSample>& sample)
+      : tps_(std::move(tps)), n_(static_cast<int>(sample.size())) {
+    costs_.resize(tps_.size());
+    for (size_t k = 0; k < tps_.size(); ++k) {
+      costs_[k].reserve(sample.size());
+      for (const RequestSample& r : sample) costs_[k].push_back(CostOf(cost, tps_[k], r));
+    }
+  }
+  const std::vector<int>& tps() const { return tps_; }
+  int n() const { return n_; }
+  int KOf(int tp) const {
+    const auto it = std::lower_bound(tps_.begin(), tps_.end(), tp);
+    LIBRA_CHECK(it != tps_.end() && *it == tp) << "no costs for TP " << tp;
+    return static_cast<int>(it - tps_.begin());
+  }
+  const RequestCost& at(int k, int r) const {
+    return costs_[static_cast<size_t>(k)][static_cast<size_t>(r)];
+  }
+  /// Requests [j, i) on TP tps()[k], each standing for `weight` trajectories.
+  RolloutLoad Load(int k, int j, int i, double weight) const {
+    RolloutLoad load;
+    for (int r = j; r < i; ++r) load.Add(at(k, r), weight);
+    return load;
+  }
+
+ private:
+  std::vector<int> tps_;
+  int n_;
+  std::vector<std::vector<RequestCost>> costs_;
+};
+
+/// The search's inputs, derived once.
+struct Problem {
+  const model::CostModel* cost = nullptr;
+  const SearchSpace* space = nullptr;
+  const PipelineShape* shape = nullptr;
+  std::vector<RequestSample> sample;
+  double weight = 1;
+  std::vector<int64_t> batch;
+  std::vector<int> train_tps;
+  std::vector<int> train_pps;
+  std::vector<int> micro_batches;
+  std::map<int, double> tp_comm_ratio;  // memo
+  ToolLatencies tools;
+  /// The history's longest context: any instance may get it, so every instance must hold it.
+  int64_t longest = 0;
+
+  /// tp_comm_s / compute_s of one replica {tp, pp 1, dp 1} at the smallest micro-batch.
+  double TpCommRatio(int tp) {
+    auto it = tp_comm_ratio.find(tp);
+    if (it != tp_comm_ratio.end()) return it->second;
+    const model::TrainEstimate e =
+        cost->TrainStep({tp, 1, 1, micro_batches.front()}, shape->passes, batch);
+    double ratio = 0;
+    if (e.tp_comm_s > 0) ratio = e.compute_s > 0 ? e.tp_comm_s / e.compute_s : kInf;
+    tp_comm_ratio.emplace(tp, ratio);
+    return ratio;
+  }
+  bool Holds(int tp) const { return cost->KvCapacityTokens(tp) >= longest; }
+  /// Whether `layout` runs out of memory on a batch holding the longest expected sequence.
+  bool OutOfMemory(const model::TrainLayout& layout) const {
+    if (sample.empty() || shape->max_sequence_tokens <= sample.back().total()) return false;
+    std::vector<int64_t> longest_batch = batch;
+    longest_batch.front() = shape->max_sequence_tokens;
+    return cost->TrainStep(layout, shape->passes, longest_batch).oom();
+  }
+  InstanceSetting Setting(int tp, double outside_s, double batches_in_flight = 0) const {
+    InstanceSetting s;
+    s.tp = tp;
+    s.max_num_seqs = space->max_num_seqs;
+    s.staleness = shape->staleness;
+    s.outside_s = outside_s;
+    s.batches_in_flight = batches_in_flight;
+    s.kv_policy = shape->kv_policy;
+    s.tools = &tools;
+    return s;
+  }
+};
+
+/// The instances of one TP size in a rollout layout, sharing `load` (all their requests) evenly.
+struct KindShare {
+  int tp = 0;
+  int count = 0;
+  RolloutLoad load;
+  bool operator==(const KindShare&) const = default;
+};
+
+/// The slowest instance's period (unscaled) with `outside_s` in the cycle (rollout_model.h) and,
+/// when given, `batches_in_flight` for a saturated engine.
+double Period(const Problem& p, const std::vector<KindShare>& kinds, double outside_s,
+              double batches_in_flight = 0) {
+  double worst = 0;
+  for (const KindShare& kind : kinds) {
+    if (kind.count <= 0 || kind.load.empty()) continue;
+    if (!p.Holds(kind.tp)) return kInf;
+    worst =
+        std::max(worst, EstimateInstance(*p.cost, p.Setting(kind.tp, outside_s, batches_in_flight),
+                                         kind.load.Share(1.0 / kind.count))
+                            .period_s);
+  }
+  return worst;
+}
+
+/// The step a rollout layout (scaled rollout time `rollout_s`) makes with a train step and a
+/// sync per step: in series when synchronous or time-shared; asynchronous and disaggregated, the
+/// slower of the trainer and the rollout side, whose batches also wait for the trainer's step
+/// within their staleness + 1 periods (rollout_model.h). `rollout_s` (every allowed batch in
+/// flight) does not bound it: a KV cache that thrashes with all of them may keep up with fewer.
+double PlanStep(const Problem& p, const std::vector<KindShare>& kinds, double rollout_s,
+                double train_s, double sync_s, bool colocated) {
+  const PipelineShape& shape = *p.shape;
+  if (colocated || shape.staleness <= 0) return rollout_s + train_s + sync_s;
+  const double outside = train_s + sync_s;
+  const double scale = shape.rollout_scale;
+  // When the trainer sets the pace, each batch launches a whole step after the one before it
+  // completes, so only `staleness` batches are in flight: if the rollout side keeps up with
+  // that (less KV pressure than with every allowed batch in flight), the step is the trainer's.
+  if (scale * Period(p, kinds, outside / scale, shape.staleness) <= outside) return outside;
+  return std::max(outside, scale * Period(p, kinds, outside / scale));
+}
+
+/// One instance's contiguous run [j, i) of the sorted sample.
+struct Segment {
+  int tp = 0;
+  int j = 0;
+  int i = 0;
+};
+
+/// The instances `tps` (a multiset) as the router fills them: every instance gets the same mix of
+/// the step's trajectories, in proportion to its GPUs (C-MLFQ counts load per GPU; a balancing
+/// router cannot sort trajectories by a length it does not know), so any of them may get the
+/// slowest trajectory. One share per TP size.
+std::vector<KindShare> MixedShares(const Problem& p, const SampleCosts& costs,
+                                   const std::vector<int>& tps) {
+  std::map<int, int> counts;
+  int gpus = 0;
+  for (int tp : tps) {
+    ++counts[tp];
+    gpus += tp;
+  }
+  std::vector<KindShare> out;
+  for (const auto& [tp, count] : counts) {
+    const RolloutLoad all = costs.Load(costs.KOf(tp), 0, costs.n(), p.weight);
+    out.push_back({tp, count, all.Share(static_cast<double>(tp * count) / gpus)});
+  }
+  return out;
+}
+
 // ---- Rollout segments --------------------------------------------------------------------------
 
-/// InstanceMakespan of every contiguous run [j, i) of the sorted sample on every TP size of
-/// `tps` (ascending, distinct), computed once.
+/// The period (outside nothing) of every contiguous run [j, i) of the sorted sample on one
+/// instance of every TP size of `costs`, computed once: for each start j the run grows one
+/// request at a time, so each entry costs one EstimateInstance on running sums.
 class SegmentTable {
  public:
-  SegmentTable(const model::CostModel& cost, std::vector<int> tps,
-               const std::vector<RequestSample>& sample, double weight, int max_num_seqs,
-               int staleness, int64_t* evaluations)
-      : tps_(std::move(tps)), n_(static_cast<int>(sample.size())) {
+  SegmentTable(const Problem& p, const SampleCosts& costs, int64_t* evaluations)
+      : tps_(costs.tps()), n_(costs.n()) {
     const size_t side = static_cast<size_t>(n_ + 1);
     values_.assign(tps_.size() * side * side, 0.0);
     for (size_t k = 0; k < tps_.size(); ++k) {
+      const bool holds = p.Holds(tps_[k]);
+      const InstanceSetting setting = p.Setting(tps_[k], 0);
       for (int j = 0; j < n_; ++j) {
+        RolloutLoad load;
         for (int i = j + 1; i <= n_; ++i) {
-          const auto run = std::span<const RequestSample>(sample).subspan(
-              static_cast<size_t>(j), static_cast<size_t>(i - j));
+          load.Add(costs.at(static_cast<int>(k), i - 1), p.weight);
           values_[Index(static_cast<int>(k), j, i)] =
-              staleness > 0
-                  ? InstanceSteadyTime(cost, tps_[k], run, weight, max_num_seqs, staleness)
-                  : InstanceMakespan(cost, tps_[k], run, weight, max_num_seqs);
+              holds ? EstimateInstance(*p.cost, setting, load).period_s : kInf;
           ++*evaluations;
         }
       }
     }
   }
 
-  /// Makespan of requests [j, i) on an instance of TP tps()[k]; 0 when j == i.
+  /// Period of requests [j, i) on an instance of TP tps()[k]; 0 when j == i.
   double operator()(int k, int j, int i) const { return values_[Index(k, j, i)]; }
   const std::vector<int>& tps() const { return tps_; }
   int KOf(int tp) const {
@@ -155,83 +314,6 @@ class SegmentTable {
   std::vector<double> values_;
 };
 
-/// The fastest assignment of the sorted sample to the instances `tps` (a multiset), each taking
-/// a contiguous, possibly empty run, in the best order of the instances. A DP over (instances
-/// used of each size, requests covered); at most n instances of a size can be busy, so counts
-/// are capped at n. Beyond kMaxMultisetStates the instances are taken in ascending TP order.
-double MultisetMakespan(const SegmentTable& seg, const std::vector<int>& tps, int64_t* cells) {
-  const int n = seg.n();
-  std::map<int, int> counts;
-  for (int tp : tps) ++counts[tp];
-  std::vector<int> kinds;
-  std::vector<int> caps;
-  for (const auto& [tp, count] : counts) {
-    kinds.push_back(seg.KOf(tp));
-    caps.push_back(std::min(count, n));
-  }
-  const size_t side = static_cast<size_t>(n + 1);
-  int64_t states = 1;
-  for (int cap : caps) states *= cap + 1;
-  if (states * (n + 1) > kMaxMultisetStates) {
-    *cells += std::accumulate(caps.begin(), caps.end(), int64_t{0}) * (n + 1);
-    // Instances in ascending TP order: f[i] = best for the first i requests.
-    std::vector<double> f(side, kInf);
-    f[0] = 0;
-    for (size_t t = 0; t < kinds.size(); ++t) {
-      for (int copy = 0; copy < caps[t]; ++copy) {
-        std::vector<double> next = f;  // the instance idle
-        for (int i = 1; i <= n; ++i) {
-          for (int j = 0; j < i; ++j) {
-            if (f[static_cast<size_t>(j)] >= next[static_cast<size_t>(i)]) continue;
-            next[static_cast<size_t>(i)] =
-                std::min(next[static_cast<size_t>(i)],
-                         std::max(f[static_cast<size_t>(j)], seg(kinds[t], j, i)));
-          }
-        }
-        f = std::move(next);
-      }
-    }
-    return f[static_cast<size_t>(n)];
-  }
-  *cells += states * (n + 1);
-  std::vector<int64_t> stride(kinds.size(), 1);
-  for (size_t t = 1; t < kinds.size(); ++t) stride[t] = stride[t - 1] * (caps[t - 1] + 1);
-  std::vector<double> value(static_cast<size_t>(states) * side, kInf);
-  value[0] = 0;
-  double best = kInf;
-  std::vector<int> x(kinds.size(), 0);
-  for (int64_t s = 0; s < states; ++s) {
-    if (s > 0) {  // the next count vector in mixed radix
-      for (size_t t = 0; t < x.size(); ++t) {
-        if (++x[t] <= caps[t]) break;
-        x[t] = 0;
-      }
-    }
-    const int used = std::accumulate(x.begin(), x.end(), 0);
-    for (int i = used; i <= n; ++i) {  // every busy instance has a request
-      const double v = value[static_cast<size_t>(s) * side + static_cast<size_t>(i)];
-      if (v == kInf) continue;
-      if (i == n) best = std::min(best, v);
-      for (size_t t = 0; t < kinds.size(); ++t) {
-        if (x[t] == caps[t]) continue;
-        double* row = &value[static_cast<size_t>(s + stride[t]) * side];
-        for (int c = i + 1; c <= n; ++c) {
-          const double nv = std::max(v, seg(kinds[t], i, c));
-          if (nv < row[c]) row[c] = nv;
-        }
-      }
-    }
-  }
-  return best;
-}
-
-// ---- The rollout DP (Algorithm 1), indexed by the largest TP ------------------------------------
-
-/// E[m][g][i]: the fastest layout of g GPUs for the first i sorted requests whose largest
-/// instance is exactly tps[m]; L[m][g][i] the same with the largest at most tps[m]. The last
-/// instance of a sequence either is a tps[m] (its prefix then any layout with sizes <= tps[m],
-/// possibly none) or a smaller one (its prefix then still holds a tps[m]). Computed once up to
-/// the largest rollout budget; every budget reads its row.
 class RolloutDp {
  public:
   RolloutDp(const SegmentTable& seg, int max_gpus, int64_t* cells)
@@ -286,9 +368,9 @@ class RolloutDp {
   /// The fastest makespan with `gpus` GPUs and largest TP exactly tps[m] for all requests.
   double Value(int m, int gpus) const { return e_[At(m, gpus, n_)]; }
 
-  /// That layout's TP sizes, sorted descending. REQUIRES: Value(m, gpus) is finite.
-  std::vector<int> Layout(int m, int gpus) const {
-    std::vector<int> tps;
+  /// That layout's instances with their runs of the sample. REQUIRES: Value(m, gpus) is finite.
+  std::vector<Segment> Layout(int m, int gpus) const {
+    std::vector<Segment> segments;
     int g = gpus;
     int i = n_;
     bool exact = true;  // in E[m] (else in L[m], possibly the empty layout)
@@ -302,14 +384,13 @@ class RolloutDp {
       const int k = e_kind_[at];
       LIBRA_CHECK(k >= 0) << "no layout for " << g << " GPUs";
       const int tp = seg_.tps()[static_cast<size_t>(k)];
-      tps.push_back(tp);
+      segments.push_back({tp, i - e_segment_[at], i});
       g -= tp;
       i -= e_segment_[at];
       if (k == m) exact = false;
     }
     LIBRA_CHECK(i == 0) << "layout leaves requests unassigned";
-    std::sort(tps.begin(), tps.end(), std::greater<>());
-    return tps;
+    return segments;
   }
 
  private:
@@ -337,6 +418,9 @@ class RolloutDp {
 // ---- The exhaustive rollout enumeration --------------------------------------------------------
 
 /// Every sequence of instances of the table's sizes summing to the GPUs, every split of the
+// ---- The exhaustive rollout enumeration --------------------------------------------------------
+
+/// Every sequence of instances of the table's sizes summing to the GPUs, every split of the
 /// requests into contiguous (possibly empty) runs; the fastest per largest TP (first found wins
 /// ties).
 class RolloutEnumeration {
@@ -346,27 +430,14 @@ class RolloutEnumeration {
 
   void Free(int gpus) { Sequences(gpus, 0, 0.0); }
 
-  /// Every distinct order of the multiset `tps`.
-  void Orders(std::vector<int> tps) {
-    std::sort(tps.begin(), tps.end());
-    do {
-      sequence_ = tps;
-      Splits(0, 0, 0.0);
-    } while (std::next_permutation(tps.begin(), tps.end()));
-  }
-
   double best(int m) const { return best_[static_cast<size_t>(m)]; }
-  /// The fastest layout with largest TP tps()[m], sorted descending.
-  std::vector<int> layout(int m) const {
-    std::vector<int> tps = best_layout_[static_cast<size_t>(m)];
-    std::sort(tps.begin(), tps.end(), std::greater<>());
-    return tps;
-  }
+  /// The fastest layout with largest TP tps()[m], its instances with their runs.
+  const std::vector<Segment>& layout(int m) const { return best_layout_[static_cast<size_t>(m)]; }
 
  private:
   void Record(double makespan) {
     int m = 0;
-    for (int tp : sequence_) m = std::max(m, seg_.KOf(tp));
+    for (const Segment& s : sequence_) m = std::max(m, seg_.KOf(s.tp));
     if (makespan < best_[static_cast<size_t>(m)]) {
       best_[static_cast<size_t>(m)] = makespan;
       best_layout_[static_cast<size_t>(m)] = sequence_;
@@ -378,34 +449,24 @@ class RolloutEnumeration {
     for (int k = static_cast<int>(seg_.tps().size()) - 1; k >= 0; --k) {
       const int tp = seg_.tps()[static_cast<size_t>(k)];
       if (tp > gpus_left) continue;
-      sequence_.push_back(tp);
       if (tp == gpus_left) {
-        Record(std::max(slowest, seg_(k, done, n)));  // the last instance takes the rest
-      } else {
-        for (int c = 0; c <= n - done; ++c) {
-          Sequences(gpus_left - tp, done + c, std::max(slowest, seg_(k, done, done + c)));
-        }
+        sequence_.push_back({tp, done, n});  // the last instance takes the rest
+        Record(std::max(slowest, seg_(k, done, n)));
+        sequence_.pop_back();
+        continue;
       }
-      sequence_.pop_back();
-    }
-  }
-
-  void Splits(size_t instance, int done, double slowest) {
-    const int n = seg_.n();
-    const int k = seg_.KOf(sequence_[instance]);
-    if (instance + 1 == sequence_.size()) {
-      Record(std::max(slowest, seg_(k, done, n)));
-      return;
-    }
-    for (int c = 0; c <= n - done; ++c) {
-      Splits(instance + 1, done + c, std::max(slowest, seg_(k, done, done + c)));
+      for (int c = 0; c <= n - done; ++c) {
+        sequence_.push_back({tp, done, done + c});
+        Sequences(gpus_left - tp, done + c, std::max(slowest, seg_(k, done, done + c)));
+        sequence_.pop_back();
+      }
     }
   }
 
   const SegmentTable& seg_;
   std::vector<double> best_;
-  std::vector<std::vector<int>> best_layout_;
-  std::vector<int> sequence_;
+  std::vector<std::vector<Segment>> best_layout_;
+  std::vector<Segment> sequence_;
 };
 
 double Binomial(int64_t n, int64_t k) {
@@ -437,47 +498,7 @@ double FreeEnumerations(const std::vector<int>& tps, int gpus, int n) {
   return total;
 }
 
-/// Orders x splits RolloutEnumeration::Orders(tps) visits, for n requests.
-double OrderEnumerations(const std::vector<int>& tps, int n) {
-  std::map<int, int> counts;
-  for (int tp : tps) ++counts[tp];
-  double orders = 1;
-  int placed = 0;
-  for (const auto& [tp, count] : counts) {
-    orders *= Binomial(placed + count, count);
-    placed += count;
-  }
-  const int k = static_cast<int>(tps.size());
-  return orders * Binomial(n + k - 1, k - 1);
-}
-
 // ---- Training ----------------------------------------------------------------------------------
-
-/// The search's inputs, derived once.
-struct Problem {
-  const model::CostModel* cost = nullptr;
-  const SearchSpace* space = nullptr;
-  const PipelineShape* shape = nullptr;
-  std::vector<RequestSample> sample;
-  double weight = 1;
-  std::vector<int64_t> batch;
-  std::vector<int> train_tps;
-  std::vector<int> train_pps;
-  std::vector<int> micro_batches;
-  std::map<int, double> tp_comm_ratio;  // memo
-
-  /// tp_comm_s / compute_s of one replica {tp, pp 1, dp 1} at the smallest micro-batch.
-  double TpCommRatio(int tp) {
-    auto it = tp_comm_ratio.find(tp);
-    if (it != tp_comm_ratio.end()) return it->second;
-    const model::TrainEstimate e =
-        cost->TrainStep({tp, 1, 1, micro_batches.front()}, shape->passes, batch);
-    double ratio = 0;
-    if (e.tp_comm_s > 0) ratio = e.compute_s > 0 ? e.tp_comm_s / e.compute_s : kInf;
-    tp_comm_ratio.emplace(tp, ratio);
-    return ratio;
-  }
-};
 
 /// Why a training layout is out of the space, or "" when it is in, given the filters of
 /// Algorithm 1 in its order (the exhaustive mode applies them leaf by leaf).
@@ -488,17 +509,19 @@ std::string LeafFilter(Problem& p, int budget, int tp, int pp, int micro) {
   if (budget % (tp * pp) != 0 || p.cost->arch().layers % pp != 0) return "pp_divides";
   const int dp = budget / (tp * pp);
   const int batch = p.shape->batch_trajectories;
-  if (batch % (dp * micro) != 0) return "batch_divides";
-  const int n_micro = batch / (dp * micro);
+  if (dp * micro > batch) return "batch_divides";
+  const int n_micro = (batch + dp * micro - 1) / (dp * micro);
   if (static_cast<double>(pp - 1) / (pp + n_micro - 1) > s.max_bubble) return "bubble";
   return "";
 }
 
-/// A rollout layout of one budget: the fastest with a given largest TP.
+/// A rollout layout of one budget: the fastest with a given largest TP, its instances pooled by
+/// size, and its period (unscaled) with nothing outside.
 struct RolloutOption {
   int max_tp = 0;
-  double makespan = 0;  // unscaled
+  double makespan = 0;
   std::vector<int> tps;
+  std::vector<KindShare> kinds;
 };
 
 /// The rollout side of one budget, and why it has no option when it has none.
@@ -511,6 +534,14 @@ void Count(std::map<std::string, int>& local, const std::string& reason, int tim
   local[reason] += times;
 }
 
+/// TP sizes of the segments, sorted descending.
+std::vector<int> TpsOf(const std::vector<Segment>& segments) {
+  std::vector<int> tps;
+  for (const Segment& s : segments) tps.push_back(s.tp);
+  std::sort(tps.begin(), tps.end(), std::greater<>());
+  return tps;
+}
+
 /// Keeps the options that pack; counts the others.
 void AddPackable(RolloutSide& side, RolloutOption option, const std::vector<int>& bins) {
   if (FirstFitDecreasing(option.tps, bins)) {
@@ -520,18 +551,108 @@ void AddPackable(RolloutSide& side, RolloutOption option, const std::vector<int>
   }
 }
 
+/// Role switches of a time-shared step: every GPU leaves rollout for training and comes back.
+double SwitchSeconds(const Problem& p, const model::TrainLayout& layout, int rollout_tp) {
+  return p.cost->RoleSwitchTime({model::SwitchDirection::kRolloutToTrain, rollout_tp, layout}) +
+         p.cost->RoleSwitchTime({model::SwitchDirection::kTrainToRollout, rollout_tp, layout});
+}
+
 /// Offers `option` against the budget's best so far (first of equals stays).
 void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
-           const RolloutOption& option, std::optional<CandidatePlan>& best) {
+           const RolloutOption& option, bool colocated, std::optional<CandidatePlan>& best) {
   const PipelineShape& shape = *p.shape;
   CandidatePlan plan;
   plan.train = layout;
   plan.rollout_tps = option.tps;
+  plan.colocated = colocated;
   plan.rollout_s = option.makespan * shape.rollout_scale;
-  plan.train_s = train_s;
-  plan.sync_s = p.cost->WeightSyncTime({shape.sync_path, layout, option.max_tp, true});
-  plan.step_s = StepTime(shape, plan.rollout_s, plan.train_s, plan.sync_s);
+  plan.train_s = train_s + (colocated ? SwitchSeconds(p, layout, option.max_tp) : 0);
+  plan.sync_s = p.cost->WeightSyncTime({shape.sync_path, layout, option.max_tp, !colocated}) /
+                std::max(1, shape.sync_interval);
+  plan.step_s = PlanStep(p, option.kinds, plan.rollout_s, plan.train_s, plan.sync_s, colocated);
   if (!best || plan.step_s < best->step_s) best = std::move(plan);
+}
+
+/// `plan` (asynchronous, disaggregated) with the trainer's GPUs rolling out while it waits for
+/// its batch, as instances of the plan's largest TP (the elastic hybrid pool as a planned layout).
+/// Per step the lent GPUs switch to rollout (a role switch), serve turns until the batch is
+/// ready, finish the turns they hold (half a turn at their decode speed, on average) and switch
+/// back before the trainer starts. The rollout side carries what the lent GPUs do not, in
+/// proportion to GPU-time, and its batches wait for that drain and the switch back too. The
+/// period: the smallest P with P >= the trainer's cycle and >= the rollout side's period with
+/// its share at P (bisection: a longer period lends longer). nullopt when the pipeline cannot lend
+/// (synchronous, time-shared, instances that do not pack) or, unless `always`, when lending does
+/// not make the step shorter.
+std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& plan,
+                                         const std::vector<KindShare>& kinds, bool always) {
+  const PipelineShape& shape = *p.shape;
+  if (plan.colocated || shape.staleness <= 0 || kinds.empty()) return std::nullopt;
+  const int tp = plan.rollout_tps.front();
+  const int gpn = p.space->gpus_per_node;
+  const int lent = plan.train_gpus();
+  if (!PackInstances(gpn, plan.rollout_gpus(), lent, {tp}).ok()) return std::nullopt;
+  const double in =
+      p.cost->RoleSwitchTime({model::SwitchDirection::kTrainToRollout, tp, plan.train});
+  const double out =
+      p.cost->RoleSwitchTime({model::SwitchDirection::kRolloutToTrain, tp, plan.train});
+  double turns = 0;
+  double decode = 0;
+  double trajectories = 0;
+  double held = 0;
+  double iteration = 0;  // the loaded iteration of the largest instances
+  for (const KindShare& k : kinds) {
+    turns += k.load.calls + k.load.trajectories;
+    decode += k.load.decode;
+    trajectories += k.load.trajectories;
+    held += k.load.held_context;
+    if (k.tp == tp) {
+      iteration =
+          EstimateInstance(*p.cost, p.Setting(tp, 0), k.load.Share(1.0 / k.count)).iteration_s;
+    }
+  }
+  // The reclaim waits for the longest turn running on a lent instance (about twice a mean turn),
+  // and the trajectories that were there build their contexts again elsewhere.
+  const double drain = turns > 0 ? 2 * decode / turns * iteration : 0;
+  const double moved_prefill =
+      trajectories > 0
+          ? p.cost->PrefillTime(tp, std::max<int64_t>(1, std::llround(held / trajectories)), 0)
+          : 0;
+  const double rollout_gpus = plan.rollout_gpus();
+  // The step at a given trainer cycle (train + sync, 0 for rollout alone).
+  auto period = [&](double trainer_s) {
+    const double outside = drain + out + trainer_s;
+    auto needs = [&](double at) {
+      const double lent_s = std::max(0.0, at - outside - in);
+      const double share = rollout_gpus * at / (rollout_gpus * at + lent * lent_s);
+      std::vector<KindShare> scaled = kinds;
+      for (KindShare& k : scaled) {
+        const double moved = k.load.trajectories * (1 - share);
+        k.load = k.load.Share(share);
+        k.load.prefill_s += moved * moved_prefill;
+      }
+      return std::max(outside,
+                      shape.rollout_scale * Period(p, scaled, outside / shape.rollout_scale));
+    };
+    double lo = outside;
+    double hi = needs(lo);
+    if (hi <= lo) return lo;
+    for (int k = 0; k < 40 && hi - lo > 1e-6 * hi; ++k) {
+      const double mid = (lo + hi) / 2;
+      if (needs(mid) <= mid) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    return hi;
+  };
+  CandidatePlan lending = plan;
+  lending.lend_trainer = true;
+  lending.train_s = plan.train_s + out;
+  lending.step_s = period(plan.train_s + plan.sync_s);
+  lending.rollout_s = period(0);
+  if (!always && !(lending.step_s < plan.step_s)) return std::nullopt;
+  return lending;
 }
 
 std::string PrunedString(const std::map<std::string, int>& pruned) {
@@ -613,12 +734,14 @@ Result<std::vector<int>> TrainingBudgets(const SearchSpace& space) {
 
 /// A feasible training leaf against every rollout option of its budget (the budget's best so far
 /// in `best`). The tree mode first cuts leaves whose training alone cannot beat `best` ("bound").
+/// A feasible training leaf against every rollout option of its budget (the budget's best so far
+/// in `best`). The tree mode first cuts leaves whose training alone cannot beat `best` ("bound").
 void Leaf(Problem& p, int budget, int tp, int pp, int micro, const RolloutSide& side, bool bound,
-          std::map<std::string, int>& pruned, std::optional<CandidatePlan>& best) {
+          bool colocated, std::map<std::string, int>& pruned, std::optional<CandidatePlan>& best) {
   const PipelineShape& shape = *p.shape;
   const model::TrainLayout layout{tp, pp, budget / (tp * pp), micro};
   const model::TrainEstimate e = p.cost->TrainStep(layout, shape.passes, p.batch);
-  if (e.oom()) {
+  if (e.oom() || p.OutOfMemory(layout)) {
     Count(pruned, "oom");
     return;
   }
@@ -628,19 +751,23 @@ void Leaf(Problem& p, int budget, int tp, int pp, int micro, const RolloutSide& 
     for (const RolloutOption& o : side.options) {
       fastest_rollout = std::min(fastest_rollout, o.makespan * shape.rollout_scale);
     }
-    // Exact: the step is at least this with any rollout option and any sync (>= 0).
-    if (StepTime(shape, fastest_rollout, train_s, 0) >= best->step_s) {
+    // Exact: the step is at least this with any rollout option, any sync and switch (>= 0).
+    // (Asynchronous, the rollout side alone can be slower than the pipeline: with every allowed
+    // batch in flight it may thrash its KV cache where the trainer's pace would not.)
+    const double lower = colocated || shape.staleness <= 0 ? fastest_rollout + train_s : train_s;
+    if (lower >= best->step_s) {
       Count(pruned, "bound");
       return;
     }
   }
-  for (const RolloutOption& o : side.options) Offer(p, layout, train_s, o, best);
+  for (const RolloutOption& o : side.options) Offer(p, layout, train_s, o, colocated, best);
 }
 
 /// Algorithm 1's training tree of one budget: TP nodes, PP nodes, micro-batch leaves, each
 /// pruned as soon as a filter fails.
 std::optional<CandidatePlan> TrainingTree(Problem& p, int budget, const RolloutSide& side,
-                                          std::map<std::string, int>& pruned, int& nodes) {
+                                          bool colocated, std::map<std::string, int>& pruned,
+                                          int& nodes) {
   const SearchSpace& space = *p.space;
   const int batch = p.shape->batch_trajectories;
   std::optional<CandidatePlan> best;
@@ -663,16 +790,18 @@ std::optional<CandidatePlan> TrainingTree(Problem& p, int budget, const RolloutS
       const int dp = budget / (tp * pp);
       for (int micro : p.micro_batches) {
         ++nodes;
-        if (batch % (dp * micro) != 0) {
+        // Every DP rank needs a micro-batch; ranks may get uneven shares (TrainStep counts the
+        // imbalance), as RL trainers' batches rarely divide evenly.
+        if (dp * micro > batch) {
           Count(pruned, "batch_divides");
           continue;
         }
-        const int n_micro = batch / (dp * micro);
+        const int n_micro = (batch + dp * micro - 1) / (dp * micro);
         if (static_cast<double>(pp - 1) / (pp + n_micro - 1) > space.max_bubble) {
           Count(pruned, "bubble");
           continue;
         }
-        Leaf(p, budget, tp, pp, micro, side, /*bound=*/true, pruned, best);
+        Leaf(p, budget, tp, pp, micro, side, /*bound=*/true, colocated, pruned, best);
       }
     }
   }
@@ -681,7 +810,8 @@ std::optional<CandidatePlan> TrainingTree(Problem& p, int budget, const RolloutS
 
 /// The exhaustive mode's training side: every (TP, PP, micro-batch) leaf, filtered one by one.
 std::optional<CandidatePlan> EveryLeaf(Problem& p, int budget, const RolloutSide& side,
-                                       std::map<std::string, int>& pruned, int& nodes) {
+                                       bool colocated, std::map<std::string, int>& pruned,
+                                       int& nodes) {
   std::optional<CandidatePlan> best;
   for (int tp : p.train_tps) {
     for (int pp : p.train_pps) {
@@ -692,11 +822,29 @@ std::optional<CandidatePlan> EveryLeaf(Problem& p, int budget, const RolloutSide
           Count(pruned, reason);
           continue;
         }
-        Leaf(p, budget, tp, pp, micro, side, /*bound=*/false, pruned, best);
+        Leaf(p, budget, tp, pp, micro, side, /*bound=*/false, colocated, pruned, best);
       }
     }
   }
   return best;
+}
+
+/// The sample, the tool latencies and the longest context of a history, for `space` and `shape`.
+Problem MakeProblem(const model::CostModel& cost, const SearchSpace& space,
+                    const PipelineShape& shape, std::span<const RequestSample> history) {
+  Problem p;
+  p.cost = &cost;
+  p.space = &space;
+  p.shape = &shape;
+  p.sample = SampleHistory(history, space.max_requests, shape.batch_trajectories);
+  p.weight = static_cast<double>(shape.batch_trajectories) / static_cast<double>(p.sample.size());
+  p.batch = TrainBatch(p.sample, shape.batch_trajectories);
+  p.train_tps = SortedUnique(space.train_tps);
+  p.train_pps = SortedUnique(space.train_pps);
+  p.micro_batches = SortedUnique(space.micro_batches);
+  p.tools = ToolLatencies(shape.tool_latencies_s);
+  for (const RequestSample& r : history) p.longest = std::max(p.longest, r.total());
+  return p;
 }
 
 }  // namespace
@@ -707,144 +855,11 @@ int CandidatePlan::rollout_gpus() const {
 
 std::string CandidatePlan::ToString() const {
   return StrFormat(
-      "train %s (%d GPUs) | rollout %s (%d GPUs) | rollout %.3f s, train %.3f s, "
+      "train %s (%d GPUs%s) | rollout %s (%d GPUs%s) | rollout %.3f s, train %.3f s, "
       "sync %.3f s, step %.3f s",
-      train.ToString().c_str(), train_gpus(), TpsString(rollout_tps).c_str(), rollout_gpus(),
-      rollout_s, train_s, sync_s, step_s);
-}
-
-double StepTime(const PipelineShape& shape, double rollout_s, double train_s, double sync_s) {
-  if (shape.staleness <= 0) return rollout_s + train_s + sync_s;
-  return std::max(rollout_s, train_s + sync_s);
-}
-
-double InstanceSteadyTime(const model::CostModel& cost, int tp,
-                          std::span<const RequestSample> requests, double weight, int max_num_seqs,
-                          int staleness) {
-  LIBRA_CHECK(tp >= 1 && max_num_seqs >= 1) << "tp " << tp << " max_num_seqs " << max_num_seqs;
-  if (requests.empty() || !(weight > 0)) return 0;
-  const double capacity = static_cast<double>(cost.KvCapacityTokens(tp));
-  double prefill_s = 0;
-  double decode_tokens = 0;   // per unit weight
-  double context_tokens = 0;  // sum over requests of the mean context while decoding
-  double final_tokens = 0;    // sum of final contexts (KV each sequence needs at its end)
-  int64_t longest = 0;
-  for (const RequestSample& r : requests) {
-    if (static_cast<double>(r.total()) > capacity) return kInf;
-    if (r.prompt_tokens > 0) prefill_s += cost.PrefillTime(tp, r.prompt_tokens, 0);
-    if (r.tool_tokens > 0) {
-      prefill_s += cost.PrefillTime(tp, r.tool_tokens, r.prompt_tokens + r.generated_tokens / 2);
-    }
-    decode_tokens += static_cast<double>(r.generated_tokens);
-    context_tokens += static_cast<double>(r.prompt_tokens + r.tool_tokens) +
-                      static_cast<double>(r.generated_tokens) / 2;
-    final_tokens += static_cast<double>(r.total());
-    longest = std::max(longest, r.generated_tokens);
-  }
-  prefill_s *= weight;
-  if (decode_tokens <= 0) return prefill_s;
-  const double n = static_cast<double>(requests.size());
-  const double sequences = n * weight;
-  // The saturated batch: as many sequences as max_num_seqs, the KV cache (at the mean final
-  // context, half of it in use on average) and the work allow.
-  const double batch = std::max(1.0, std::min({static_cast<double>(max_num_seqs), sequences,
-                                               2 * capacity * n / final_tokens}));
-  model::IterationLoad load;
-  load.decode_sequences = std::max<int64_t>(1, std::llround(batch));
-  load.decode_context_tokens = std::llround(batch * context_tokens / n);
-  const double iteration_s = cost.IterationTime(tp, load);
-  const double throughput_s = decode_tokens * weight / batch * iteration_s;
-  // A trajectory may span staleness + 1 step periods, so the longest bounds a period from below.
-  const double tail_s = static_cast<double>(longest) * iteration_s / (staleness + 1);
-  return prefill_s + std::max(throughput_s, tail_s);
-}
-
-double InstanceMakespan(const model::CostModel& cost, int tp,
-                        std::span<const RequestSample> requests, double weight, int max_num_seqs) {
-  LIBRA_CHECK(tp >= 1 && max_num_seqs >= 1) << "tp " << tp << " max_num_seqs " << max_num_seqs;
-  if (requests.empty() || !(weight > 0)) return 0;
-  const double capacity = static_cast<double>(cost.KvCapacityTokens(tp));
-  double prefill_s = 0;
-  std::vector<size_t> order;
-  for (size_t j = 0; j < requests.size(); ++j) {
-    const RequestSample& r = requests[j];
-    if (static_cast<double>(r.total()) > capacity) return kInf;
-    if (r.prompt_tokens > 0) prefill_s += cost.PrefillTime(tp, r.prompt_tokens, 0);
-    if (r.tool_tokens > 0) {
-      prefill_s += cost.PrefillTime(tp, r.tool_tokens, r.prompt_tokens + r.generated_tokens / 2);
-    }
-    if (r.generated_tokens > 0) order.push_back(j);
-  }
-  prefill_s *= weight;
-  // Longest first (total, then generated), then input order.
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::make_pair(requests[a].total(), requests[a].generated_tokens) >
-           std::make_pair(requests[b].total(), requests[b].generated_tokens);
-  });
-
-  // The decode fluid. A running group: `mass` sequences admitted at one iteration, finishing at
-  // iteration `finish`; the batch keeps sums so that its context is base + mass * iteration.
-  struct Running {
-    int64_t finish;
-    size_t seq;
-    double mass;
-    double kv;
-    double base;
-    bool operator>(const Running& o) const {
-      return std::tie(finish, seq) > std::tie(o.finish, o.seq);
-    }
-  };
-  std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
-  const double eps = 1e-9 * std::max(1.0, weight);
-  double batch = 0;  // sequences
-  double kv = 0;     // KV tokens reserved (final contexts)
-  double base = 0;   // sum of mass * (start context - admission iteration)
-  int64_t iteration = 0;
-  size_t next = 0;
-  double left = weight;
-  size_t admitted = 0;
-  auto admit = [&] {
-    while (next < order.size()) {
-      const RequestSample& r = requests[order[next]];
-      const double total = static_cast<double>(r.total());
-      const double room =
-          std::min(max_num_seqs - batch, total > 0 ? (capacity - kv) / total : kInf);
-      const double take = std::min(left, room);
-      if (take <= eps) break;
-      const double start = static_cast<double>(r.prompt_tokens + r.tool_tokens);
-      Running g{iteration + r.generated_tokens, admitted++, take, take * total,
-                take * (start - static_cast<double>(iteration))};
-      batch += g.mass;
-      kv += g.kv;
-      base += g.base;
-      running.push(g);
-      left -= take;
-      if (left > eps) break;  // only part of it fits
-      ++next;
-      left = weight;
-    }
-  };
-  double decode_s = 0;
-  admit();
-  while (!running.empty()) {
-    const int64_t finish = running.top().finish;
-    if (finish > iteration) {
-      const int64_t sequences = std::max<int64_t>(1, std::llround(batch));
-      const double context = base + batch * static_cast<double>(iteration);
-      decode_s += cost.DecodeSpanTime(tp, sequences, std::max<int64_t>(0, std::llround(context)),
-                                      finish - iteration);
-      iteration = finish;
-    }
-    while (!running.empty() && running.top().finish == finish) {
-      batch -= running.top().mass;
-      kv -= running.top().kv;
-      base -= running.top().base;
-      running.pop();
-    }
-    if (running.empty()) batch = kv = base = 0;  // no drift
-    admit();
-  }
-  return prefill_s + decode_s;
+      train.ToString().c_str(), train_gpus(), lend_trainer ? ", lent while waiting" : "",
+      TpsString(rollout_tps).c_str(), rollout_gpus(), colocated ? ", time-shared" : "", rollout_s,
+      train_s, sync_s, step_s);
 }
 
 Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& space,
@@ -857,18 +872,11 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
   LIBRA_ASSIGN_OR_RETURN(const std::vector<int> budgets, TrainingBudgets(space));
   // Allowed sizes of free layouts, ascending (unused with a node pattern).
   const std::vector<int> rollout_tps = AllowedRolloutTps(space);
-
-  Problem p;
-  p.cost = &cost;
-  p.space = &space;
-  p.shape = &shape;
-  p.sample = SampleHistory(history, space.max_requests);
+  Problem p = MakeProblem(cost, space, shape, history);
   const int n = static_cast<int>(p.sample.size());
-  p.weight = static_cast<double>(shape.batch_trajectories) / n;
-  p.batch = TrainBatch(p.sample, shape.batch_trajectories);
-  p.train_tps = SortedUnique(space.train_tps);
-  p.train_pps = SortedUnique(space.train_pps);
-  p.micro_batches = SortedUnique(space.micro_batches);
+  // The time-shared layout: every GPU rolls out and trains.
+  const bool time_shared =
+      space.time_shared && space.node_pattern.empty() && !space.fixed_train_gpus;
 
   // The rollout layouts of node_pattern, per budget (empty when the pattern cannot fill it).
   std::map<int, std::vector<int>> pattern_layouts;
@@ -886,6 +894,7 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
     }
     segment_tps = SortedUnique(segment_tps);
   }
+  const int max_rollout = time_shared ? total : total - budgets.front();
 
   if (mode == SearchMode::kExhaustive) {
     if (total > kExhaustiveMaxGpus || n > kExhaustiveMaxRequests) {
@@ -895,9 +904,9 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
           kExhaustiveMaxGpus, kExhaustiveMaxRequests, total, n));
     }
     double enumerations = 0;
-    for (int budget : budgets) {
-      enumerations += space.node_pattern.empty() ? FreeEnumerations(rollout_tps, total - budget, n)
-                                                 : OrderEnumerations(pattern_layouts[budget], n);
+    if (space.node_pattern.empty()) {
+      for (int budget : budgets) enumerations += FreeEnumerations(rollout_tps, total - budget, n);
+      if (time_shared) enumerations += FreeEnumerations(rollout_tps, total, n);
     }
     if (enumerations > kExhaustiveMaxEnumerations) {
       return Status::InvalidArgument(StrFormat(
@@ -910,14 +919,13 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
   SearchResult result;
   SearchTrace& trace = result.trace;
   trace.budgets = static_cast<int>(budgets.size());
-  const SegmentTable seg(cost, segment_tps, p.sample, p.weight, space.max_num_seqs, shape.staleness,
-                         &trace.segment_evaluations);
+  const SampleCosts costs(cost, segment_tps, p.sample);
+  const SegmentTable seg(p, costs, &trace.segment_evaluations);
 
   // ---- The rollout side of a budget: its fastest layout per largest TP ----
   std::optional<RolloutDp> dp;
   std::vector<bool> composable;  // whether sizes of rollout_tps sum to g
   if (space.node_pattern.empty()) {
-    const int max_rollout = total - budgets.front();
     composable.assign(static_cast<size_t>(max_rollout + 1), false);
     composable[0] = true;
     for (int g = 1; g <= max_rollout; ++g) {
@@ -930,7 +938,7 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
     // Once, up to the largest rollout budget; every budget reads its row.
     if (mode == SearchMode::kTreeDp) dp.emplace(seg, max_rollout, &trace.dp_cells);
   }
-  std::map<std::vector<int>, double> multiset_memo;
+  std::map<std::vector<int>, std::pair<std::vector<KindShare>, double>> shared_memo;
   auto pattern_side = [&](int budget) {
     RolloutSide side;
     const std::vector<int>& tps = pattern_layouts[budget];
@@ -938,37 +946,26 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
       Count(side.pruned, "no_rollout_layout");
       return side;
     }
-    double makespan = kInf;
-    if (mode == SearchMode::kTreeDp) {
-      // Layouts with the same counts (capped at n per size) have the same makespan.
-      std::map<int, int> counts;
-      for (int tp : tps) counts[tp] = std::min(counts[tp] + 1, n);
-      std::vector<int> key;
-      for (const auto& [tp, count] : counts) key.insert(key.end(), static_cast<size_t>(count), tp);
-      auto it = multiset_memo.find(key);
-      if (it == multiset_memo.end()) {
-        it = multiset_memo.emplace(key, MultisetMakespan(seg, key, &trace.dp_cells)).first;
-      }
-      makespan = it->second;
-    } else {
-      RolloutEnumeration e(seg);
-      e.Orders(tps);
-      for (size_t m = 0; m < seg.tps().size(); ++m) {
-        makespan = std::min(makespan, e.best(static_cast<int>(m)));
-      }
+    // Layouts with the same instances have the same rollout.
+    std::vector<int> key = tps;
+    std::sort(key.begin(), key.end());
+    auto it = shared_memo.find(key);
+    if (it == shared_memo.end()) {
+      std::vector<KindShare> kinds = MixedShares(p, costs, key);
+      const double period = Period(p, kinds, 0);
+      it = shared_memo.emplace(key, std::make_pair(std::move(kinds), period)).first;
     }
-    if (makespan == kInf) {
+    if (it->second.second == kInf) {
       Count(side.pruned, "rollout_oom");
       return side;
     }
     std::vector<int> sorted = tps;
     std::sort(sorted.begin(), sorted.end(), std::greater<>());
-    side.options.push_back({sorted.front(), makespan, sorted});
+    side.options.push_back({sorted.front(), it->second.second, sorted, it->second.first});
     return side;
   };
-  auto free_side = [&](int budget) {
+  auto free_side = [&](int rollout, int first_gpu) {
     RolloutSide side;
-    const int rollout = total - budget;
     if (!composable[static_cast<size_t>(rollout)]) {
       Count(side.pruned, "no_rollout_layout");
       return side;
@@ -978,38 +975,66 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
       e.emplace(seg);
       e->Free(rollout);
     }
-    const std::vector<int> bins = RolloutBins(total, gpn, budget);
+    const std::vector<int> bins = RolloutBins(total, gpn, first_gpu);
+    // Algorithm 1's fastest layout per largest TP, and every homogeneous layout; each timed as
+    // the router fills it (MixedShares).
+    std::vector<std::vector<int>> layouts;
     for (int m = 0; m < static_cast<int>(rollout_tps.size()); ++m) {
-      const double makespan = dp ? dp->Value(m, rollout) : e->best(m);
-      if (makespan == kInf) continue;
-      AddPackable(side,
-                  {rollout_tps[static_cast<size_t>(m)], makespan,
-                   dp ? dp->Layout(m, rollout) : e->layout(m)},
-                  bins);
+      const double fastest = dp ? dp->Value(m, rollout) : e->best(m);
+      if (fastest == kInf) continue;
+      layouts.push_back(TpsOf(dp ? dp->Layout(m, rollout) : e->layout(m)));
+    }
+    for (int tp : rollout_tps) {
+      if (rollout % tp == 0)
+        layouts.push_back(std::vector<int>(static_cast<size_t>(rollout / tp), tp));
+    }
+    std::set<std::vector<int>> seen;
+    for (std::vector<int>& tps : layouts) {
+      if (!seen.insert(tps).second) continue;
+      RolloutOption option;
+      option.max_tp = tps.front();
+      option.kinds = MixedShares(p, costs, tps);
+      option.makespan = Period(p, option.kinds, 0);
+      option.tps = std::move(tps);
+      if (option.makespan == kInf) continue;
+      AddPackable(side, std::move(option), bins);
     }
     if (side.options.empty() && side.pruned.empty()) Count(side.pruned, "rollout_oom");
     return side;
   };
 
   // ---- Every budget: the training side against its rollout options ----
-  for (int budget : budgets) {
-    const RolloutSide side = space.node_pattern.empty() ? free_side(budget) : pattern_side(budget);
+  auto plan_budget = [&](int budget, bool colocated) {
+    const RolloutSide side = !space.node_pattern.empty() ? pattern_side(budget)
+                             : colocated                 ? free_side(total, 0)
+                                                         : free_side(total - budget, budget);
     std::map<std::string, int> pruned = side.pruned;
     std::optional<CandidatePlan> best;
     if (!side.options.empty()) {
-      best = mode == SearchMode::kTreeDp ? TrainingTree(p, budget, side, pruned, trace.train_nodes)
-                                         : EveryLeaf(p, budget, side, pruned, trace.train_nodes);
+      best = mode == SearchMode::kTreeDp
+                 ? TrainingTree(p, budget, side, colocated, pruned, trace.train_nodes)
+                 : EveryLeaf(p, budget, side, colocated, pruned, trace.train_nodes);
+    }
+    if (best && space.hybrid) {
+      for (const RolloutOption& o : side.options) {
+        if (o.tps != best->rollout_tps) continue;
+        if (auto lending = LendTrainer(p, *best, o.kinds, false)) best = std::move(*lending);
+        break;
+      }
     }
     for (const auto& [reason, count] : pruned) trace.pruned[reason] += count;
+    const std::string what = colocated ? StrFormat("time-shared %d", total)
+                                       : StrFormat("train %d + rollout %d", budget, total - budget);
     if (best) {
-      trace.lines.push_back(
-          StrFormat("train %d + rollout %d: %s", budget, total - budget, best->ToString().c_str()));
+      trace.lines.push_back(StrFormat("%s: %s", what.c_str(), best->ToString().c_str()));
       result.top.push_back(std::move(*best));
     } else {
-      trace.lines.push_back(StrFormat("train %d + rollout %d: no plan (%s)", budget, total - budget,
-                                      PrunedString(pruned).c_str()));
+      trace.lines.push_back(
+          StrFormat("%s: no plan (%s)", what.c_str(), PrunedString(pruned).c_str()));
     }
-  }
+  };
+  for (int budget : budgets) plan_budget(budget, false);
+  if (time_shared) plan_budget(total, true);
   std::stable_sort(
       result.top.begin(), result.top.end(), [](const CandidatePlan& a, const CandidatePlan& b) {
         return std::make_pair(a.step_s, a.train_gpus()) < std::make_pair(b.step_s, b.train_gpus());
@@ -1018,19 +1043,20 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
   const std::string outcome =
       result.best ? "best: " + result.best->ToString() : std::string("no feasible plan");
   trace.lines.push_back(StrFormat(
-      "%s: %d budgets, %d training-tree nodes, %lld DP cells, %lld segments; %d of %zu requests "
-      "sampled, %.3g trajectories each; %s",
+      "%s: %d budgets%s, %d training-tree nodes, %lld DP cells, %lld segments; %d of %zu "
+      "requests sampled, %.3g trajectories each; %s",
       mode == SearchMode::kTreeDp ? "Algorithm 1 (tree x DP)" : "exhaustive", trace.budgets,
-      trace.train_nodes, static_cast<long long>(trace.dp_cells),
-      static_cast<long long>(trace.segment_evaluations), n, history.size(), p.weight,
-      outcome.c_str()));
+      time_shared ? " and time-shared" : "", trace.train_nodes,
+      static_cast<long long>(trace.dp_cells), static_cast<long long>(trace.segment_evaluations), n,
+      history.size(), p.weight, outcome.c_str()));
   return result;
 }
 
 Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpace& space,
                                    const PipelineShape& shape,
                                    std::span<const RequestSample> history,
-                                   const model::TrainLayout& train, std::vector<int> rollout_tps) {
+                                   const model::TrainLayout& train, std::vector<int> rollout_tps,
+                                   bool colocated, bool lend_trainer) {
   if (history.empty()) return Status::InvalidArgument("the length history is empty");
   if (rollout_tps.empty()) return Status::InvalidArgument("the plan has no rollout instance");
   if (space.nodes < 1 || space.gpus_per_node < 1 || space.max_requests < 1 ||
@@ -1052,42 +1078,48 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
   }
   std::sort(rollout_tps.begin(), rollout_tps.end(), std::greater<>());
   const int rollout = std::accumulate(rollout_tps.begin(), rollout_tps.end(), 0);
-  if (train.gpus() + rollout > total) {
-    return Status::InvalidArgument(StrFormat("training (%d GPUs) and rollout (%d) exceed %d GPUs",
-                                             train.gpus(), rollout, total));
+  if (colocated ? (train.gpus() != total || rollout != total) : train.gpus() + rollout > total) {
+    return Status::InvalidArgument(StrFormat(
+        colocated ? "a time-shared plan trains (%d GPUs) and rolls out (%d) on all %d GPUs"
+                  : "training (%d GPUs) and rollout (%d) exceed %d GPUs",
+        train.gpus(), rollout, total));
   }
-  if (!FirstFitDecreasing(rollout_tps, RolloutBins(total, gpn, train.gpus()))) {
+  if (!FirstFitDecreasing(rollout_tps, RolloutBins(total, gpn, colocated ? 0 : train.gpus()))) {
     return Status::InvalidArgument(
         StrFormat("rollout instances %s do not fit GPUs [%d, %d) without crossing a node",
-                  TpsString(rollout_tps).c_str(), train.gpus(), total));
+                  TpsString(rollout_tps).c_str(), colocated ? 0 : train.gpus(), total));
   }
-  const std::vector<RequestSample> sample = SampleHistory(history, space.max_requests);
-  const double weight = static_cast<double>(shape.batch_trajectories) / sample.size();
-  const model::TrainEstimate e =
-      cost.TrainStep(train, shape.passes, TrainBatch(sample, shape.batch_trajectories));
-  if (e.oom()) {
+  Problem p = MakeProblem(cost, space, shape, history);
+  const model::TrainEstimate e = cost.TrainStep(train, shape.passes, p.batch);
+  if (e.oom() || p.OutOfMemory(train)) {
     return Status::InvalidArgument(
         StrFormat("training layout %s runs out of memory (%.1f GB per GPU of %.1f)",
                   train.ToString().c_str(), e.memory_bytes / 1e9, e.memory_limit_bytes / 1e9));
   }
-  int64_t evaluations = 0;
-  const SegmentTable seg(cost, SortedUnique(rollout_tps), sample, weight, space.max_num_seqs,
-                         shape.staleness, &evaluations);
-  int64_t cells = 0;
-  const double makespan = MultisetMakespan(seg, rollout_tps, &cells);
-  if (makespan == kInf) {
+  const SampleCosts costs(cost, SortedUnique(rollout_tps), p.sample);
+  RolloutOption option;
+  option.kinds = MixedShares(p, costs, rollout_tps);
+  const double period = Period(p, option.kinds, 0);
+  if (period == kInf) {
     return Status::InvalidArgument(
         StrFormat("a request of %lld tokens fits the KV cache of no instance of %s",
-                  static_cast<long long>(sample.back().total()), TpsString(rollout_tps).c_str()));
+                  static_cast<long long>(p.longest), TpsString(rollout_tps).c_str()));
   }
-  CandidatePlan plan;
-  plan.train = train;
-  plan.rollout_s = makespan * shape.rollout_scale;
-  plan.train_s = e.step_s * shape.train_scale;
-  plan.sync_s = cost.WeightSyncTime({shape.sync_path, train, rollout_tps.front(), true});
-  plan.step_s = StepTime(shape, plan.rollout_s, plan.train_s, plan.sync_s);
-  plan.rollout_tps = std::move(rollout_tps);
-  return plan;
+  option.max_tp = rollout_tps.front();
+  option.makespan = period;
+  option.tps = rollout_tps;
+  std::optional<CandidatePlan> plan;
+  Offer(p, train, e.step_s * shape.train_scale, option, colocated, plan);
+  if (lend_trainer) {
+    std::optional<CandidatePlan> lending = LendTrainer(p, *plan, option.kinds, true);
+    if (!lending) {
+      return Status::InvalidArgument(
+          "the trainer's GPUs cannot be lent: the plan is synchronous or time-shared, or "
+          "instances of its largest TP do not fit the training GPUs");
+    }
+    return *lending;
+  }
+  return *plan;
 }
 
 }  // namespace libra::planner

@@ -61,6 +61,7 @@
 #include "common/status.h"
 #include "model/cost_model.h"
 #include "planner/planner.h"
+#include "planner/rollout_model.h"
 
 namespace libra::planner {
 
@@ -107,6 +108,13 @@ struct SearchSpace {
   double max_bubble = 0.3;
   /// Sequences a rollout instance runs at once (continuous batching). Default: 256.
   int max_num_seqs = 256;
+  /// Also consider the time-shared (colocated) layout: every GPU rolls out, then every GPU
+  /// trains, switching roles twice a step (not with fixed_train_gpus or node_pattern). Default:
+  /// true.
+  bool time_shared = true;
+  /// Also consider lending the waiting trainer's GPUs to rollout (asynchronous pipelines): each
+  /// budget's best plan, with and without. Default: true.
+  bool hybrid = true;
 };
 
 /// What the pipeline looks like (the objective depends on it).
@@ -116,7 +124,16 @@ struct PipelineShape {
   /// 0 = synchronous; >= 1 lets the next step's rollout overlap training. Default: 0.
   int staleness = 0;
   model::SyncPath sync_path = model::SyncPath::kNccl;
+  /// Steps between weight syncs: the sync's time is spread over them. Default: 1.
+  int sync_interval = 1;
   model::TrainPasses passes;
+  /// The longest sequence training must hold in memory (a context cap, or the longest expected);
+  /// 0: the longest of the sampled history. Default: 0.
+  int64_t max_sequence_tokens = 0;
+  /// What the engines do with a context while its trajectory waits for a tool, and the
+  /// latencies of individual tool calls (rollout_model.h). Defaults: cache, none.
+  KvPolicy kv_policy = KvPolicy::kCache;
+  std::vector<double> tool_latencies_s;
   /// Calibration factors applied to the cost model's rollout and training predictions (measured
   /// over predicted). Defaults: 1.
   double rollout_scale = 1;
@@ -128,7 +145,15 @@ struct CandidatePlan {
   model::TrainLayout train;
   /// The rollout instances' TP sizes, sorted descending.
   std::vector<int> rollout_tps;
-  /// Rollout makespan of one step's batch, training step, weight sync, and StepTime of the three.
+  /// Time-shared: the instances cover every GPU, which all train too (rollout pauses for
+  /// training and the role switches both ways).
+  bool colocated = false;
+  /// Hybrid: while the trainer waits for its batch, its GPUs roll out as instances of the
+  /// largest rollout TP, and are drained and switched back when the batch is ready.
+  bool lend_trainer = false;
+  /// The rollout side's time per step (synchronous: one batch's makespan; asynchronous: its
+  /// period when it never waits for the trainer), the train step (with a time-shared layout's
+  /// role switches), the weight sync per step, and the step they make together (PlanStep).
   double rollout_s = 0;
   double train_s = 0;
   double sync_s = 0;
@@ -137,43 +162,10 @@ struct CandidatePlan {
   int train_gpus() const { return train.gpus(); }
   int rollout_gpus() const;
   /// "train tp8 pp1 dp1 mb1 (8 GPUs) | rollout 4x2 2x1 1x2 (12 GPUs) | rollout 9.000 s, train
-  /// 3.000 s, sync 0.500 s, step 12.500 s".
+  /// 3.000 s, sync 0.500 s, step 12.500 s"; "time-shared" after the rollout GPUs when colocated.
   std::string ToString() const;
   bool operator==(const CandidatePlan&) const = default;
 };
-
-/// The objective: predicted steady-state seconds per step. Synchronous (staleness 0): rollout +
-/// train + sync, rollout being the batch's makespan (InstanceMakespan). Asynchronous: max(rollout,
-/// train + sync), the next step's rollout overlapping training and sync, rollout being the
-/// steady-state time of the batch's work (InstanceSteadyTime).
-double StepTime(const PipelineShape& shape, double rollout_s, double train_s, double sync_s);
-
-/// Seconds for one TP-`tp` rollout instance to finish `requests`, each standing for `weight`
-/// identical trajectories, all submitted at time 0.
-///
-/// Model: first every prompt is prefilled (PrefillTime of the prompt, plus PrefillTime of the tool
-/// tokens after prompt + generated/2 tokens of context, per trajectory); then decoding runs with
-/// continuous batching as a fluid (fractional weights are fractional sequences): trajectories are
-/// admitted longest first while the batch holds at most `max_num_seqs` sequences and the KV
-/// cache their final contexts (KvCapacityTokens); each decodes its generated tokens starting from
-/// prompt + tool tokens of context; between completions the batch is fixed and its time is one
-/// DecodeSpanTime, so the cost is O(n log n) in the number of requests, not a step per token.
-/// +infinity when one trajectory alone does not fit the KV cache; 0 for no requests.
-/// REQUIRES: tp >= 1, max_num_seqs >= 1.
-double InstanceMakespan(const model::CostModel& cost, int tp,
-                        std::span<const RequestSample> requests, double weight, int max_num_seqs);
-
-/// Seconds per step that one TP-`tp` instance needs for its share of an asynchronous pipeline
-/// (staleness >= 1), where the next batches' trajectories keep the instance full while this
-/// batch's tail finishes, so throughput, not makespan, sets the pace: prefill as in
-/// InstanceMakespan, plus max(the generated tokens at the saturated batch's rate (at most
-/// max_num_seqs sequences, as many as the KV cache holds at half their final context on average,
-/// at most the work's), the longest trajectory at that rate / (staleness + 1): a trajectory may
-/// span staleness + 1 step periods). +infinity when a trajectory does not fit the KV cache; 0 for
-/// no requests. The search uses it for every rollout segment when shape.staleness >= 1.
-double InstanceSteadyTime(const model::CostModel& cost, int tp,
-                          std::span<const RequestSample> requests, double weight, int max_num_seqs,
-                          int staleness);
 
 /// How the search went, for `libra plan --explain` and for tests.
 struct SearchTrace {
@@ -234,16 +226,17 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
                             SearchMode mode = SearchMode::kTreeDp);
 
 /// The predicted times of one given plan (the current one, to compare against), with the search's
-/// model: the history sampled as in Search, the rollout makespan the best assignment of the
-/// sorted sample to these instances in contiguous runs, in any order of the instances (exact up
-/// to 2^20 DP states; beyond, the instances are taken in ascending TP order, an upper bound).
-/// The search's own filters (bubble, TP communication, divisibility) are not applied.
-/// kInvalidArgument for an empty history or no instance, when the plan does not fit the cluster
-/// (GPUs, an instance across nodes), when training runs out of memory, or when a request fits no
-/// instance's KV cache.
+/// model: the history sampled as in Search; the instances of each TP size share one contiguous run
+/// of the sorted sample evenly (a router balances identical instances), smaller sizes taking
+/// shorter trajectories, the runs chosen for the shortest rollout. `colocated`: the time-shared
+/// layout (the instances must cover every GPU, and training uses them all). The search's own
+/// filters (bubble, TP communication, divisibility) are not applied. kInvalidArgument for an
+/// empty history or no instance, when the plan does not fit the cluster (GPUs, an instance across
+/// nodes), when training runs out of memory, or when a request fits no instance's KV cache.
 Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpace& space,
                                    const PipelineShape& shape,
                                    std::span<const RequestSample> history,
-                                   const model::TrainLayout& train, std::vector<int> rollout_tps);
+                                   const model::TrainLayout& train, std::vector<int> rollout_tps,
+                                   bool colocated = false, bool lend_trainer = false);
 
 }  // namespace libra::planner

@@ -11,8 +11,13 @@ Result<std::unique_ptr<Planner>> StaticPlanner::Create(const recipe::OptionTable
     train_gpus = static_cast<int>(reader.Int("train_gpus", 1, 1, 1 << 20));
   const std::vector<int> tps = ReadRolloutTps(reader);
   const bool lend = reader.Bool("lend_idle_trainer", false);
+  const double reclaim_at = reader.Double("reclaim_at", 1.0, 1e-6, 1.0);
+  if (!lend && reader.Has("reclaim_at")) {
+    reader.Error("reclaim_at", "applies only with lend_idle_trainer = true");
+  }
   LIBRA_RETURN_IF_ERROR(reader.Finish());
-  return std::unique_ptr<Planner>(std::make_unique<StaticPlanner>(train_gpus, tps, lend));
+  return std::unique_ptr<Planner>(
+      std::make_unique<StaticPlanner>(train_gpus, tps, lend, reclaim_at));
 }
 
 Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
@@ -49,20 +54,8 @@ Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
 
 std::optional<backend::Layout> StaticPlanner::IdleTrainerLayout(
     const backend::Layout& current) const {
-  if (!lend_idle_trainer_ || current.colocated || current.train_gpus <= 0 ||
-      current.instances.empty() || gpus_per_node_ <= 0) {
-    return std::nullopt;
-  }
-  auto added = PackInstances(gpus_per_node_, current.rollout_gpus(), current.train_gpus,
-                             {current.instances.back().tp});
-  if (!added.ok()) return std::nullopt;
-  backend::Layout lent = current;
-  for (backend::InstanceSpec spec : *added) {
-    spec.id = InstanceId(static_cast<int64_t>(lent.instances.size()));
-    lent.instances.push_back(spec);
-  }
-  lent.train_gpus = 0;
-  return lent;
+  if (!lend_idle_trainer_ || current.instances.empty()) return std::nullopt;
+  return LendTrainerGpus(current, gpus_per_node_, current.instances.back().tp);
 }
 
 }  // namespace libra::planner

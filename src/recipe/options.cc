@@ -127,6 +127,29 @@ std::vector<int64_t> OptionReader::IntList(const std::string& key,
   return out;
 }
 
+std::vector<double> OptionReader::DoubleList(const std::string& key,
+                                             const std::vector<double>& default_value, double min,
+                                             double max) {
+  const OptionValue* v = Lookup(key, "an array of numbers", [](const OptionValue& x) {
+    if (x.kind != OptionValue::Kind::kArray) return false;
+    return std::all_of(x.array.begin(), x.array.end(), [](const OptionValue& e) {
+      return e.kind == OptionValue::Kind::kInt || e.kind == OptionValue::Kind::kDouble;
+    });
+  });
+  if (v == nullptr) return default_value;
+  std::vector<double> out;
+  for (const OptionValue& e : v->array) {
+    const double x =
+        e.kind == OptionValue::Kind::kInt ? static_cast<double>(e.int_value) : e.double_value;
+    if (!(x >= min && x <= max)) {
+      Error(key, StrFormat("every element must be in [%g, %g] (got %g)", min, max, x));
+      return default_value;
+    }
+    out.push_back(x);
+  }
+  return out;
+}
+
 bool OptionReader::Has(const std::string& key) {
   known_.push_back(key);
   return table_.Find(key) != nullptr;

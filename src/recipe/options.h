@@ -74,6 +74,10 @@ class OptionReader {
   std::vector<int64_t> IntList(const std::string& key, const std::vector<int64_t>& default_value,
                                int64_t min = std::numeric_limits<int64_t>::min(),
                                int64_t max = std::numeric_limits<int64_t>::max());
+  /// An array of numbers (integers accepted), each within [min, max].
+  std::vector<double> DoubleList(const std::string& key, const std::vector<double>& default_value,
+                                 double min = -std::numeric_limits<double>::infinity(),
+                                 double max = std::numeric_limits<double>::infinity());
   /// Whether the key is present (marks it as known).
   bool Has(const std::string& key);
 

@@ -61,7 +61,9 @@ const std::vector<Preset>& Presets() {
        .planner = "static",
        .staleness = 2,
        .batching = "stream",
-       .partial_rollout = true},
+       .partial_rollout = true,
+       .objective = "decoupled",
+       .staleness_knob = true},
       {.name = "sortedrl",
        .summary = "SortedRL-style: colocated, shortest-first routing, early updates on the groups "
                   "that finish first (one step of staleness)",
@@ -69,6 +71,11 @@ const std::vector<Preset>& Presets() {
        .planner = "colocated",
        .staleness = 1,
        .batching = "stream"},
+      {.name = "heddle",
+       .summary = "Heddle-style: a fixed split whose rollout TP mix follows the length profile; "
+                  "predicted-longest first, presorted-DP placement, KV migration at tool returns",
+       .router = "heddle",
+       .planner = "heddle"},
   };
   return *presets;
 }
@@ -96,6 +103,7 @@ SystemSpec SystemFromPreset(const Preset& preset, const std::string& path,
   s.staleness = preset.staleness;
   s.batching = preset.batching;
   s.partial_rollout = preset.partial_rollout;
+  s.objective = preset.objective;
   s.where = where;
   s.path = path;
   return s;

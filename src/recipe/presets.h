@@ -26,6 +26,10 @@ struct Preset {
   std::optional<int> staleness{};
   std::optional<std::string> batching{};
   std::optional<bool> partial_rollout{};
+  std::optional<std::string> objective{};
+  /// Whether its real system lets its users set the staleness bound (AReaL's
+  /// max_head_offpolicyness): `libra tune` then searches it, up to the recipe's rl.staleness.
+  bool staleness_knob = false;
 };
 
 /// Every preset, by name.

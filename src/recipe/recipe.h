@@ -81,7 +81,23 @@ struct RlSpec {
   /// After a weight sync, in-flight trajectories generate their next turns with the new weights
   /// (interruptible rollouts) instead of the weights they started with. Default: false.
   bool partial_rollout = false;
+  /// The trainer's loss, which decides what a stale sample is worth: "ppo" (the clipped ratio
+  /// against the behaviour policy) or "decoupled" (AReaL's decoupled objective). Default: "ppo".
+  std::string objective = "ppo";
   bool operator==(const RlSpec&) const = default;
+};
+
+/// [eval]: the evaluation score every policy version gets, from which convergence is read.
+struct EvalSpec {
+  /// Evaluate every this many versions (the last version always). Default: 1.
+  int interval = 1;
+  /// Held-out prompts evaluated (never trained on). Default: 256.
+  int prompts = 256;
+  /// The time-to-target column times when a run's evaluation score first reaches this fraction
+  /// of the way from the initial score to the best final score among the systems compared (per
+  /// seed). Default: 0.8.
+  double target_fraction = 0.8;
+  bool operator==(const EvalSpec&) const = default;
 };
 
 /// [sim]: the simulated engines, tools and trainer. Times come from the cost model.
@@ -137,12 +153,30 @@ struct SystemSpec {
   std::optional<int> staleness;
   std::optional<std::string> batching;
   std::optional<bool> partial_rollout;
+  /// Override rl.objective for this system (AReaL's decoupled loss). Default: unset.
+  std::optional<std::string> objective;
+  /// [.tune]: the ranges `libra tune` searches for this system's knobs (each key a knob name, its
+  /// value an array of candidates), replacing the defaults the knob takes from the cluster;
+  /// `enabled = false` keeps the system as written. Decoded by the experiment module
+  /// (docs/recipes.md, "Tuning"). Default: empty (every knob of the system at its default range).
+  OptionTable tune;
   /// "file:line:col" of the table, for messages.
   std::string where;
   /// Dotted path of the table ("system", "baselines[1]").
   std::string path;
 
   bool operator==(const SystemSpec&) const = default;
+};
+
+/// [tuning]: how `libra tune` and `libra compare --tuned` tune the peers (docs/recipes.md).
+struct TuningSpec {
+  /// `libra compare` runs every peer at its tuned configuration without --tuned. Default: false.
+  bool compare_tuned = false;
+  /// Simulated runs the search of each system may spend (every system the same). Default: 24.
+  int budget_runs = 24;
+  /// Training steps of each tuning run. Default: 0, the recipe's steps.
+  int steps = 0;
+  bool operator==(const TuningSpec&) const = default;
 };
 
 /// A whole recipe.
@@ -160,8 +194,10 @@ struct Recipe {
   CostModelSpec cost_model;
   WorkloadSpec workload;
   RlSpec rl;
+  EvalSpec eval;
   SimSpec sim;
   ClusterBackendSpec cluster_backend;
+  TuningSpec tuning;
   SystemSpec system;
   std::vector<SystemSpec> baselines;
 
@@ -182,6 +218,9 @@ struct Recipe {
   }
   bool PartialRolloutFor(const SystemSpec& spec) const {
     return spec.partial_rollout.value_or(rl.partial_rollout);
+  }
+  const std::string& ObjectiveFor(const SystemSpec& spec) const {
+    return spec.objective ? *spec.objective : rl.objective;
   }
 };
 

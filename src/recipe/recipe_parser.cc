@@ -7,8 +7,11 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string_view>
 
+#include "common/files.h"
 #include "common/strings.h"
+#include "recipe/limits.h"
 #include "recipe/presets.h"
 
 namespace libra::recipe {
@@ -42,6 +45,115 @@ std::string Position(const std::string& source, const toml::source_position& p) 
   return StrFormat("%s:%u:%u", source.c_str(), p.line, p.column);
 }
 
+/// Checks, before toml++ sees it, that `text` is no larger than kMaxRecipeBytes and nests no
+/// deeper than kMaxNesting (tables, arrays and dotted-key segments together): toml++ recurses
+/// over the nesting, so a few kilobytes of dots or brackets would overflow the stack. A cheap
+/// lexer: it tells keys from values and skips strings and comments, and over-counts rather
+/// than under-counts (a quoted key with dots in it counts as one segment, as it should).
+Status CheckTomlShape(std::string_view text, const std::string& source,
+                      int max_nesting = kMaxNesting) {
+  if (text.size() > kMaxRecipeBytes) {
+    return Status::InvalidRecipe(
+        source, StrFormat("the file is larger than libra's limit of %zu bytes", kMaxRecipeBytes));
+  }
+  struct Open {
+    char bracket;
+    int depth;
+  };
+  std::vector<Open> open;
+  int header_depth = 0;  // segments of the last [table] header
+  int key_segments = 0;  // segments of the key being read
+  int value_depth = 0;   // depth of a value that starts here
+  enum class Mode { kKey, kHeader, kValue } mode = Mode::kKey;
+  unsigned line = 1;
+  size_t line_start = 0;
+  auto too_deep = [&](size_t at) {
+    return Status::InvalidRecipe(
+        StrFormat("%s:%u:%zu", source.c_str(), line, at - line_start + 1),
+        StrFormat("nested deeper than libra's limit of %d levels (tables, arrays and dotted "
+                  "keys together)",
+                  kMaxNesting));
+  };
+  auto base = [&] { return open.empty() ? header_depth : open.back().depth; };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+      if (open.empty()) {
+        mode = Mode::kKey;
+        key_segments = 0;
+      }
+      continue;
+    }
+    if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      const bool triple = text.substr(i, 3) == std::string(3, c);
+      const std::string_view end = triple ? text.substr(i, 3) : text.substr(i, 1);
+      size_t j = i + end.size();
+      for (; j < text.size(); ++j) {
+        if (c == '"' && text[j] == '\\') {
+          ++j;
+        } else if (text.substr(j, end.size()) == end) {
+          break;
+        } else if (text[j] == '\n') {
+          ++line;
+          line_start = j + 1;
+        }
+      }
+      i = std::min(text.size(), j + end.size()) - 1;
+      if (mode != Mode::kValue && key_segments == 0) key_segments = 1;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    if (mode == Mode::kKey && open.empty() && key_segments == 0 && c == '[') {
+      mode = Mode::kHeader;
+      if (i + 1 < text.size() && text[i + 1] == '[') ++i;
+      continue;
+    }
+    if (mode == Mode::kKey || mode == Mode::kHeader) {
+      if (c == '.') {
+        ++key_segments;
+      } else if (mode == Mode::kHeader && c == ']') {
+        header_depth = key_segments;
+        key_segments = 0;
+        mode = Mode::kValue;  // the rest of the line is not a key
+        if (i + 1 < text.size() && text[i + 1] == ']') ++i;
+      } else if (mode == Mode::kKey && c == '=') {
+        value_depth = base() + key_segments;
+        key_segments = 0;
+        mode = Mode::kValue;
+      } else if (mode == Mode::kKey && c == '}' && !open.empty()) {
+        open.pop_back();  // an empty inline table
+        mode = Mode::kValue;
+        value_depth = base();
+      } else if (key_segments == 0) {
+        key_segments = 1;
+      }
+      const int depth = mode == Mode::kHeader ? key_segments : base() + key_segments;
+      if (depth > max_nesting) return too_deep(i);
+      continue;
+    }
+    // A value.
+    if (c == '[' || c == '{') {
+      open.push_back(Open{c, value_depth + 1});
+      if (open.back().depth > max_nesting) return too_deep(i);
+      value_depth = open.back().depth;
+      if (c == '{') mode = Mode::kKey;
+    } else if ((c == ']' || c == '}') && !open.empty()) {
+      open.pop_back();
+      value_depth = base();
+    } else if (c == ',' && !open.empty()) {
+      value_depth = base();
+      if (open.back().bracket == '{') mode = Mode::kKey;
+    }
+  }
+  return Status();
+}
+
 /// "baselines[1].router" -> {"baselines", "1", "router"}.
 std::vector<std::string> SplitKeyPath(const std::string& path) {
   std::string normal;
@@ -65,10 +177,19 @@ bool ParseIndex(const std::string& text, size_t* index) {
 }
 
 /// Reads an override value as TOML ("8", "0.5", "true", "[1, 2]", "'x'"); anything else is a
-/// string, so that --set workload.generator=simple needs no quotes.
-toml::table ParseOverrideValue(const std::string& value) {
+/// string, so that --set workload.generator=simple needs no quotes. kInvalidArgument when the
+/// value nests deeper than `max_nesting`.
+Result<toml::table> ParseOverrideValue(const std::string& spec, const std::string& value,
+                                       int max_nesting) {
+  const std::string text = "v = " + value;
+  if (Status shape = CheckTomlShape(text, "--set " + spec, max_nesting + 1); !shape.ok()) {
+    return Status::InvalidArgument(
+        StrFormat("--set %s: the value nests deeper than libra's limit "
+                  "of %d levels with its key",
+                  spec.c_str(), kMaxNesting));
+  }
   try {
-    toml::table t = toml::parse("v = " + value);
+    toml::table t = toml::parse(text);
     if (t.size() == 1 && t.contains("v")) return t;
   } catch (const toml::parse_error&) {
   }
@@ -84,12 +205,23 @@ Status ApplyOverride(toml::table& root, const std::string& spec,
   if (eq == std::string::npos || eq == 0) {
     return Status::InvalidArgument("--set expects key.path=value, got '" + spec + "'");
   }
+  if (spec.size() > kMaxOverrideBytes) {
+    return Status::InvalidArgument(StrFormat("--set %s...: longer than libra's limit of %zu bytes",
+                                             spec.substr(0, 40).c_str(), kMaxOverrideBytes));
+  }
   const std::string key = spec.substr(0, eq);
   const std::vector<std::string> segments = SplitKeyPath(key);
   if (std::any_of(segments.begin(), segments.end(), [](const auto& s) { return s.empty(); })) {
     return Status::InvalidArgument("--set " + spec + ": malformed key path '" + key + "'");
   }
+  if (segments.size() > static_cast<size_t>(kMaxNesting)) {
+    return Status::InvalidArgument(
+        StrFormat("--set %s: the key path has %zu parts, more than "
+                  "libra's limit of %d",
+                  key.c_str(), segments.size(), kMaxNesting));
+  }
   const std::string where = "--set " + spec;
+  const int max_value_nesting = kMaxNesting - static_cast<int>(segments.size());
   toml::node* current = &root;
   std::string path;
   for (size_t i = 0; i < segments.size(); ++i) {
@@ -99,7 +231,8 @@ Status ApplyOverride(toml::table& root, const std::string& spec,
     path += is_index ? "[" + segment + "]" : (path.empty() ? "" : ".") + segment;
     if (toml::table* table = current->as_table()) {
       if (last) {
-        toml::table parsed = ParseOverrideValue(spec.substr(eq + 1));
+        LIBRA_ASSIGN_OR_RETURN(toml::table parsed,
+                               ParseOverrideValue(spec, spec.substr(eq + 1), max_value_nesting));
         parsed.get("v")->visit([&](auto& node) { table->insert_or_assign(segment, node); });
       } else if (table->get(segment) == nullptr) {
         table->insert(segment, toml::table{});
@@ -113,7 +246,8 @@ Status ApplyOverride(toml::table& root, const std::string& spec,
                       spec.c_str(), segment.c_str(), array->size(), array->size() == 1 ? "" : "s"));
       }
       if (last) {
-        toml::table parsed = ParseOverrideValue(spec.substr(eq + 1));
+        LIBRA_ASSIGN_OR_RETURN(toml::table parsed,
+                               ParseOverrideValue(spec, spec.substr(eq + 1), max_value_nesting));
         parsed.get("v")->visit([&](auto& node) { array->replace(array->cbegin() + index, node); });
       }
       current = array->get(index);
@@ -154,6 +288,11 @@ Status ApplyIncludes(toml::table& root, const std::string& source) {
     return Status::InvalidRecipe(
         where, "include: expected an array of file names, got " + TypeName(*node));
   }
+  if (list->size() > static_cast<size_t>(kMaxIncludes)) {
+    return Status::InvalidRecipe(where, StrFormat("include: %zu files, more than libra's limit of "
+                                                  "%d",
+                                                  list->size(), kMaxIncludes));
+  }
   const std::filesystem::path folder = std::filesystem::path(source).parent_path();
   std::vector<toml::table> included;
   for (size_t i = 0; i < list->size(); ++i) {
@@ -167,15 +306,13 @@ Status ApplyIncludes(toml::table& root, const std::string& source) {
                                    key + ": expected a file name, got " + TypeName(entry));
     }
     const std::string path = (folder / *name).string();
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in || in.bad()) {
-      return Status::InvalidRecipe(entry_where,
-                                   key + ": cannot read '" + *name + "' (" + path + ")");
+    Result<std::string> text = ReadFileBounded(path, kMaxRecipeBytes, "included file");
+    if (!text.ok()) {
+      return Status::InvalidRecipe(entry_where, key + ": " + text.status().message());
     }
+    LIBRA_RETURN_IF_ERROR(CheckTomlShape(*text, path));
     try {
-      included.push_back(toml::parse(text.str(), path));
+      included.push_back(toml::parse(*text, path));
     } catch (const toml::parse_error& e) {
       return Status::InvalidRecipe(Position(path, e.source().begin),
                                    "not valid TOML: " + std::string(e.description()) +
@@ -216,6 +353,12 @@ class Converter {
       // A node from an included file carries that file's path.
       const auto& file = node->source().path;
       return Position(file != nullptr ? *file : source_, node->source().begin);
+    }
+    // A table an override made on its way to its key: blame the override, not the file.
+    for (auto it = override_where_.lower_bound(path);
+         !path.empty() && it != override_where_.end() && StartsWith(it->first, path); ++it) {
+      const char next = it->first.size() > path.size() ? it->first[path.size()] : '\0';
+      if (next == '.' || next == '[') return it->second;
     }
     return fallback;
   }
@@ -503,6 +646,8 @@ class Converter {
     t.Read("staleness", &system->staleness);
     t.Read("batching", &system->batching);
     t.Read("partial_rollout", &system->partial_rollout);
+    t.Read("objective", &system->objective);
+    t.Read("tune", &system->tune);
   }
 
   /// Reads an option table over `out`'s entries: a key given in the file replaces the preset's.
@@ -558,6 +703,12 @@ class Converter {
       t.Read("sync_interval", &r.rl.sync_interval);
       t.Read("batching", &r.rl.batching);
       t.Read("partial_rollout", &r.rl.partial_rollout);
+      t.Read("objective", &r.rl.objective);
+    });
+    top.Sub("eval", false, [&](Table& t) {
+      t.Read("interval", &r.eval.interval);
+      t.Read("prompts", &r.eval.prompts);
+      t.Read("target_fraction", &r.eval.target_fraction);
     });
     top.Sub("sim", false, [&](Table& t) {
       SimSpec& s = r.sim;
@@ -567,6 +718,11 @@ class Converter {
       t.Read("sync_path", &s.sync_path);
       t.Read("tool_concurrency", &s.tool_concurrency);
       t.Read("record_events", &s.record_events);
+    });
+    top.Sub("tuning", false, [&](Table& t) {
+      t.Read("compare_tuned", &r.tuning.compare_tuned);
+      t.Read("budget_runs", &r.tuning.budget_runs);
+      t.Read("steps", &r.tuning.steps);
     });
     top.Read("launcher", &r.cluster_backend.launcher);
     top.Read("engine", &r.cluster_backend.engine);
@@ -596,6 +752,11 @@ class Converter {
 
 Result<ParsedRecipe> ParseRecipe(const std::string& text, const std::string& source,
                                  const std::vector<std::string>& overrides) {
+  LIBRA_RETURN_IF_ERROR(CheckTomlShape(text, source));
+  if (overrides.size() > static_cast<size_t>(kMaxOverrides)) {
+    return Status::InvalidArgument(StrFormat("%zu --set overrides, more than libra's limit of %d",
+                                             overrides.size(), kMaxOverrides));
+  }
   toml::table root;
   try {
     root = toml::parse(text, source);
@@ -624,12 +785,12 @@ Result<ParsedRecipe> ParseRecipe(const std::string& text, const std::string& sou
 
 Result<ParsedRecipe> ParseRecipeFile(const std::string& path,
                                      const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot read the recipe file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::NotFound(path + ": error while reading the recipe file");
-  return ParseRecipe(text.str(), path, overrides);
+  Result<std::string> text = ReadFileBounded(path, kMaxRecipeBytes, "recipe file");
+  if (!text.ok() && text.status().code() == StatusCode::kInvalidArgument) {
+    return Status::InvalidRecipe(path, text.status().message().substr(path.size() + 2));
+  }
+  LIBRA_RETURN_IF_ERROR(text.status());
+  return ParseRecipe(*text, path, overrides);
 }
 
 }  // namespace libra::recipe

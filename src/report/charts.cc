@@ -1,6 +1,7 @@
 #include "report/charts.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -81,9 +82,8 @@ class Svg {
     std::vector<std::string> xy;
     for (const auto& [x, y] : points) xy.push_back(Num(x) + "," + Num(y));
     // Stroked in its own colour, so that adjacent polygons show no seam.
-    out_ += StrFormat(
-        "<polygon points=\"%s\" fill=\"%s\" stroke=\"%s\" stroke-width=\"0.5\"/>\n",
-        StrJoin(xy, " ").c_str(), fill, fill);
+    out_ += StrFormat("<polygon points=\"%s\" fill=\"%s\" stroke=\"%s\" stroke-width=\"0.5\"/>\n",
+                      StrJoin(xy, " ").c_str(), fill, fill);
   }
   void Circle(double x, double y, const char* fill) {
     out_ += StrFormat("<circle cx=\"%s\" cy=\"%s\" r=\"2.5\" fill=\"%s\"/>\n", Num(x).c_str(),
@@ -123,6 +123,11 @@ struct Axis {
 };
 
 Axis MakeAxis(double lo, double hi, double from, double to, bool integers = false) {
+  // Numbers no axis can span (a damaged database's inf) leave a plain axis instead.
+  if (!std::isfinite(lo) || !std::isfinite(hi) || !std::isfinite(hi - lo)) {
+    lo = 0;
+    hi = 1;
+  }
   if (!(hi > lo)) {
     lo = lo - 1;
     hi = hi + 1;
@@ -132,6 +137,7 @@ Axis MakeAxis(double lo, double hi, double from, double to, bool integers = fals
     ticks.clear();
     for (double t = std::floor(lo); t < hi + 1; ++t) ticks.push_back(t);
   }
+  if (ticks.empty()) ticks = {lo, hi};
   return Axis{std::move(ticks), from, to};
 }
 
@@ -285,7 +291,7 @@ std::string XmlEscape(std::string_view text) {
 
 std::vector<double> NiceTicks(double lo, double hi, int target) {
   const double span = hi - lo;
-  if (!(span > 0)) return {lo};
+  if (!(span > 0) || !std::isfinite(span)) return {lo};
   const double raw = span / std::max(1, target - 1);
   const double magnitude = std::pow(10, std::floor(std::log10(raw)));
   double step = magnitude;
@@ -295,10 +301,15 @@ std::vector<double> NiceTicks(double lo, double hi, int target) {
   }
   std::vector<double> ticks;
   const double first = std::floor(lo / step + 1e-9) * step;
-  for (double t = first; t < hi + step - 1e-9 * step; t += step) {
+  // Counted rather than summed: where a step is below the numbers' precision, t += step would
+  // never move.
+  for (int k = 0; k <= 2 * std::max(1, target) + 2; ++k) {
+    const double t = first + k * step;
+    if (!(t < hi + step - 1e-9 * step)) break;
     ticks.push_back(std::abs(t) < 1e-12 * step ? 0 : t);
     if (t >= hi - 1e-9 * step) break;
   }
+  if (ticks.empty()) ticks.push_back(lo);
   return ticks;
 }
 
@@ -426,14 +437,28 @@ std::vector<std::pair<int, int>> RolloutGpusByTp(const std::string& layout) {
   const size_t at = layout.find("rollout ");
   if (at == std::string::npos) return {};
   static const std::regex kPart(R"(tp(\d+)x(\d+))");
-  std::map<int, int> gpus;
+  // Sizes beyond any cluster (a damaged database) make the mix unknown.
+  constexpr int64_t kMost = 1 << 20;
+  std::map<int, int64_t> gpus;
+  int64_t total = 0;
   const std::string rest = layout.substr(at);
   for (auto it = std::sregex_iterator(rest.begin(), rest.end(), kPart);
        it != std::sregex_iterator(); ++it) {
-    const int tp = std::stoi((*it)[1].str());
-    gpus[tp] += tp * std::stoi((*it)[2].str());
+    int64_t tp = 0;
+    int64_t count = 0;
+    const std::string tp_text = (*it)[1].str();
+    const std::string count_text = (*it)[2].str();
+    if (std::from_chars(tp_text.data(), tp_text.data() + tp_text.size(), tp).ec != std::errc() ||
+        std::from_chars(count_text.data(), count_text.data() + count_text.size(), count).ec !=
+            std::errc() ||
+        tp > kMost || count > kMost || (total += tp * count) > kMost) {
+      return {};
+    }
+    gpus[static_cast<int>(tp)] += tp * count;
   }
-  return {gpus.begin(), gpus.end()};
+  std::vector<std::pair<int, int>> out;
+  for (const auto& [tp, n] : gpus) out.emplace_back(tp, static_cast<int>(n));
+  return out;
 }
 
 std::vector<PlotFile> BuildPlots(const std::vector<PlotRun>& runs) {

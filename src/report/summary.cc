@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "common/strings.h"
 
@@ -13,7 +14,21 @@ Result<RunView> ReadRunView(store::Store& store, int64_t run_id) {
   RunView view;
   LIBRA_ASSIGN_OR_RETURN(view.run, store.GetRun(run_id));
   LIBRA_ASSIGN_OR_RETURN(view.steps, store.Steps(run_id));
+  LIBRA_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> decisions, store.Decisions(run_id));
+  if (!decisions.empty()) view.start_layout = decisions.front().layout;
   return view;
+}
+
+std::string ConfiguredBy(const store::RunInfo& run) {
+  if (run.tuning_id) return "tuned";
+  if (run.configuration == "planner") return "planner";
+  return "as written";
+}
+
+std::string RunConfiguration(const RunView& view) {
+  std::string text = view.start_layout.empty() ? "-" : view.start_layout;
+  if (view.run.staleness) text += StrFormat(", s%d", *view.run.staleness);
+  return text;
 }
 
 RunMetrics ComputeMetrics(const RunView& view) {
@@ -56,32 +71,63 @@ RunMetrics ComputeMetrics(const RunView& view) {
   return m;
 }
 
-namespace {
-
-/// The reward of each step, averaged with the two before it (fewer at the start).
-std::vector<double> SmoothedRewards(const RunView& view) {
-  std::vector<double> out;
-  for (size_t i = 0; i < view.steps.size(); ++i) {
-    double sum = 0;
-    size_t n = 0;
-    for (size_t j = i >= 2 ? i - 2 : 0; j <= i; ++j, ++n) sum += view.steps[j].reward_mean;
-    out.push_back(sum / static_cast<double>(n));
+std::vector<std::pair<double, double>> EvalCurve(const RunView& view) {
+  std::vector<std::pair<double, double>> curve;
+  if (view.run.eval_initial) curve.emplace_back(0.0, *view.run.eval_initial);
+  for (const store::StepRecord& s : view.steps) {
+    if (s.eval_score) curve.emplace_back(s.end_s, *s.eval_score);
   }
-  return out;
+  return curve;
 }
 
-}  // namespace
-
-std::optional<double> TimeToReward(const RunView& view, double target) {
-  const std::vector<double> smoothed = SmoothedRewards(view);
-  for (size_t i = 0; i < smoothed.size(); ++i) {
-    if (smoothed[i] >= target) return view.steps[i].end_s;
+std::optional<double> TimeToTarget(const RunView& view, double target) {
+  const std::vector<std::pair<double, double>> curve = EvalCurve(view);
+  for (size_t i = 0; i < curve.size(); ++i) {
+    if (curve[i].second < target) continue;
+    if (i == 0) return curve[i].first;
+    const auto& [t0, v0] = curve[i - 1];
+    const auto& [t1, v1] = curve[i];
+    return t0 + (t1 - t0) * (target - v0) / (v1 - v0);
   }
   return std::nullopt;
 }
 
+std::map<uint64_t, double> EvalTargets(const std::vector<RunView>& runs,
+                                       const Convergence& convergence) {
+  std::map<uint64_t, std::pair<double, double>> range;  // seed -> (initial, best final)
+  for (const RunView& view : runs) {
+    const std::vector<std::pair<double, double>> curve = EvalCurve(view);
+    if (curve.empty() || !view.run.eval_initial) continue;
+    auto [it, fresh] = range.try_emplace(view.run.seed, *view.run.eval_initial,
+                                         curve.back().second);
+    if (!fresh) it->second.second = std::max(it->second.second, curve.back().second);
+  }
+  std::map<uint64_t, double> targets;
+  for (const auto& [seed, r] : range) {
+    targets[seed] = convergence.target ? *convergence.target
+                                       : r.first + convergence.fraction * (r.second - r.first);
+  }
+  return targets;
+}
+
+namespace {
+
+std::optional<double> Lookup(const std::map<uint64_t, double>& m, uint64_t key) {
+  auto it = m.find(key);
+  if (it == m.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<double> FinalEval(const RunView& view) {
+  const std::vector<std::pair<double, double>> curve = EvalCurve(view);
+  if (curve.empty()) return std::nullopt;
+  return curve.back().second;
+}
+
+}  // namespace
+
 Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline,
-                   std::optional<double> reward_target) {
+                   const Convergence& convergence) {
   std::vector<Column> columns = {
       {"run", "run", true},
       {"system", "system", false},
@@ -96,22 +142,18 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
       {"train_s", "train s", true},
       {"sync_s", "sync s", true},
       {"wait_s", "wait s", true},
-      {"final_reward", "reward", true},
+      {"final_reward", "batch reward", true},
+      {"final_eval", "eval", true},
+      {"time_to_target_s", "to target s", true},
       {"of_bound", "of bound", true},
   };
   std::optional<double> reference;
-  std::optional<double> target = reward_target;  // default: the lowest smoothed-reward peak
+  const std::map<uint64_t, double> targets = EvalTargets(runs, convergence);
+  columns.push_back({"configured_by", "config", false});
+  columns.push_back({"configuration", "layout at start, staleness", false});
   if (baseline && *baseline < runs.size()) {
-    columns.push_back({"time_to_reward_s", "to reward s", true});
     columns.push_back({"speedup", "speedup", true});
     reference = ComputeMetrics(runs[*baseline]).trajectories_per_s;
-    for (const RunView& view : runs) {
-      if (reward_target) break;
-      const std::vector<double> smoothed = SmoothedRewards(view);
-      if (smoothed.empty()) continue;
-      const double peak = *std::max_element(smoothed.begin(), smoothed.end());
-      target = target ? std::min(*target, peak) : peak;
-    }
   }
   Table table(columns);
   for (const RunView& view : runs) {
@@ -131,17 +173,23 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
         Cell::Number(m.sync_s, 1),
         Cell::Number(m.wait_s, 1),
         Cell::Number(m.final_reward, 3),
+        Cell::Number(FinalEval(view), 3),
+        Cell::Number(Lookup(targets, view.run.seed)
+                         ? TimeToTarget(view, *Lookup(targets, view.run.seed))
+                         : std::nullopt,
+                     1),
         Cell::Number(m.trajectories_per_s && view.run.throughput_bound
                          ? std::optional<double>(*m.trajectories_per_s / *view.run.throughput_bound)
                          : std::nullopt,
                      2),
     };
+    row.push_back(Cell::Text(ConfiguredBy(view.run)));
+    row.push_back(Cell::Text(RunConfiguration(view)));
     if (baseline && *baseline < runs.size()) {
       std::optional<double> speedup;
       if (reference && *reference > 0 && m.trajectories_per_s) {
         speedup = *m.trajectories_per_s / *reference;
       }
-      row.push_back(Cell::Number(target ? TimeToReward(view, *target) : std::nullopt, 1));
       row.push_back(Cell::Number(speedup, 2));
     }
     table.AddRow(std::move(row));
@@ -150,7 +198,7 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
 }
 
 Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems,
-                  const std::optional<std::string>& baseline) {
+                  const std::optional<std::string>& baseline, const Convergence& convergence) {
   std::vector<Column> columns = {
       {"system", "system", false},
       {"runs", "runs", true},
@@ -160,9 +208,32 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
       {"trajectories_per_s_max", "max", true},
   };
   if (baseline) columns.push_back({"speedup", "speedup mean", true});
-  // Throughput per (system, seed).
+  columns.push_back({"final_eval", "eval mean", true});
+  columns.push_back({"time_to_target_s", "to target s mean", true});
+  columns.push_back({"time_to_target_s_sd", "sd", true});
+  columns.push_back({"reached", "reached", true});
+  columns.push_back({"configured_by", "config", false});
+  columns.push_back({"configuration", "layout at start (first seed), staleness", false});
+  // Throughput per (system, seed), and each system's first run.
   std::map<std::string, std::map<uint64_t, double>> rate;
+  std::map<std::string, const RunView*> first;
+  const std::map<uint64_t, double> targets = EvalTargets(runs, convergence);
+  // Evaluation per system: final scores, times to target, and runs evaluated.
+  std::map<std::string, std::vector<double>> finals, times;
+  std::map<std::string, int> evaluated;
   for (const RunView& view : runs) {
+    first.try_emplace(view.run.system, &view);
+    if (view.run.status == store::kRunOk) {
+      if (std::optional<double> f = FinalEval(view)) {
+        finals[view.run.system].push_back(*f);
+        ++evaluated[view.run.system];
+        if (std::optional<double> target = Lookup(targets, view.run.seed)) {
+          if (std::optional<double> t = TimeToTarget(view, *target)) {
+            times[view.run.system].push_back(*t);
+          }
+        }
+      }
+    }
     const std::optional<double> t = ComputeMetrics(view).trajectories_per_s;
     if (t && view.run.status == store::kRunOk) rate[view.run.system][view.run.seed] = *t;
   }
@@ -201,6 +272,145 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
         Cell::Number(mean, 3), Cell::Number(sd, 3),
         Cell::Number(lo, 3),   Cell::Number(hi, 3)};
     if (baseline) row.push_back(Cell::Number(speedup, 2));
+    const auto stats = [](const std::vector<double>& v) {
+      std::pair<std::optional<double>, std::optional<double>> out;
+      if (v.empty()) return out;
+      double sum = 0;
+      for (double x : v) sum += x;
+      out.first = sum / static_cast<double>(v.size());
+      if (v.size() > 1) {
+        double sq = 0;
+        for (double x : v) sq += (x - *out.first) * (x - *out.first);
+        out.second = std::sqrt(sq / static_cast<double>(v.size() - 1));
+      }
+      return out;
+    };
+    row.push_back(Cell::Number(stats(finals[system]).first, 3));
+    // The mean time to target only when every evaluated run reached it; "reached" says how many.
+    const bool all = !times[system].empty() && times[system].size() == finals[system].size();
+    row.push_back(Cell::Number(all ? stats(times[system]).first : std::nullopt, 1));
+    row.push_back(Cell::Number(all ? stats(times[system]).second : std::nullopt, 1));
+    row.push_back(Cell::Text(StrFormat("%zu/%d", times[system].size(), evaluated[system])));
+    auto f = first.find(system);
+    row.push_back(Cell::Text(f == first.end() ? "-" : ConfiguredBy(f->second->run)));
+    row.push_back(Cell::Text(f == first.end() ? "-" : RunConfiguration(*f->second)));
+    table.AddRow(std::move(row));
+  }
+  return table;
+}
+
+namespace {
+
+/// Mean throughput per (scenario, system, seed) of a sensitivity study, scenarios in order.
+struct Study {
+  std::vector<std::string> scenarios;
+  std::map<std::string, std::map<std::string, std::map<uint64_t, double>>> rate;
+  std::set<uint64_t> seeds;
+};
+
+Study ReadStudy(const std::vector<RunView>& runs) {
+  Study study;
+  for (const RunView& view : runs) {
+    const std::string& scenario = view.run.scenario;
+    if (std::find(study.scenarios.begin(), study.scenarios.end(), scenario) ==
+        study.scenarios.end()) {
+      study.scenarios.push_back(scenario);
+    }
+    const std::optional<double> t = ComputeMetrics(view).trajectories_per_s;
+    if (t && view.run.status == store::kRunOk) {
+      study.rate[scenario][view.run.system][view.run.seed] = *t;
+      study.seeds.insert(view.run.seed);
+    }
+  }
+  return study;
+}
+
+std::optional<double> MeanOf(const std::map<uint64_t, double>& values) {
+  if (values.empty()) return std::nullopt;
+  double sum = 0;
+  for (const auto& [seed, v] : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
+
+}  // namespace
+
+Table SensitivityTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems) {
+  const Study study = ReadStudy(runs);
+  Table table({{"system", "system", false},
+               {"as_written", "as written traj/s", true},
+               {"min", "min", true},
+               {"min_scenario", "min under", false},
+               {"max", "max", true},
+               {"max_scenario", "max under", false},
+               {"first", "first", true},
+               {"trials", "of", true}});
+  // Firsts: per (scenario, seed), every system with the highest throughput.
+  std::map<std::string, int> firsts;
+  int trials = 0;
+  for (const std::string& scenario : study.scenarios) {
+    auto by_system = study.rate.find(scenario);
+    if (by_system == study.rate.end()) continue;
+    for (uint64_t seed : study.seeds) {
+      std::optional<double> best;
+      for (const auto& [system, by_seed] : by_system->second) {
+        auto it = by_seed.find(seed);
+        if (it != by_seed.end() && (!best || it->second > *best)) best = it->second;
+      }
+      if (!best) continue;
+      ++trials;
+      for (const auto& [system, by_seed] : by_system->second) {
+        auto it = by_seed.find(seed);
+        if (it != by_seed.end() && it->second == *best) ++firsts[system];
+      }
+    }
+  }
+  for (const std::string& system : systems) {
+    std::optional<double> written, lo, hi;
+    std::string lo_at, hi_at;
+    for (const std::string& scenario : study.scenarios) {
+      auto by_system = study.rate.find(scenario);
+      if (by_system == study.rate.end()) continue;
+      auto it = by_system->second.find(system);
+      if (it == by_system->second.end()) continue;
+      const std::optional<double> mean = MeanOf(it->second);
+      if (!mean) continue;
+      if (scenario == study.scenarios.front()) written = mean;
+      if (!lo || *mean < *lo) lo = mean, lo_at = scenario;
+      if (!hi || *mean > *hi) hi = mean, hi_at = scenario;
+    }
+    table.AddRow({Cell::Text(system), Cell::Number(written, 3), Cell::Number(lo, 3),
+                  Cell::Text(lo_at), Cell::Number(hi, 3), Cell::Text(hi_at),
+                  Cell::Integer(firsts[system]), Cell::Integer(trials)});
+  }
+  return table;
+}
+
+Table SensitivityMatrix(const std::vector<RunView>& runs, const std::vector<std::string>& systems) {
+  const Study study = ReadStudy(runs);
+  std::vector<Column> columns = {{"scenario", "scenario", false}};
+  for (const std::string& system : systems) columns.push_back({system, system, true});
+  columns.push_back({"first", "first", false});
+  Table table(columns);
+  for (const std::string& scenario : study.scenarios) {
+    std::vector<std::optional<double>> means;
+    std::optional<double> best;
+    for (const std::string& system : systems) {
+      std::optional<double> mean;
+      auto by_system = study.rate.find(scenario);
+      if (by_system != study.rate.end()) {
+        auto it = by_system->second.find(system);
+        if (it != by_system->second.end()) mean = MeanOf(it->second);
+      }
+      means.push_back(mean);
+      if (mean && (!best || *mean > *best)) best = mean;
+    }
+    std::vector<Cell> row = {Cell::Text(scenario)};
+    std::vector<std::string> first;
+    for (size_t i = 0; i < means.size(); ++i) {
+      row.push_back(Cell::Number(means[i], 3));
+      if (means[i] && best && *means[i] == *best) first.push_back(systems[i]);
+    }
+    row.push_back(Cell::Text(StrJoin(first, ", ")));
     table.AddRow(std::move(row));
   }
   return table;

@@ -3,6 +3,7 @@
 // numbers as the run printed.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -19,6 +20,8 @@ namespace libra::report {
 struct RunView {
   store::RunInfo run;
   std::vector<store::StepRecord> steps;
+  /// The layout it started with (its initial planner decision); empty when none was recorded.
+  std::string start_layout;
 };
 
 /// Totals and rates of one run; missing when the run recorded no step.
@@ -47,23 +50,60 @@ Result<RunView> ReadRunView(store::Store& store, int64_t run_id);
 
 RunMetrics ComputeMetrics(const RunView& view);
 
-/// Seconds until the run's reward, smoothed over 3 steps (a moving mean), first reaches `target`:
-/// the end of that step; missing when it never does.
-std::optional<double> TimeToReward(const RunView& view, double target);
+/// How convergence is read from the evaluation scores (RunInfo::eval_initial and
+/// StepRecord::eval_score): the time a run's score first reaches a target, by default per seed
+/// `fraction` of the way from the initial score to the best final score among the runs of that
+/// seed; `target` sets an absolute score instead.
+struct Convergence {
+  std::optional<double> target;
+  double fraction = 0.8;
+};
+
+/// The run's evaluation score over time: (0, initial score) when recorded, then (end of step,
+/// score) for every evaluated step.
+std::vector<std::pair<double, double>> EvalCurve(const RunView& view);
+
+/// Seconds until the run's evaluation score first reaches `target`, interpolated linearly
+/// between evaluations; 0 when it starts there; missing when it never does.
+std::optional<double> TimeToTarget(const RunView& view, double target);
+
+/// The target score of each seed among `runs` (Convergence); seeds without an evaluated run
+/// have none.
+std::map<uint64_t, double> EvalTargets(const std::vector<RunView>& runs,
+                                       const Convergence& convergence);
 
 /// One row per run. `baseline` (an index into `runs`) adds a speedup column (throughput in
-/// trajectories/s over the baseline's) and a time-to-reward column: when each run's smoothed
-/// reward first reached `reward_target`, by default the lowest peak among the runs (so every
-/// finished run reaches it).
+/// trajectories/s over the baseline's). "batch reward" is the mean reward of the last batch the
+/// run trained on (what the system chose to train on: biased by it); "eval" is the last
+/// evaluation score and "to target s" when the score first reached its seed's target.
 Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline,
-                   std::optional<double> reward_target = std::nullopt);
+                   const Convergence& convergence = {});
 
 /// One row per system over repeated runs (seeds): runs, throughput mean, standard deviation
 /// (sample, n - 1; missing for one run), min and max, and with `baseline` (a system name) the
 /// mean of the per-seed speedups over that system's run of the same seed. `runs` hold the
 /// systems in order for each seed in turn; `systems` is the order of the rows.
 Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems,
-                  const std::optional<std::string>& baseline);
+                  const std::optional<std::string>& baseline, const Convergence& convergence = {});
+
+/// How a run was configured, in a table cell: "tuned" (a peer at the configuration `libra tune`
+/// found), "planner" (Libra: its planner decides) or "as written".
+std::string ConfiguredBy(const store::RunInfo& run);
+
+/// What a run ran: its starting layout and staleness bound, e.g.
+/// "train 32 (tp1 pp4 dp8) | rollout tp8x2, s2"; tuned knobs are in the layout.
+std::string RunConfiguration(const RunView& view);
+
+/// The sensitivity study of a comparison (`compare --sensitivity`): `runs` carry their scenario
+/// (RunInfo::scenario, the first scenario seen being the recipe as written). One row per system:
+/// throughput under the recipe as written (mean over seeds), the lowest and highest scenario
+/// mean with the scenario, and "first": in how many of the (scenario, seed) trials it had the
+/// highest throughput, of how many. `systems` is the order of the rows.
+Table SensitivityTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems);
+
+/// The same study as a matrix: one row per scenario, one column per system (mean traj/s over
+/// seeds), and the system with the highest mean.
+Table SensitivityMatrix(const std::vector<RunView>& runs, const std::vector<std::string>& systems);
 
 /// One row per step of a run.
 Table StepTable(const RunView& view);

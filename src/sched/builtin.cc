@@ -1,5 +1,6 @@
 // The built-in routers, registered explicitly (no self-registering statics).
 #include "sched/cmlfq.h"
+#include "sched/heddle.h"
 #include "sched/la_mlfq.h"
 #include "sched/least_conn.h"
 #include "sched/length_aware.h"
@@ -30,13 +31,18 @@ Status RegisterBuiltinRouters(RouterRegistry& registry) {
       std::string(kLaMlfqName),
       "length-aware MLFQ: prompt length, then the prompt's last bucket; demotes long runners",
       &LaMlfqRouter::Create));
-  LIBRA_RETURN_IF_ERROR(registry.Register(
-      std::string(kSortedName), "SortedRL-style: predicted-short trajectories first",
-      &SortedRouter::Create));
+  LIBRA_RETURN_IF_ERROR(registry.Register(std::string(kSortedName),
+                                          "SortedRL-style: predicted-short trajectories first",
+                                          &SortedRouter::Create));
   LIBRA_RETURN_IF_ERROR(registry.Register(
       std::string(kOracleLengthName),
       "routes by the true remaining length (simulator only): the bound for any length predictor",
       &OracleLengthRouter::Create));
+  LIBRA_RETURN_IF_ERROR(registry.Register(
+      std::string(kHeddleName),
+      "Heddle: predicted-longest first, presorted-DP placement by TP, KV migration at tool "
+      "returns (simulator's truth plus calibrated noise as the predictor)",
+      &HeddleRouter::Create));
   return Status();
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/strings.h"
+#include "sched/instance_index.h"
 
 namespace libra::sched {
 namespace {
@@ -158,8 +159,6 @@ CmlfqRouter::CmlfqRouter(CmlfqOptions options, const RouterDeps& deps, PrefixTre
   }
   tp_pointer_.assign(static_cast<size_t>(max_tp) + 1, 0);
   routes_.assign(static_cast<size_t>(n), 0);
-  episodes_.reserve(1024);
-  episode_of_.Reserve(1024);
   recent_.reserve(static_cast<size_t>(std::min(options_.max_recent_trajectories, 1 << 16)));
 }
 
@@ -185,6 +184,85 @@ void CmlfqRouter::AddLoad(InstanceId instance, int delta) {
   const auto i = static_cast<size_t>(instance.value);
   if (i >= load_.size()) load_.resize(std::max(i + 1, load_.size() * 2), 0);
   load_[i] = std::max(0, load_[i] + delta);
+  if (indexed_from_ != nullptr && i < position_of_.size() && position_of_[i] != kNoPick) {
+    const size_t at = position_of_[i];
+    LoadLevels& levels = groups_[group_of_[at]].levels;
+    if (levels.present(at)) levels.Set(at, load_[i]);
+  }
+}
+
+void CmlfqRouter::IndexInstances(const RouteRequest& request,
+                                 std::span<const InstanceState> instances) {
+  use_index_ = request.index != nullptr && !options_.round_robin && !instances.empty();
+  if (!use_index_) {
+    indexed_from_ = nullptr;
+    return;
+  }
+  if (request.index == indexed_from_ && request.index->epoch() == indexed_epoch_ &&
+      group_of_.size() == instances.size()) {
+    return;
+  }
+  // The list or an availability changed: index the instances again, by TP and episode load.
+  const size_t n = instances.size();
+  groups_.clear();
+  group_of_.assign(n, 0);
+  position_of_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const InstanceState& s = instances[i];
+    auto group = std::find_if(groups_.begin(), groups_.end(),
+                              [&](const TpGroup& g) { return g.tp == s.tp; });
+    if (group == groups_.end()) group = groups_.insert(groups_.end(), TpGroup{s.tp, LoadLevels()});
+    group_of_[i] = static_cast<uint32_t>(group - groups_.begin());
+    const auto id = static_cast<size_t>(s.id.value);
+    if (!s.id.valid() || (id < position_of_.size() && position_of_[id] != kNoPick)) {
+      use_index_ = false;  // ids the index cannot map back: scan instead
+      indexed_from_ = nullptr;
+      return;
+    }
+    if (id >= position_of_.size()) position_of_.resize(id + 1, kNoPick);
+    position_of_[id] = i;
+  }
+  for (TpGroup& g : groups_) g.levels.Reset(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (instances[i].available) groups_[group_of_[i]].levels.Set(i, Load(instances[i]));
+  }
+  indexed_from_ = request.index;
+  indexed_epoch_ = request.index->epoch();
+}
+
+CmlfqRouter::Pick CmlfqRouter::SelectIndexed(int tp, size_t n, size_t pointer, bool capped) const {
+  const size_t start = options_.rotate_ties ? pointer % n : 0;
+  if (tp != 0) {
+    auto group =
+        std::find_if(groups_.begin(), groups_.end(), [&](const TpGroup& g) { return g.tp == tp; });
+    if (group == groups_.end()) return {};
+    const int least = group->levels.MinLoad();
+    if (least < 0) return {};
+    const int cap = options_.max_episodes_per_instance;
+    if (capped && cap > 0 && least >= (options_.load_per_gpu ? cap * std::max(1, tp) : cap)) {
+      return {};
+    }
+    return Pick{group->levels.FirstWith(least, start), PickKind::kPreferred, tp};
+  }
+  // Every TP: the least episodes (per GPU with load_per_gpu), the first from `start` among equals.
+  size_t best = kNoPick;
+  int64_t best_load = 0, best_tp = 1;
+  for (const TpGroup& g : groups_) {
+    const int least = g.levels.MinLoad();
+    if (least < 0) continue;
+    const size_t i = g.levels.FirstWith(least, start);
+    const int64_t gpus = options_.load_per_gpu ? std::max(1, g.tp) : 1;
+    const int64_t lhs = static_cast<int64_t>(least) * best_tp;
+    const int64_t rhs = best_load * gpus;
+    if (best == kNoPick || lhs < rhs ||
+        (lhs == rhs && (i + n - start) % n < (best + n - start) % n)) {
+      best = i;
+      best_load = least;
+      best_tp = gpus;
+    }
+  }
+  if (best == kNoPick) return {};
+  return Pick{best, PickKind::kPreferred, tp};
 }
 
 int CmlfqRouter::Cap(const InstanceState& instance) const {
@@ -211,6 +289,7 @@ CmlfqRouter::Pick CmlfqRouter::SelectInTp(int tp, std::span<const InstanceState>
       tp == 0 ? global_pointer_
               : (static_cast<size_t>(tp) < tp_pointer_.size() ? tp_pointer_[static_cast<size_t>(tp)]
                                                               : 0);
+  if (use_index_) return SelectIndexed(tp, n, pointer, capped);
   if (options_.round_robin && tp != 0) {
     size_t count = 0;
     for (const InstanceState& s : instances) count += eligible(s) ? 1 : 0;
@@ -298,6 +377,7 @@ double CmlfqRouter::DecodeSeconds(int tp, int sequences, int64_t context, double
 
 RouteDecision CmlfqRouter::Route(const RouteRequest& request,
                                  std::span<const InstanceState> instances) {
+  IndexInstances(request, instances);
   const uint64_t key = static_cast<uint64_t>(request.trajectory.value);
   const uint32_t slot = episode_of_.Find(key);
   if (slot == detail::FlatMap::kNone) {
@@ -319,13 +399,13 @@ RouteDecision CmlfqRouter::Route(const RouteRequest& request,
       episodes_.emplace_back();
     }
     Episode& ep = episodes_[e];
+    episode_of_.Insert(key, e);
     ep.prompt = request.prompt;
     ep.bucket = bucket;
     ep.instance = instances[pick.index].id;
     ep.instance_index = pick.index;
     ep.last_tool_turn = request.last_tool ? request.turn : -1;
     ep.states.clear();
-    episode_of_.Insert(key, e);
     AddLoad(ep.instance, +1);
     ++placements_;
     CountRoute(bucket, pick);
@@ -482,10 +562,8 @@ void CmlfqRouter::OnStep(int step) {
   if (options_.rebuild_interval > 0 && step > 0 && step % options_.rebuild_interval == 0 &&
       !recent_.empty()) {
     // 9. Rebuild from the recent trajectories, oldest first (this discards a warm-start tree).
-    tree_.Clear();
-    for (size_t k = 0; k < recent_.size(); ++k) {
-      tree_.Insert(recent_[(recent_next_ + k) % recent_.size()]);
-    }
+    const std::span<const TreeTrajectory> recent(recent_);
+    tree_.Rebuild(recent.subspan(recent_next_), recent.first(recent_next_));
     ++rebuilds_;
   }
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "sched/load_levels.h"
 #include "sched/prefix_tree.h"
 #include "sched/router.h"
 #include "sched/tool_state.h"
@@ -158,6 +159,11 @@ class CmlfqRouter : public Router {
 
   int Load(const InstanceState& instance) const;
   void AddLoad(InstanceId instance, int delta);
+  /// Uses the caller's InstanceIndex for this decision when there is one: keeps groups_ (the
+  /// available instances by TP and episode load) and rebuilds it when the index's epoch moved.
+  void IndexInstances(const RouteRequest& request, std::span<const InstanceState> instances);
+  /// SelectInTp through groups_: the same pick, without a scan. `n`: the number of instances.
+  Pick SelectIndexed(int tp, size_t n, size_t pointer, bool capped) const;
   Pick SelectInTp(int tp, std::span<const InstanceState> instances, bool capped) const;
   Pick Select(int bucket, std::span<const InstanceState> instances) const;
   bool Less(const InstanceState& a, const InstanceState& b) const;
@@ -176,6 +182,18 @@ class CmlfqRouter : public Router {
   std::vector<int> load_;                      // episodes per instance id value
   std::vector<size_t> tp_pointer_;             // rotating pointer / round-robin counter per TP
   size_t global_pointer_ = 0;
+
+  // With the caller's InstanceIndex: the available instances of each TP by episode load.
+  struct TpGroup {
+    int tp = 0;
+    LoadLevels levels;
+  };
+  std::vector<TpGroup> groups_;
+  std::vector<uint32_t> group_of_;   // by position in the instance list
+  std::vector<size_t> position_of_;  // by instance id value; kNoPick when absent
+  const InstanceIndex* indexed_from_ = nullptr;
+  uint64_t indexed_epoch_ = 0;
+  bool use_index_ = false;  // for the decision in progress
 
   std::vector<Episode> episodes_;
   std::vector<uint32_t> free_episodes_;

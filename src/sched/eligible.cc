@@ -8,15 +8,19 @@ int64_t TrajectoryObservation::generated_tokens() const {
   return total;
 }
 
-std::vector<size_t> EligibleInstances(std::span<const InstanceState> instances, int max_active) {
-  std::vector<size_t> below_cap;
-  std::vector<size_t> available;
+void EligibleInstances(std::span<const InstanceState> instances, int max_active,
+                       std::vector<size_t>* out) {
+  out->clear();
+  bool any = false;
   for (size_t i = 0; i < instances.size(); ++i) {
     if (!instances[i].available) continue;
-    available.push_back(i);
-    if (max_active <= 0 || instances[i].active < max_active) below_cap.push_back(i);
+    any = true;
+    if (max_active <= 0 || instances[i].active < max_active) out->push_back(i);
   }
-  return below_cap.empty() ? available : below_cap;
+  if (!out->empty() || !any) return;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    if (instances[i].available) out->push_back(i);
+  }
 }
 
 }  // namespace libra::sched

@@ -8,8 +8,10 @@
 
 namespace libra::sched {
 
-/// Indexes of the available instances with active < max_active (max_active 0 = no cap); when
-/// every available instance is at the cap, all available ones (they queue the turn).
-std::vector<size_t> EligibleInstances(std::span<const InstanceState> instances, int max_active);
+/// Sets `out` to the indexes of the available instances with active < max_active (max_active 0 =
+/// no cap); when every available instance is at the cap, all available ones (they queue the
+/// turn). `out` is a buffer the caller reuses, so that a decision does not allocate.
+void EligibleInstances(std::span<const InstanceState> instances, int max_active,
+                       std::vector<size_t>* out);
 
 }  // namespace libra::sched

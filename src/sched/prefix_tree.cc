@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "common/check.h"
@@ -97,14 +98,16 @@ void FlatMap::Reserve(size_t n) {
 StateId StateTable::Intern(std::string_view tool_type, SizeClass size,
                            workload::ToolStatus status) {
   uint32_t tool;
-  auto it = index_.find(tool_type);
-  if (it != index_.end()) {
+  if (last_tool_ < tools_.size() && tools_[last_tool_] == tool_type) {
+    tool = last_tool_;  // most calls name the tool the last one named
+  } else if (auto it = index_.find(tool_type); it != index_.end()) {
     tool = it->second;
   } else {
     tool = static_cast<uint32_t>(tools_.size());
     tools_.emplace_back(tool_type);
     index_.emplace(std::string(tool_type), tool);
   }
+  last_tool_ = tool;
   return tool * 9 + static_cast<uint32_t>(size) * 3 + static_cast<uint32_t>(status);
 }
 
@@ -121,22 +124,179 @@ std::string StateTable::Key(StateId id) const {
 
 // ---- Percentile --------------------------------------------------------------------------------
 
-double Percentile(std::span<const double> values, double q, std::vector<double>& scratch) {
-  const size_t n = values.size();
+namespace {
+
+/// numpy's linear interpolation at rank q * (n - 1), given the order statistics `at(i)`.
+template <typename At>
+double Interpolate(size_t n, double q, At at) {
   if (n == 0) return 0;
-  scratch.assign(values.begin(), values.end());
   const double index = q * static_cast<double>(n - 1);
   const size_t lo = static_cast<size_t>(std::floor(index));
   const double t = index - static_cast<double>(lo);
-  std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(lo),
-                   scratch.end());
-  const double a = scratch[lo];
+  const double a = at(lo);
   if (lo + 1 >= n) return a;
-  const double b =
-      *std::min_element(scratch.begin() + static_cast<std::ptrdiff_t>(lo) + 1, scratch.end());
+  const double b = at(lo + 1);
   // numpy's _lerp: symmetric form for t >= 0.5.
   const double diff = b - a;
   return t >= 0.5 ? b - diff * (1 - t) : a + diff * t;
+}
+
+}  // namespace
+
+double Percentile(std::span<const double> values, double q, std::vector<double>& scratch) {
+  scratch.assign(values.begin(), values.end());
+  bool placed = false;
+  return Interpolate(scratch.size(), q, [&](size_t i) {
+    // Called for lo, then for lo + 1: the least of what follows lo once lo is in place.
+    const auto at = scratch.begin() + static_cast<std::ptrdiff_t>(i);
+    if (placed) return *std::min_element(at, scratch.end());
+    std::nth_element(scratch.begin(), at, scratch.end());
+    placed = true;
+    return *at;
+  });
+}
+
+// ---- SlidingWindow -----------------------------------------------------------------------------
+//
+// Invariants: top_ holds the TopCount(n) largest of the n values in the ring (as a multiset),
+// ascending; every other value (the "rest") is <= top_.front().
+
+namespace {
+
+constexpr double kP90 = 0.9;
+constexpr double kNoValue = -std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+size_t SlidingWindow::TopCount(size_t n) {
+  // The same rank as Interpolate's: p90 reads sorted[lo] and sorted[lo + 1].
+  return n == 0 ? 0 : n - static_cast<size_t>(std::floor(kP90 * static_cast<double>(n - 1)));
+}
+
+void SlidingWindow::InsertTop(double value) {
+  top_.push_back(value);
+  for (size_t i = top_.size() - 1; i > 0 && top_[i - 1] > value; --i)
+    std::swap(top_[i - 1], top_[i]);
+  least_top_ = top_.front();
+}
+
+double SlidingWindow::RestMax() {
+  if (rest_max_known_) return rest_max_;
+  // The rest is the ring minus top_: every value below top_.front(), and the copies of
+  // top_.front() beyond those in top_.
+  double below = kNoValue;
+  size_t equal = 0;
+  const double least = least_top_;
+  for (double v : ring_) {
+    if (v < least) {
+      below = std::max(below, v);
+    } else if (v == least) {
+      ++equal;
+    }
+  }
+  const size_t in_top =
+      static_cast<size_t>(std::upper_bound(top_.begin(), top_.end(), least) - top_.begin());
+  rest_max_ = equal > in_top ? least : below;
+  rest_max_known_ = true;
+  return rest_max_;
+}
+
+void SlidingWindow::Add(double value) {
+  if (value > least_top_) {
+    // It joins the largest; the least of them joins the rest, above all of it.
+    rest_max_ = least_top_;
+    rest_max_known_ = true;
+    top_.erase(top_.begin());
+    InsertTop(value);
+  } else if (rest_max_known_) {
+    rest_max_ = std::max(rest_max_, value);
+  }
+}
+
+void SlidingWindow::Push(double value, size_t capacity) {
+  if (ring_.size() < capacity) {
+    if (top_.size() == TopCount(ring_.size() + 1)) {
+      PushUnsorted(value, capacity);
+      Add(value);
+      return;
+    }
+    // One more of the largest is needed: `value` or the largest of the rest.
+    const double rest_max = RestMax();
+    PushUnsorted(value, capacity);
+    if (value >= rest_max) {
+      InsertTop(value);  // the rest is unchanged
+    } else {
+      InsertTop(rest_max);
+      rest_max_known_ = false;
+    }
+    return;
+  }
+  // The oldest leaves: is it one of the largest? (A copy of top_.front() in the rest goes first.)
+  const double old = ring_[head_];
+  const bool in_top = old > least_top_ || (old == least_top_ && RestMax() != old);
+  const double rest_max = in_top ? RestMax() : 0;
+  PushUnsorted(value, capacity);
+  if (!in_top) {
+    if (rest_max_known_ && old == rest_max_) rest_max_known_ = false;
+    Add(value);
+    return;
+  }
+  top_.erase(std::lower_bound(top_.begin(), top_.end(), old));
+  if (value >= rest_max) {
+    InsertTop(value);  // the rest is unchanged
+  } else {
+    InsertTop(rest_max);
+    rest_max_known_ = false;
+  }
+}
+
+void SlidingWindow::Clear() {
+  ring_.clear();
+  head_ = 0;
+  top_.clear();
+  least_top_ = std::numeric_limits<double>::infinity();
+  rest_max_known_ = false;
+}
+
+void SlidingWindow::PushUnsorted(double value, size_t capacity) {
+  if (ring_.size() < capacity) {
+    if (head_ != 0) {  // a larger capacity than before: put the oldest first again
+      std::rotate(ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(head_), ring_.end());
+      head_ = 0;
+    }
+    ring_.push_back(value);
+    return;
+  }
+  ring_[head_] = value;
+  head_ = head_ + 1 == ring_.size() ? 0 : head_ + 1;
+}
+
+void SlidingWindow::Sort() {
+  std::vector<double> sorted(ring_.begin(), ring_.end());
+  std::sort(sorted.begin(), sorted.end());
+  const size_t rest = sorted.size() - TopCount(sorted.size());
+  top_.assign(sorted.begin() + static_cast<std::ptrdiff_t>(rest), sorted.end());
+  least_top_ = top_.empty() ? std::numeric_limits<double>::infinity() : top_.front();
+  rest_max_ = rest > 0 ? sorted[rest - 1] : kNoValue;
+  rest_max_known_ = true;
+}
+
+void SlidingWindow::Assign(std::span<const double> values, size_t capacity) {
+  if (values.size() > capacity) values = values.subspan(values.size() - capacity);
+  ring_.assign(values.begin(), values.end());
+  head_ = 0;
+  Sort();
+}
+
+std::vector<double> SlidingWindow::Values() const {
+  std::vector<double> values(ring_.begin() + static_cast<std::ptrdiff_t>(head_), ring_.end());
+  values.insert(values.end(), ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(head_));
+  return values;
+}
+
+double SlidingWindow::P90() const {
+  const size_t lo = ring_.size() - top_.size();
+  return Interpolate(ring_.size(), kP90, [&](size_t i) { return top_[i - lo]; });
 }
 
 // ---- PrefixTree --------------------------------------------------------------------------------
@@ -146,10 +306,20 @@ PrefixTree::PrefixTree(PrefixTreeOptions options) : options_(options) {
 }
 
 uint32_t PrefixTree::NewNode(int depth, StateId state) {
-  TreeNode node;
+  if (spare_.empty()) {
+    nodes_.emplace_back();
+  } else {
+    // A node of a cleared tree: its window keeps its buffers.
+    nodes_.push_back(std::move(spare_.back()));
+    spare_.pop_back();
+    SlidingWindow window = std::move(nodes_.back().window);
+    window.Clear();
+    nodes_.back() = TreeNode();
+    nodes_.back().window = std::move(window);
+  }
+  TreeNode& node = nodes_.back();
   node.depth = depth;
   node.state = state;
-  nodes_.push_back(std::move(node));
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
@@ -177,43 +347,45 @@ uint32_t PrefixTree::Child(uint32_t parent, StateId state) {
   return child;
 }
 
-void PrefixTree::RecomputeP90(TreeNode& node) { node.p90 = Percentile(node.window, 0.9, scratch_); }
+void PrefixTree::RecomputeP90(TreeNode& node) { node.p90 = node.window.P90(); }
 
-void PrefixTree::Observe(TreeNode& node, double value) {
+void PrefixTree::Observe(TreeNode& node, double value, bool bulk) {
   ++node.visits;
   node.weight += 1;
   node.mean += (value - node.mean) / node.weight;
-  if (static_cast<int>(node.window.size()) >= options_.window) {
-    node.window.erase(node.window.begin(),
-                      node.window.begin() +
-                          (static_cast<std::ptrdiff_t>(node.window.size()) - options_.window + 1));
+  const auto capacity = static_cast<size_t>(options_.window);
+  if (bulk) {
+    node.window.PushUnsorted(value, capacity);
+    return;
   }
-  node.window.push_back(value);
+  node.window.Push(value, capacity);
   RecomputeP90(node);
 }
 
-void PrefixTree::InsertAt(uint32_t root, const TreeTrajectory& trajectory) {
+void PrefixTree::InsertAt(uint32_t root, const TreeTrajectory& trajectory, bool bulk) {
   if (trajectory.total_length) {
-    Observe(nodes_[root], *trajectory.total_length);
+    Observe(nodes_[root], *trajectory.total_length, bulk);
   } else if (!trajectory.remaining.empty()) {
-    Observe(nodes_[root], trajectory.remaining[0]);
+    Observe(nodes_[root], trajectory.remaining[0], bulk);
   }
   uint32_t node = root;
   for (size_t i = 0; i < trajectory.states.size(); ++i) {
     node = Child(node, trajectory.states[i]);
-    Observe(nodes_[node], trajectory.remaining[i]);
+    Observe(nodes_[node], trajectory.remaining[i], bulk);
   }
 }
 
-void PrefixTree::Insert(const TreeTrajectory& trajectory) {
+void PrefixTree::InsertAll(const TreeTrajectory& trajectory, bool bulk) {
   LIBRA_CHECK(trajectory.states.size() == trajectory.remaining.size())
       << "trajectory has " << trajectory.states.size() << " states but "
       << trajectory.remaining.size() << " remaining lengths";
-  InsertAt(RootFor(trajectory.prompt), trajectory);
+  InsertAt(RootFor(trajectory.prompt), trajectory, bulk);
   if (global_root_ == kNone) global_root_ = NewNode(0, 0);
-  InsertAt(global_root_, trajectory);
+  InsertAt(global_root_, trajectory, bulk);
   ++total_insertions_;
 }
+
+void PrefixTree::Insert(const TreeTrajectory& trajectory) { InsertAll(trajectory, false); }
 
 const TreeNode* PrefixTree::Walk(uint32_t root, std::span<const StateId> states, bool exact) const {
   if (root == kNone) return nullptr;
@@ -242,6 +414,8 @@ const TreeNode* PrefixTree::global_root() const {
 }
 
 void PrefixTree::Clear() {
+  // The nodes are kept for reuse: a rebuild (every few steps) does not allocate them again.
+  for (TreeNode& node : nodes_) spare_.push_back(std::move(node));
   nodes_.clear();
   children_.Clear();
   prompt_roots_.Clear();
@@ -250,9 +424,15 @@ void PrefixTree::Clear() {
   total_insertions_ = 0;
 }
 
-void PrefixTree::Rebuild(std::span<const TreeTrajectory> trajectories) {
+void PrefixTree::Rebuild(std::span<const TreeTrajectory> trajectories,
+                         std::span<const TreeTrajectory> more) {
   Clear();
-  for (const TreeTrajectory& t : trajectories) Insert(t);
+  for (const TreeTrajectory& t : trajectories) InsertAll(t, true);
+  for (const TreeTrajectory& t : more) InsertAll(t, true);
+  for (TreeNode& node : nodes_) {
+    node.window.Sort();
+    RecomputeP90(node);
+  }
 }
 
 void PrefixTree::Decay(double factor) {
@@ -269,11 +449,11 @@ uint32_t PrefixTree::CopySubtree(const PrefixTree& other, uint32_t from,
   nodes_[node].p90 = src.p90;
   nodes_[node].visits = src.visits;
   nodes_[node].weight = src.weight;
-  nodes_[node].window = src.window;
-  if (static_cast<int>(nodes_[node].window.size()) > options_.window) {
-    auto& w = nodes_[node].window;
-    w.erase(w.begin(), w.end() - options_.window);
+  if (static_cast<int>(src.window.size()) > options_.window) {
+    nodes_[node].window.Assign(src.window.Values(), static_cast<size_t>(options_.window));
     RecomputeP90(nodes_[node]);
+  } else {
+    nodes_[node].window = src.window;
   }
   for (uint32_t c = src.first_child; c != kNone; c = other.nodes_[c].next_sibling) {
     const StateId mapped = state_map[other.nodes_[c].state];
@@ -295,10 +475,10 @@ void PrefixTree::MergeNode(uint32_t into, const PrefixTree& other, uint32_t from
     if (w > 0) dst.mean = (dst.mean * dst.weight + src.mean * src.weight) / w;
     dst.weight = w;
     dst.visits += src.visits;
-    dst.window.insert(dst.window.end(), src.window.begin(), src.window.end());
-    if (static_cast<int>(dst.window.size()) > options_.window) {
-      dst.window.erase(dst.window.begin(), dst.window.end() - options_.window);
-    }
+    std::vector<double> values = dst.window.Values();
+    const std::vector<double> more = src.window.Values();
+    values.insert(values.end(), more.begin(), more.end());
+    dst.window.Assign(values, static_cast<size_t>(options_.window));
     if (!dst.window.empty()) RecomputeP90(dst);
   }
   for (uint32_t c = other.nodes_[from].first_child; c != kNone; c = other.nodes_[c].next_sibling) {
@@ -379,7 +559,7 @@ JsonValue PrefixTree::NodeToJson(uint32_t index, const std::string& key) const {
     children.Set(state, NodeToJson(c, child_key));
   }
   JsonValue window = JsonValue::MakeArray();
-  for (double v : node.window) window.Append(v);
+  for (double v : node.window.Values()) window.Append(v);
   return JsonValue::MakeObject()
       .Set("key", key)
       .Set("depth", node.depth)
@@ -479,15 +659,12 @@ Status PrefixTree::NodeFromJson(const JsonValue& value, const std::string& where
       window.push_back(x.as_double());
     }
   }
-  if (static_cast<int>(window.size()) > options_.window) {
-    window.erase(window.begin(), window.end() - options_.window);
-  }
   TreeNode& node = nodes_[index];
   node.mean = mean;
   node.p90 = p90;
   node.visits = visits->as_int();
   node.weight = weight;
-  node.window = std::move(window);
+  node.window.Assign(window, static_cast<size_t>(options_.window));
   const JsonValue* children = value.Find("children");
   if (children == nullptr) return Status();
   if (!children->is_object()) {

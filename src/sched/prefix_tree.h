@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -80,6 +81,7 @@ class StateTable {
   };
   std::vector<std::string> tools_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> index_;
+  uint32_t last_tool_ = 0;  // the tool interned last
 };
 
 /// A finished trajectory as the tree learns it: the tool states in order and, for each, the
@@ -93,6 +95,47 @@ struct TreeTrajectory {
   std::optional<double> total_length;
 };
 
+/// The last `capacity` observations of a node in arrival order (a ring), and their 90th
+/// percentile kept up to date as values arrive and leave. The percentile interpolates between
+/// the K-th and (K-1)-th largest values (K = n - floor(0.9 (n - 1))), so only the K largest are
+/// kept in order (21 of 200); an observation costs O(1) unless a value enters or leaves those K,
+/// and a scan of the window only when the largest value below them must be found again.
+class SlidingWindow {
+ public:
+  /// Adds `value`; with `capacity` values held, the oldest leaves. REQUIRES: capacity >= 1.
+  void Push(double value, size_t capacity);
+  /// Push without the percentile's bookkeeping, for bulk loading; Sort() restores it.
+  void PushUnsorted(double value, size_t capacity);
+  void Sort();
+  /// Holds the last `capacity` of `values` (oldest first).
+  void Assign(std::span<const double> values, size_t capacity);
+  /// Holds nothing (keeps its buffers).
+  void Clear();
+  size_t size() const { return ring_.size(); }
+  bool empty() const { return ring_.empty(); }
+  /// The values, oldest first.
+  std::vector<double> Values() const;
+  /// numpy.percentile(Values(), 90) with linear interpolation; 0 when empty. REQUIRES: no
+  /// PushUnsorted since the last Sort.
+  double P90() const;
+
+ private:
+  /// K for n values: how many of the largest the percentile needs.
+  static size_t TopCount(size_t n);
+  /// One more value, joining the K largest or the rest (K unchanged).
+  void Add(double value);
+  void InsertTop(double value);
+  /// The largest value outside top_ (-inf when there is none); scans the ring when unknown.
+  double RestMax();
+
+  std::vector<double> ring_;  // arrival order; once full, the oldest is at head_
+  size_t head_ = 0;
+  std::vector<double> top_;  // the TopCount(size()) largest values, ascending
+  double least_top_ = std::numeric_limits<double>::infinity();  // top_.front(), kept at hand
+  double rest_max_ = 0;  // the largest value outside top_, when rest_max_known_
+  bool rest_max_known_ = false;
+};
+
 /// Statistics of one node.
 struct TreeNode {
   /// All-time (weighted) mean of the remaining lengths.
@@ -103,8 +146,8 @@ struct TreeNode {
   int64_t visits = 0;
   double weight = 0;
   int depth = 0;
-  /// The last `window` observations, oldest first.
-  std::vector<double> window;
+  /// The last `window` observations.
+  SlidingWindow window;
 
   // Structure (indexes into the tree's node pool).
   StateId state = 0;
@@ -142,8 +185,11 @@ class PrefixTree {
   /// The global root, or null.
   const TreeNode* global_root() const;
 
-  /// Clears all nodes (keeps the state table) and inserts `trajectories`.
-  void Rebuild(std::span<const TreeTrajectory> trajectories);
+  /// Clears all nodes (keeps the state table) and inserts `trajectories`, then `more` (the two
+  /// halves of a ring). Cheaper than inserting them one by one: the percentiles are computed
+  /// once at the end.
+  void Rebuild(std::span<const TreeTrajectory> trajectories,
+               std::span<const TreeTrajectory> more = {});
   /// Adds `other`'s evidence: count-weighted means, summed counts, windows concatenated (ours
   /// first) and cut to the last `window`; missing subtrees are copied.
   void Merge(const PrefixTree& other);
@@ -180,8 +226,10 @@ class PrefixTree {
   uint32_t NewNode(int depth, StateId state);
   uint32_t RootFor(PromptId prompt);
   uint32_t Child(uint32_t parent, StateId state);  // creates
-  void InsertAt(uint32_t root, const TreeTrajectory& trajectory);
-  void Observe(TreeNode& node, double value);
+  /// `bulk`: the windows' sorted copies and percentiles are left for Rebuild to restore.
+  void InsertAt(uint32_t root, const TreeTrajectory& trajectory, bool bulk);
+  void InsertAll(const TreeTrajectory& trajectory, bool bulk);
+  void Observe(TreeNode& node, double value, bool bulk);
   void RecomputeP90(TreeNode& node);
   void MergeNode(uint32_t into, const PrefixTree& other, uint32_t from,
                  std::span<const StateId> state_map);
@@ -195,12 +243,12 @@ class PrefixTree {
   PrefixTreeOptions options_;
   StateTable states_;
   std::vector<TreeNode> nodes_;
+  std::vector<TreeNode> spare_;        // nodes of a cleared tree, reused by NewNode
   detail::FlatMap children_;           // EdgeKey(parent, state) -> child
   detail::FlatMap prompt_roots_;       // prompt id -> root
   std::vector<int64_t> prompt_order_;  // prompts in order of first insertion (for output)
   uint32_t global_root_ = kNone;
   int64_t total_insertions_ = 0;
-  std::vector<double> scratch_;  // percentile buffer, reused
 };
 
 /// numpy.percentile(values, q) with linear interpolation; 0 for no values. Uses `scratch`.

@@ -14,9 +14,9 @@ Result<std::unique_ptr<Router>> RoundRobinRouter::Create(const recipe::OptionTab
 
 RouteDecision RoundRobinRouter::Route(const RouteRequest& /*request*/,
                                       std::span<const InstanceState> instances) {
-  const std::vector<size_t> eligible = EligibleInstances(instances, max_active_);
-  if (eligible.empty()) return RouteDecision{std::nullopt, "no instance available", ""};
-  const size_t pick = eligible[counter_ % eligible.size()];
+  EligibleInstances(instances, max_active_, &eligible_);
+  if (eligible_.empty()) return RouteDecision{std::nullopt, "no instance available", ""};
+  const size_t pick = eligible_[counter_ % eligible_.size()];
   ++counter_;
   return RouteDecision{instances[pick].id, "round-robin", ""};
 }

@@ -6,6 +6,8 @@
 // Tie-breaks: none needed. Knobs: `max_active` (per-instance cap, 0 = none; default 0).
 #pragma once
 
+#include <vector>
+
 #include "sched/router.h"
 
 namespace libra::sched {
@@ -25,6 +27,7 @@ class RoundRobinRouter : public Router {
  private:
   int max_active_;
   uint64_t counter_ = 0;
+  std::vector<size_t> eligible_;  // reused by every decision
 };
 
 }  // namespace libra::sched

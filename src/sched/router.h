@@ -20,6 +20,8 @@
 
 namespace libra::sched {
 
+class InstanceIndex;
+
 /// What a router sees of one rollout instance.
 struct InstanceState {
   InstanceId id;
@@ -54,6 +56,10 @@ struct RouteRequest {
   /// The tokens the trajectory will still generate: the truth, known only to a simulator (for
   /// the oracle-length router, the upper bound of any length predictor); unset elsewhere.
   std::optional<int64_t> oracle_remaining_tokens;
+  /// The caller's index over the instances passed with this request, kept in step with them
+  /// (instance_index.h); routers may use it instead of scanning every instance, and must decide
+  /// exactly as without it. Null when the caller keeps none.
+  const InstanceIndex* index = nullptr;
 };
 
 /// Where a turn goes. No instance means "not now": the coordinator retries when capacity frees.
@@ -63,6 +69,15 @@ struct RouteDecision {
   std::string reason;
   /// The bucket (queue level) the turn was routed as; empty for routers without buckets.
   std::string bucket;
+  /// The turn's priority on its instance: higher runs first and may preempt lower ones. Unset:
+  /// first come, first served (every router but heddle).
+  std::optional<double> priority{};
+  /// Move the trajectory's cached KV from its previous instance (a transfer overlapped with the
+  /// tool call) instead of prefilling its context again on the new one.
+  bool move_kv = false;
+  /// Seconds of the router's own work before the turn can start (a length prediction), counted
+  /// from the start of the tool call that preceded the turn (from now for a first turn).
+  double setup_s = 0;
 };
 
 /// What happened to a turn, for routers that learn.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/strings.h"
+#include "model/partition.h"
 
 namespace libra::sim {
 namespace {
@@ -14,6 +15,7 @@ constexpr int kRankTrain = 1;
 constexpr int kRankSync = 2;
 constexpr int kRankBoundary = 3;
 constexpr int kRankTool = 4;
+constexpr int kRankArrive = 5;
 
 }  // namespace
 
@@ -67,6 +69,13 @@ Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
                            i, old.running.size() + old.waiting.size()));
     }
   }
+  for (const auto& [arrival, to] : arrivals_) {
+    if (to.first >= kept.size() || !kept[to.first]) {
+      return Status::Backend("sim", StrFormat("instance %zu still has a turn on its way: drain "
+                                              "it before it leaves the layout",
+                                              to.first));
+    }
+  }
   double done_at = now;
   // GPUs of leaving instances join training after switching role.
   if (!first && layout.train_gpus > layout_.train_gpus) {
@@ -101,8 +110,14 @@ Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
     instances.push_back(std::move(instance));
   }
   // Contexts cached on instances that left are gone.
-  for (auto& [id, t] : trajectories_) {
-    if (t.cached_on >= 0 && !kept[static_cast<size_t>(t.cached_on)]) t.cached_on = -1;
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    if (kept[i]) continue;
+    for (Trajectory* t = instances_[i].lru_first; t != nullptr;) {
+      Trajectory* next = t->lru_next;
+      t->cached_on = -1;
+      t->lru_prev = t->lru_next = nullptr;
+      t = next;
+    }
   }
   layout_ = layout;
   instances_ = std::move(instances);
@@ -111,10 +126,7 @@ Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
       Schedule(instance, instance.ready_at);
     }
   }
-  Pending p;
-  p.kind = Kind::kLayout;
-  p.event = backend::Event{done_at, backend::LayoutApplied{}};
-  queue_.Push(done_at, kRankLayout, p);
+  Deliver(Kind::kLayout, kRankLayout, backend::Event{done_at, backend::LayoutApplied{}});
   return Status();
 }
 
@@ -135,8 +147,10 @@ Status ClusterSim::StartTurn(const backend::StartTurn& turn) {
                            StrFormat("trajectory %lld: unexpected turn %d",
                                      static_cast<long long>(turn.trajectory.value), turn.turn));
   }
-  if (it == trajectories_.end())
+  if (it == trajectories_.end()) {
     it = trajectories_.emplace(turn.trajectory, std::move(fresh)).first;
+    it->second.id = turn.trajectory;
+  }
   Trajectory& t = it->second;
   t.running = true;
   ++t.next_turn;
@@ -144,17 +158,59 @@ Status ClusterSim::StartTurn(const backend::StartTurn& turn) {
   Instance& instance = instances_[static_cast<size_t>(index)];
   Seq seq;
   seq.id = turn.trajectory;
+  seq.trajectory = &t;
   seq.turn = turn.turn;
   seq.context = turn.context_tokens;
   seq.prefill_left = turn.context_tokens;
   seq.decode_left = t.script.turns[static_cast<size_t>(turn.turn)].generated_tokens;
+  seq.priority = turn.priority.value_or(kNoPriority);
+  const double now = queue_.now();
+  // Router setup and a KV transfer run from the start of the tool call that preceded the turn.
+  double ready = (turn.turn > 0 ? t.tool_called_at : now) + turn.setup_s;
   if (t.cached_on == index) {
     seq.cached_prefix = true;  // its cached tokens are claimed at admission
   } else {
-    DropCache(turn.trajectory);  // a copy on another instance is of no use now
+    if (turn.move_kv && t.cached_on >= 0) {
+      const Instance& from = instances_[static_cast<size_t>(t.cached_on)];
+      seq.moved = std::min(t.cached_tokens, seq.context);
+      ready += model::KvTransferTime(cost_, seq.moved, from.spec.node == instance.spec.node);
+      ++stats_.kv_moves;
+    }
+    DropCache(t);  // a copy on another instance is of no use now (or moved)
   }
-  instance.waiting.push_back(seq);
-  return Kick(instance, queue_.now());
+  if (ready > now) {
+    const uint64_t arrival = next_arrival_++;
+    arrivals_.emplace(arrival, std::make_pair(static_cast<size_t>(index), seq));
+    Pending p;
+    p.kind = Kind::kArrive;
+    p.generation = arrival;
+    queue_.Push(ready, kRankArrive, p);
+    return Status();
+  }
+  Enqueue(instance, seq, false);
+  return Kick(instance, now);
+}
+
+Status ClusterSim::Arrive(uint64_t arrival, double now) {
+  auto it = arrivals_.find(arrival);
+  if (it == arrivals_.end()) return Status::Internal("sim: unknown arrival");
+  Instance& instance = instances_[it->second.first];
+  Enqueue(instance, it->second.second, false);
+  arrivals_.erase(it);
+  return Kick(instance, now);
+}
+
+void ClusterSim::Enqueue(Instance& instance, const Seq& seq, bool front) {
+  std::deque<Seq>& waiting = instance.waiting;
+  if (front) {
+    auto it = waiting.begin();
+    while (it != waiting.end() && it->priority > seq.priority) ++it;
+    waiting.insert(it, seq);
+  } else {
+    auto it = waiting.end();
+    while (it != waiting.begin() && std::prev(it)->priority < seq.priority) --it;
+    waiting.insert(it, seq);
+  }
 }
 
 Status ClusterSim::RunTool(const backend::RunTool& tool) {
@@ -165,24 +221,23 @@ Status ClusterSim::RunTool(const backend::RunTool& tool) {
   }
   Trajectory& t = it->second;
   t.awaiting_tool = false;
+  t.tool_called_at = queue_.now();
   const double latency = t.script.turns[static_cast<size_t>(t.next_turn - 1)].tool_latency_s;
   if (spec_.tool_concurrency > 0 && tools_running_ >= spec_.tool_concurrency) {
-    tool_queue_.emplace_back(tool.trajectory, latency);
+    tool_queue_.emplace_back(&t, latency);
     return Status();
   }
-  StartTool(tool.trajectory, latency, queue_.now());
+  StartTool(t, latency, queue_.now());
   return Status();
 }
 
-void ClusterSim::StartTool(TrajectoryId id, double latency, double now) {
+void ClusterSim::StartTool(const Trajectory& t, double latency, double now) {
   ++tools_running_;
-  const Trajectory& t = trajectories_.at(id);
+  const TrajectoryId id = t.id;
   const workload::TurnScript& called = t.script.turns[static_cast<size_t>(t.next_turn - 1)];
-  Pending p;
-  p.kind = Kind::kTool;
-  p.event = backend::Event{
-      now + latency, backend::ToolDone{id, called.tool_status, called.tool_output_tokens, now}};
-  queue_.Push(now + latency, kRankTool, p);
+  Deliver(Kind::kTool, kRankTool,
+          backend::Event{now + latency, backend::ToolDone{id, called.tool_status,
+                                                          called.tool_output_tokens, now}});
 }
 
 Status ClusterSim::Train(const backend::Train& train) {
@@ -205,10 +260,8 @@ Status ClusterSim::Train(const backend::Train& train) {
   }
   // GPUs that just joined training start once their role switch is done.
   const double start = std::max(queue_.now(), trainer_ready_at_);
-  Pending p;
-  p.kind = Kind::kTrain;
-  p.event = backend::Event{start + duration, backend::TrainDone{train.step, start}};
-  queue_.Push(start + duration, kRankTrain, p);
+  Deliver(Kind::kTrain, kRankTrain,
+          backend::Event{start + duration, backend::TrainDone{train.step, start}});
   return Status();
 }
 
@@ -222,10 +275,8 @@ Status ClusterSim::Sync(const backend::SyncWeights& sync) {
   const double duration = cost_.WeightSyncTime(request);
   LIBRA_RETURN_IF_ERROR(PauseAll(duration));
   const double now = queue_.now();
-  Pending p;
-  p.kind = Kind::kSync;
-  p.event = backend::Event{now + duration, backend::SyncDone{sync.version, now}};
-  queue_.Push(now + duration, kRankSync, p);
+  Deliver(Kind::kSync, kRankSync,
+          backend::Event{now + duration, backend::SyncDone{sync.version, now}});
   return Status();
 }
 
@@ -253,9 +304,24 @@ Status ClusterSim::PauseAll(double duration) {
 void ClusterSim::Schedule(Instance& instance, double at) {
   Pending p;
   p.kind = Kind::kBoundary;
-  p.instance = static_cast<size_t>(instance.spec.id.value);
+  p.index = static_cast<uint32_t>(instance.spec.id.value);
   p.generation = ++instance.generation;
   queue_.Push(at, kRankBoundary, p);
+}
+
+void ClusterSim::Deliver(Kind kind, int rank, backend::Event event) {
+  Pending p;
+  p.kind = kind;
+  const double at = event.at;
+  if (free_slots_.empty()) {
+    p.index = static_cast<uint32_t>(parked_.size());
+    parked_.push_back(std::move(event));
+  } else {
+    p.index = free_slots_.back();
+    free_slots_.pop_back();
+    parked_[p.index] = std::move(event);
+  }
+  queue_.Push(at, rank, p);
 }
 
 Status ClusterSim::Kick(Instance& instance, double now) {
@@ -282,28 +348,43 @@ void ClusterSim::Cut(Instance& instance, double now) {
                                                                  instance.span_context, done + 1));
 }
 
-void ClusterSim::DropCache(TrajectoryId id) {
-  auto t = trajectories_.find(id);
-  if (t == trajectories_.end() || t->second.cached_on < 0) return;
-  Instance& instance = instances_[static_cast<size_t>(t->second.cached_on)];
-  auto entry = instance.cached.find(id);
-  if (entry != instance.cached.end()) {
-    instance.used -= entry->second.first;
-    instance.lru.erase(entry->second.second);
-    instance.cached.erase(entry);
-  }
-  t->second.cached_on = -1;
+void ClusterSim::Cache(Instance& instance, Trajectory& t, int64_t tokens) {
+  t.cached_on = instance.spec.id.value;
+  t.cached_tokens = tokens;
+  t.lru_prev = instance.lru_last;
+  t.lru_next = nullptr;
+  (instance.lru_last != nullptr ? instance.lru_last->lru_next : instance.lru_first) = &t;
+  instance.lru_last = &t;
+  ++instance.cached;
+}
+
+void ClusterSim::Uncache(Trajectory& t) {
+  Instance& instance = instances_[static_cast<size_t>(t.cached_on)];
+  (t.lru_prev != nullptr ? t.lru_prev->lru_next : instance.lru_first) = t.lru_next;
+  (t.lru_next != nullptr ? t.lru_next->lru_prev : instance.lru_last) = t.lru_prev;
+  t.lru_prev = t.lru_next = nullptr;
+  --instance.cached;
+  t.cached_on = -1;
+}
+
+void ClusterSim::DropCache(Trajectory& t) {
+  if (t.cached_on < 0) return;
+  instances_[static_cast<size_t>(t.cached_on)].used -= t.cached_tokens;
+  Uncache(t);
 }
 
 Status ClusterSim::Admit(Instance& instance) {
-  while (!instance.waiting.empty() &&
-         static_cast<int>(instance.running.size()) < spec_.max_num_seqs) {
+  while (!instance.waiting.empty()) {
+    if (static_cast<int>(instance.running.size()) >= spec_.max_num_seqs) {
+      if (PreemptForPriority(instance)) continue;
+      break;
+    }
     Seq& seq = instance.waiting.front();
     int64_t claimed = 0;  // tokens of its cached prefix, already counted in `used`
+    Trajectory& t = *seq.trajectory;
     if (seq.cached_prefix) {
-      auto entry = instance.cached.find(seq.id);
-      if (entry != instance.cached.end()) {
-        claimed = std::min(entry->second.first, seq.context);
+      if (t.cached_on == instance.spec.id.value) {
+        claimed = std::min(t.cached_tokens, seq.context);
       } else {
         seq.cached_prefix = false;  // evicted meanwhile
       }
@@ -326,15 +407,15 @@ Status ClusterSim::Admit(Instance& instance) {
       return instance.used + needed + static_cast<int64_t>(instance.running.size()) + 1 <=
              instance.capacity;
     };
-    while (!fits() && !instance.lru.empty()) {
-      const TrajectoryId victim = instance.lru.front();
-      if (victim == seq.id && instance.lru.size() == 1) break;
-      const TrajectoryId evict = victim == seq.id ? *std::next(instance.lru.begin()) : victim;
-      DropCache(evict);
+    while (!fits() && instance.lru_first != nullptr) {
+      Trajectory* victim = instance.lru_first;
+      if (victim == &t && instance.cached == 1) break;
+      DropCache(victim == &t ? *victim->lru_next : *victim);
       ++stats_.evictions;
     }
     if (!fits()) {
-      if (instance.running.empty() && instance.cached.size() <= (seq.cached_prefix ? 1u : 0u)) {
+      if (PreemptForPriority(instance)) continue;
+      if (instance.running.empty() && instance.cached <= (seq.cached_prefix ? 1u : 0u)) {
         return Status::Backend(
             "sim", StrFormat("trajectory %lld needs %lld tokens of KV cache, more than a TP-%d "
                              "instance of %s holds (%lld); raise max_new_tokens' limit or TP",
@@ -345,14 +426,12 @@ Status ClusterSim::Admit(Instance& instance) {
       break;
     }
     if (claimed > 0) {
-      auto entry = instance.cached.find(seq.id);
-      instance.lru.erase(entry->second.second);
-      instance.cached.erase(entry);
-      trajectories_.at(seq.id).cached_on = -1;
+      Uncache(t);  // its tokens stay reserved, now for the running turn
       ++stats_.prefix_hits;
     }
     instance.used += needed;
-    seq.prefill_left = needed;
+    seq.prefill_left = needed - std::min(seq.moved, needed);  // moved KV is not prefilled
+    seq.moved = 0;
     seq.order = next_order_++;
     instance.running.push_back(seq);
     instance.waiting.pop_front();
@@ -362,15 +441,46 @@ Status ClusterSim::Admit(Instance& instance) {
 
 bool ClusterSim::Preempt(Instance& instance) {
   if (instance.running.empty()) return false;
+  // The lowest priority, then the most recently admitted (without priorities: the latter).
   auto last = std::max_element(instance.running.begin(), instance.running.end(),
-                               [](const Seq& a, const Seq& b) { return a.order < b.order; });
+                               [](const Seq& a, const Seq& b) {
+                                 if (a.priority != b.priority) return a.priority > b.priority;
+                                 return a.order < b.order;
+                               });
   Seq seq = *last;
   instance.running.erase(last);
   instance.used -= seq.context;
   // Its KV is lost: it is recomputed from the whole context when readmitted.
   seq.cached_prefix = false;
-  instance.waiting.push_front(seq);
+  Enqueue(instance, seq, true);
   ++stats_.preemptions;
+  return true;
+}
+
+bool ClusterSim::PreemptForPriority(Instance& instance) {
+  const double head = instance.waiting.front().priority;
+  auto victim = instance.running.end();
+  for (auto it = instance.running.begin(); it != instance.running.end(); ++it) {
+    if (it->priority >= head) continue;
+    if (victim == instance.running.end() || it->priority < victim->priority ||
+        (it->priority == victim->priority && it->order > victim->order)) {
+      victim = it;
+    }
+  }
+  if (victim == instance.running.end()) return false;
+  Seq seq = *victim;
+  instance.running.erase(victim);
+  instance.used -= seq.context;
+  // What it computed stays in the prefix cache (evicted least recently used first, like a
+  // context waiting for a tool); readmitted, it prefills only what was evicted or not done.
+  const int64_t computed = seq.context - seq.prefill_left;
+  seq.cached_prefix = spec_.kv_policy == "cache" && computed > 0;
+  if (seq.cached_prefix) {
+    Cache(instance, *seq.trajectory, computed);
+    instance.used += computed;
+  }
+  Enqueue(instance, seq, true);
+  ++stats_.priority_preemptions;
   return true;
 }
 
@@ -387,8 +497,8 @@ Status ClusterSim::StartPhase(Instance& instance, double now) {
   // KV for growth: cached contexts of trajectories waiting for tools go first (least recently
   // used first, as engines reuse free cached blocks), running sequences only when none is left.
   auto make_room = [&] {
-    if (instance.lru.empty()) return Preempt(instance);
-    DropCache(instance.lru.front());
+    if (instance.lru_first == nullptr) return Preempt(instance);
+    DropCache(*instance.lru_first);
     ++stats_.evictions;
     return true;
   };
@@ -498,14 +608,15 @@ Status ClusterSim::Boundary(Instance& instance, double now, std::vector<backend:
     }
     instance.used += k * static_cast<int64_t>(instance.running.size());
   }
-  // Finished turns leave; a tool call keeps the context cached (kv_policy "cache").
-  std::vector<Seq> still;
+  // Finished turns leave (the others keep their order); a tool call keeps the context cached
+  // (kv_policy "cache").
+  size_t kept = 0;
   for (Seq& s : instance.running) {
     if (s.prefill_left > 0 || s.decode_left > 0) {
-      still.push_back(s);
+      instance.running[kept++] = s;
       continue;
     }
-    Trajectory& t = trajectories_.at(s.id);
+    Trajectory& t = *s.trajectory;
     const workload::TurnScript& script = t.script.turns[static_cast<size_t>(s.turn)];
     backend::TurnDone done;
     done.trajectory = s.id;
@@ -515,14 +626,12 @@ Status ClusterSim::Boundary(Instance& instance, double now, std::vector<backend:
     done.tool = script.tool;
     done.reward = script.end == workload::TurnEnd::kToolCall ? 0 : t.script.reward;
     done.started_at = s.started_at < 0 ? now : s.started_at;
-    out->push_back(backend::Event{now, done});
+    out->push_back(backend::Event{now, std::move(done)});
     t.running = false;
     if (script.end == workload::TurnEnd::kToolCall) {
       t.awaiting_tool = true;
       if (spec_.kv_policy == "cache") {
-        instance.lru.push_back(s.id);
-        instance.cached[s.id] = {s.context, std::prev(instance.lru.end())};
-        t.cached_on = instance.spec.id.value;
+        Cache(instance, t, s.context);
         continue;
       }
     } else {
@@ -530,33 +639,28 @@ Status ClusterSim::Boundary(Instance& instance, double now, std::vector<backend:
     }
     instance.used -= s.context;
   }
-  instance.running = std::move(still);
+  instance.running.resize(kept);
   return StartPhase(instance, now);
 }
 
 Status ClusterSim::Handle(const EventQueue<Pending>::Entry& entry,
                           std::vector<backend::Event>* out) {
   const Pending& p = entry.payload;
-  switch (p.kind) {
-    case Kind::kBoundary: {
-      Instance& instance = instances_[p.instance];
-      if (p.generation != instance.generation) return Status();  // superseded by a cut
-      return Boundary(instance, entry.at, out);
+  if (p.kind == Kind::kBoundary) {
+    Instance& instance = instances_[p.index];
+    if (p.generation != instance.generation) return Status();  // superseded by a cut
+    return Boundary(instance, entry.at, out);
+  }
+  if (p.kind == Kind::kArrive) return Arrive(p.generation, entry.at);
+  out->push_back(std::move(parked_[p.index]));
+  free_slots_.push_back(p.index);
+  if (p.kind == Kind::kTool) {
+    --tools_running_;
+    if (!tool_queue_.empty()) {
+      const auto [t, latency] = tool_queue_.front();
+      tool_queue_.pop_front();
+      StartTool(*t, latency, entry.at);
     }
-    case Kind::kTool:
-      out->push_back(p.event);
-      --tools_running_;
-      if (!tool_queue_.empty()) {
-        const auto [id, latency] = tool_queue_.front();
-        tool_queue_.pop_front();
-        StartTool(id, latency, entry.at);
-      }
-      return Status();
-    case Kind::kTrain:
-    case Kind::kSync:
-    case Kind::kLayout:
-      out->push_back(p.event);
-      return Status();
   }
   return Status();
 }

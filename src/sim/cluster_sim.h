@@ -18,11 +18,17 @@
 //   calls in flight. Train steps are timed by the cost model for the actual batch and the
 //   layout's training parallelism (a colocated layout also switches roles both ways); weight syncs
 //   by the cost model. Both pause exactly the instances they touch.
+// * A router's scheduling hints (backend::StartTurn): waiting turns are admitted by priority
+//   (higher first; first come, first served without one) and a higher-priority turn that cannot
+//   be admitted preempts the lowest-priority running one, whose KV stays cached; a turn that moves
+//   its trajectory's KV from another instance skips re-prefilling it, and a turn cannot start
+//   before its preceding tool call's start plus the router's setup and that transfer.
 // docs/simulator.md explains the model, its assumptions and its limits.
 #pragma once
 
 #include <deque>
-#include <list>
+#include <limits>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -36,18 +42,23 @@ namespace libra::sim {
 
 /// Counters of a simulation, for tests and benchmarks.
 struct SimStats {
-  int64_t events = 0;             // entries popped from the event queue
-  int64_t iterations = 0;         // engine iterations simulated (inside spans too)
-  int64_t spans = 0;              // closed-form decode spans
-  int64_t mixed_iterations = 0;   // iterations with prefill, simulated one by one
-  int64_t preemptions = 0;        // sequences preempted for KV (recomputed later)
-  int64_t evictions = 0;          // cached contexts evicted for KV
-  int64_t prefix_hits = 0;        // turns that reused their cached context
-  double rollout_busy_gpu_s = 0;  // GPU-seconds instances spent iterating
+  int64_t events = 0;                // entries popped from the event queue
+  int64_t iterations = 0;            // engine iterations simulated (inside spans too)
+  int64_t spans = 0;                 // closed-form decode spans
+  int64_t mixed_iterations = 0;      // iterations with prefill, simulated one by one
+  int64_t preemptions = 0;           // sequences preempted for KV (recomputed later)
+  int64_t priority_preemptions = 0;  // sequences preempted for a higher-priority turn
+  int64_t kv_moves = 0;              // turns that moved their KV from another instance
+  int64_t evictions = 0;             // cached contexts evicted for KV
+  int64_t prefix_hits = 0;           // turns that reused their cached context
+  double rollout_busy_gpu_s = 0;     // GPU-seconds instances spent iterating
 };
 
 class ClusterSim : public backend::Backend {
  public:
+  /// The priority of a turn without one (below every priority a router gives).
+  static constexpr double kNoPriority = -std::numeric_limits<double>::infinity();
+
   /// `workload` and `cost` must outlive the simulator.
   ClusterSim(const recipe::SimSpec& spec, const workload::Workload& workload,
              const model::CostModel& cost);
@@ -66,9 +77,11 @@ class ClusterSim : public backend::Backend {
   const SimStats& stats() const { return stats_; }
 
  private:
+  struct Trajectory;
   /// One turn on (or waiting for) an instance.
   struct Seq {
     TrajectoryId id;
+    Trajectory* trajectory = nullptr;  // its entry in trajectories_ (a node: never moves)
     int turn = 0;
     int64_t context = 0;       // tokens in KV once prefilled (reserved at admission)
     int64_t prefill_left = 0;  // tokens still to prefill
@@ -76,6 +89,8 @@ class ClusterSim : public backend::Backend {
     double started_at = -1;    // first iteration that worked on it
     uint64_t order = 0;        // admission order (the last admitted is preempted first)
     bool cached_prefix = false;
+    double priority = kNoPriority;  // higher first (StartTurn::priority)
+    int64_t moved = 0;              // context tokens whose KV arrived from another instance
   };
   enum class Phase { kIdle, kIteration, kSpan, kPaused };
   struct Instance {
@@ -85,9 +100,12 @@ class ClusterSim : public backend::Backend {
     double ready_at = 0;
     std::vector<Seq> running;
     std::deque<Seq> waiting;
-    int64_t used = 0;             // KV tokens reserved: running contexts and cached prefixes
-    std::list<TrajectoryId> lru;  // cached prefixes, least recently used first
-    std::unordered_map<TrajectoryId, std::pair<int64_t, std::list<TrajectoryId>::iterator>> cached;
+    int64_t used = 0;  // KV tokens reserved: running contexts and cached prefixes
+    // The trajectories whose prefix is cached here, least recently used first (linked through
+    // Trajectory::lru_prev / lru_next).
+    Trajectory* lru_first = nullptr;
+    Trajectory* lru_last = nullptr;
+    size_t cached = 0;
     Phase phase = Phase::kIdle;
     double phase_start = 0;
     uint64_t generation = 0;  // of the boundary event that ends the current phase
@@ -99,24 +117,30 @@ class ClusterSim : public backend::Backend {
     int64_t span_iterations = 0;
   };
   struct Trajectory {
+    TrajectoryId id;
     workload::TrajectoryScript script;
     int next_turn = 0;
     bool running = false;
     bool awaiting_tool = false;
-    int64_t cached_on = -1;  // instance holding its cached prefix
+    int64_t cached_on = -1;     // instance holding its cached prefix
+    int64_t cached_tokens = 0;  // of that prefix
+    Trajectory* lru_prev = nullptr;
+    Trajectory* lru_next = nullptr;
+    double tool_called_at = 0;  // when its last tool call was submitted
   };
-  enum class Kind { kBoundary, kTool, kTrain, kSync, kLayout };
+  enum class Kind { kBoundary, kTool, kTrain, kSync, kLayout, kArrive };
+  /// A queue entry, kept small: the events it will deliver wait in parked_ (kArrive: the turn
+  /// waits in arrivals_ under the number in `generation`).
   struct Pending {
     Kind kind = Kind::kBoundary;
-    size_t instance = 0;
-    uint64_t generation = 0;
-    backend::Event event;
+    uint32_t index = 0;       // kBoundary: the instance; otherwise the parked event's slot
+    uint64_t generation = 0;  // kBoundary: of the phase it ends
   };
 
   Status StartTurn(const backend::StartTurn& turn);
   Status RunTool(const backend::RunTool& tool);
   /// Runs the tool the trajectory's last turn called, taking `latency` from `now`.
-  void StartTool(TrajectoryId id, double latency, double now);
+  void StartTool(const Trajectory& t, double latency, double now);
   Status Train(const backend::Train& train);
   Status Sync(const backend::SyncWeights& sync);
   Status ApplyLayout(const backend::Layout& layout);
@@ -133,13 +157,28 @@ class ClusterSim : public backend::Backend {
   void Cut(Instance& instance, double now);
   /// Admits waiting turns while KV and the sequence limit allow. Error when a turn can never fit.
   Status Admit(Instance& instance);
-  /// Preempts the most recently admitted running sequence; false when none runs.
+  /// Preempts the lowest-priority running sequence (the most recently admitted among equals);
+  /// false when none runs.
   bool Preempt(Instance& instance);
-  /// Drops a trajectory's cached prefix from the instance holding it.
-  void DropCache(TrajectoryId id);
+  /// Caches the trajectory's context on `instance` (the most recently used).
+  void Cache(Instance& instance, Trajectory& t, int64_t tokens);
+  /// Takes the trajectory's cached prefix off its instance's list (`used` unchanged).
+  void Uncache(Trajectory& t);
+  /// Drops a trajectory's cached prefix from the instance holding it, freeing its KV.
+  void DropCache(Trajectory& t);
+  /// Queues a turn by priority: behind those of equal or higher priority, or (`front`, a
+  /// preempted turn) ahead of those of equal or lower priority. Without priorities: FIFO.
+  static void Enqueue(Instance& instance, const Seq& seq, bool front);
+  /// Preempts the lowest-priority running sequence if the first waiting turn has a higher
+  /// priority, keeping its KV cached (kv_policy "cache"); false when there is none.
+  bool PreemptForPriority(Instance& instance);
+  /// A turn whose setup or KV transfer outlasted its tool call reaches its instance.
+  Status Arrive(uint64_t arrival, double now);
   void Schedule(Instance& instance, double at);
   /// Pauses every instance until now + duration.
   Status PauseAll(double duration);
+  /// Queues `event` for delivery at its time, ordered by `rank` among simultaneous events.
+  void Deliver(Kind kind, int rank, backend::Event event);
 
   recipe::SimSpec spec_;
   const workload::Workload& workload_;
@@ -148,12 +187,17 @@ class ClusterSim : public backend::Backend {
   std::vector<Instance> instances_;
   std::unordered_map<TrajectoryId, Trajectory> trajectories_;
   EventQueue<Pending> queue_;
+  std::vector<backend::Event> parked_;  // events in the queue, by slot
+  std::vector<uint32_t> free_slots_;    // slots of parked_ not in use
   double paused_until_ = 0;
   /// When GPUs that joined training in a re-layout are ready for it.
   double trainer_ready_at_ = 0;
   uint64_t next_order_ = 0;
   int tools_running_ = 0;
-  std::deque<std::pair<TrajectoryId, double>> tool_queue_;  // waiting for a sandbox slot
+  std::deque<std::pair<const Trajectory*, double>> tool_queue_;  // waiting for a sandbox slot
+  /// Turns on their way to an instance (Arrive), by arrival number: instance index and turn.
+  std::map<uint64_t, std::pair<size_t, Seq>> arrivals_;
+  uint64_t next_arrival_ = 0;
   SimStats stats_;
 };
 

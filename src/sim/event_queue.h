@@ -3,8 +3,8 @@
 // completions before new work); then the order of insertion. So a run is bit-reproducible.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <queue>
 #include <vector>
 
 #include "common/check.h"
@@ -24,20 +24,22 @@ class EventQueue {
   /// Adds an event. REQUIRES: `at` is not before the last popped time.
   void Push(double at, int rank, T payload) {
     LIBRA_CHECK(at >= now_) << "event at " << at << " is before now " << now_;
-    heap_.push(Entry{at, rank, next_seq_++, std::move(payload)});
+    heap_.push_back(Entry{at, rank, next_seq_++, std::move(payload)});
+    std::push_heap(heap_.begin(), heap_.end(), Later());
   }
 
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
   /// Time of the earliest event. REQUIRES: !empty().
-  double next_time() const { return heap_.top().at; }
+  double next_time() const { return heap_.front().at; }
   /// Time of the last popped event (0 before the first).
   double now() const { return now_; }
 
   /// Removes and returns the earliest event. REQUIRES: !empty().
   Entry Pop() {
-    Entry e = heap_.top();
-    heap_.pop();
+    std::pop_heap(heap_.begin(), heap_.end(), Later());
+    Entry e = std::move(heap_.back());  // moved out, not copied
+    heap_.pop_back();
     now_ = e.at;
     return e;
   }
@@ -50,7 +52,7 @@ class EventQueue {
       return a.seq > b.seq;
     }
   };
-  std::priority_queue<Entry, std::vector<Entry>, Later> heap_;
+  std::vector<Entry> heap_;  // a binary heap under Later: the earliest entry in front
   uint64_t next_seq_ = 0;
   double now_ = 0;
 };

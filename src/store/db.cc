@@ -1,6 +1,7 @@
 #include "store/db.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cmath>
@@ -40,9 +41,9 @@ Status Statement::BindDouble(int index, double value) {
   return rc == SQLITE_OK ? Status() : BindError(rc, index);
 }
 
-Status Statement::BindText(int index, std::string_view value) {
+Status Statement::BindText(int index, std::string_view value, bool copy) {
   const int rc = sqlite3_bind_text64(handle_.get(), index, value.data(), value.size(),
-                                     SQLITE_TRANSIENT, SQLITE_UTF8);
+                                     copy ? SQLITE_TRANSIENT : SQLITE_STATIC, SQLITE_UTF8);
   return rc == SQLITE_OK ? Status() : BindError(rc, index);
 }
 
@@ -91,8 +92,9 @@ Db::~Db() = default;
 Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const Options& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  const bool create = options.create_if_missing && !options.read_only;
   const bool exists = fs::exists(path, ec);
-  if (!exists && !options.create_if_missing) {
+  if (!exists && !create) {
     return Status::NotFound(path +
                             ": no results database here (record a run first, or pass another "
                             "--db)");
@@ -108,10 +110,37 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const Options& opt
     }
   }
 
-  int flags = SQLITE_OPEN_READWRITE;
-  if (options.create_if_missing) flags |= SQLITE_OPEN_CREATE;
+  int flags = options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+  if (create) flags |= SQLITE_OPEN_CREATE;
+  LIBRA_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Connect(path, path, flags, options));
+  // Reading the schema reads the file header: a file that is not a database fails here, before
+  // anything is written to it.
+  Status readable =
+      db->QueryInt64("SELECT count(*) FROM sqlite_master", "read the schema").status();
+  const std::string folder =
+      fs::path(path).has_parent_path() ? fs::path(path).parent_path().string() : ".";
+  if (!readable.ok() && options.read_only && ::access(folder.c_str(), W_OK) != 0) {
+    // A WAL database needs its -shm index, which a read-only connection cannot create in a
+    // folder it cannot write; nobody else can write the database there either.
+    std::string uri = "file:";
+    for (const unsigned char c : fs::absolute(path, ec).string()) {
+      uri += std::isalnum(c) || c == '/' || c == '.' || c == '-' || c == '_'
+                 ? std::string(1, static_cast<char>(c))
+                 : StrFormat("%%%02X", c);
+    }
+    LIBRA_ASSIGN_OR_RETURN(
+        db, Connect(path, uri + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, options));
+    readable = db->QueryInt64("SELECT count(*) FROM sqlite_master", "read the schema").status();
+  }
+  LIBRA_RETURN_IF_ERROR(readable);
+  LIBRA_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON", "enable foreign keys"));
+  return db;
+}
+
+Result<std::unique_ptr<Db>> Db::Connect(const std::string& path, const std::string& name, int flags,
+                                        const Options& options) {
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  const int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
   // Even a failed open may allocate a handle, which must be closed.
   std::unique_ptr<sqlite3, ConnectionCloser> connection(raw);
   if (rc != SQLITE_OK) {
@@ -123,14 +152,7 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const Options& opt
       busy_rc != SQLITE_OK) {
     return Status::Store("set busy timeout on " + path, sqlite3_errmsg(connection.get()));
   }
-
-  std::unique_ptr<Db> db(new Db(path, options.busy_timeout_ms, std::move(connection)));
-  // Reading the schema reads the file header: a file that is not a database fails here, before
-  // anything is written to it.
-  LIBRA_RETURN_IF_ERROR(
-      db->QueryInt64("SELECT count(*) FROM sqlite_master", "read the schema").status());
-  LIBRA_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON", "enable foreign keys"));
-  return db;
+  return std::unique_ptr<Db>(new Db(path, options.busy_timeout_ms, std::move(connection)));
 }
 
 Status Db::Exec(const std::string& sql, const std::string& what) {

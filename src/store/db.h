@@ -52,10 +52,14 @@ class Statement {
   /// NULL), a string, std::nullopt (NULL), or a std::optional of those (NULL when unset).
   template <typename... Args>
   Status Bind(const Args&... args) {
-    [[maybe_unused]] int index = 0;
-    Status status;
-    ((status.ok() ? (status = BindOne(++index, args), 0) : 0), ...);
-    return status;
+    return BindAll(1, /*copy=*/true, args...);
+  }
+
+  /// As Bind, to the parameters first, first + 1, ..., without copying strings: they must stay
+  /// alive until the statement is reset (for multi-row statements stepped at once).
+  template <typename... Args>
+  Status BindFrom(int first, const Args&... args) {
+    return BindAll(first, /*copy=*/false, args...);
   }
 
   /// Runs one step: true when a row is ready to be read, false when the statement is done.
@@ -68,7 +72,7 @@ class Statement {
   template <typename... Args>
   Status Execute(const Args&... args) {
     ResetOnExit reset(this);
-    LIBRA_RETURN_IF_ERROR(Bind(args...));
+    LIBRA_RETURN_IF_ERROR(BindFrom(1, args...));  // the arguments outlive the statement's run
     while (true) {
       LIBRA_ASSIGN_OR_RETURN(const bool row, Step());
       if (!row) return Status();
@@ -80,7 +84,7 @@ class Statement {
   template <typename OnRow, typename... Args>
   Status ForEachRow(OnRow&& on_row, const Args&... args) {
     ResetOnExit reset(this);
-    LIBRA_RETURN_IF_ERROR(Bind(args...));
+    LIBRA_RETURN_IF_ERROR(BindFrom(1, args...));
     while (true) {
       LIBRA_ASSIGN_OR_RETURN(const bool row, Step());
       if (!row) return Status();
@@ -98,7 +102,8 @@ class Statement {
   // Low-level binding, 1-based.
   Status BindInt64(int index, int64_t value);
   Status BindDouble(int index, double value);
-  Status BindText(int index, std::string_view value);
+  /// `copy` false: `value` must stay alive until the statement is reset.
+  Status BindText(int index, std::string_view value, bool copy = true);
   Status BindNull(int index);
 
  private:
@@ -113,8 +118,16 @@ class Statement {
     Statement* statement_;
   };
 
+  template <typename... Args>
+  Status BindAll(int first, [[maybe_unused]] bool copy, const Args&... args) {
+    [[maybe_unused]] int index = first - 1;
+    Status status;
+    ((status.ok() ? (status = BindOne(++index, args, copy), 0) : 0), ...);
+    return status;
+  }
+
   template <typename T>
-  Status BindOne(int index, const T& value) {
+  Status BindOne(int index, const T& value, bool copy) {
     if constexpr (std::is_same_v<T, bool>) {
       return BindInt64(index, value ? 1 : 0);
     } else if constexpr (std::is_integral_v<T>) {
@@ -126,11 +139,11 @@ class Statement {
     } else if constexpr (std::is_same_v<T, std::nullopt_t>) {
       return BindNull(index);
     } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
-      return BindText(index, std::string_view(value));
+      return BindText(index, std::string_view(value), copy);
     } else {
       // std::optional<U>: NULL when unset.
       if (!value.has_value()) return BindNull(index);
-      return BindOne(index, *value);
+      return BindOne(index, *value, copy);
     }
   }
 
@@ -157,6 +170,11 @@ class RowReader {
     if (statement_.IsNull(column)) return std::nullopt;
     return statement_.Int64(column);
   }
+  std::optional<int> OptionalInt() {
+    const int column = next_++;
+    if (statement_.IsNull(column)) return std::nullopt;
+    return static_cast<int>(statement_.Int64(column));
+  }
   std::optional<double> OptionalDouble() {
     const int column = next_++;
     if (statement_.IsNull(column)) return std::nullopt;
@@ -177,6 +195,10 @@ class Db {
     bool create_if_missing = true;
     /// How long a statement waits for another connection's lock before failing. Default: 5000.
     int busy_timeout_ms = 5000;
+    /// Open for reading only (implies !create_if_missing): nothing is ever written, not even the
+    /// WAL index. A WAL database in a folder this process cannot write is then opened as
+    /// immutable (no other process can be writing it there either). Default: false.
+    bool read_only = false;
   };
 
   /// Opens `path`, sets the busy timeout and foreign_keys=ON, and reads the schema once, so that
@@ -217,6 +239,9 @@ class Db {
 
  private:
   Db(std::string path, int busy_timeout_ms, std::unique_ptr<sqlite3, ConnectionCloser> connection);
+  /// sqlite3_open_v2(name, flags) for the database at `path`, with the busy timeout set.
+  static Result<std::unique_ptr<Db>> Connect(const std::string& path, const std::string& name,
+                                             int flags, const Options& options);
 
   std::string path_;
   int busy_timeout_ms_;

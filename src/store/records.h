@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "store/run_owner.h"
+
 namespace libra::store {
 
 /// Run status values stored in runs.status.
@@ -39,6 +41,23 @@ struct RunInfo {
   /// Trajectories/s no run of this cluster, model and workload can exceed (the perfect-balance
   /// bound); unset when the backend has none.
   std::optional<double> throughput_bound;
+  /// How the system was configured: "planner" (Libra: its planner decides), the knob settings of
+  /// a tuned peer ("train_gpus=16 rollout_tp=8"), or empty: as the recipe writes it.
+  std::string configuration;
+  /// The tuning (table `tunings`) its configuration came from.
+  std::optional<int64_t> tuning_id;
+  /// The sensitivity scenario it ran under (`compare --sensitivity`); empty for the recipe as is.
+  std::string scenario;
+  /// The staleness bound in force (unset in runs recorded before it was kept).
+  std::optional<int> staleness;
+  /// The evaluation score of the initial policy (version 0) on the held-out prompts.
+  std::optional<double> eval_initial;
+  /// The run's own folder (logs, weights, scratch of a cluster run), relative to the database's
+  /// folder, e.g. "runs/libra-3-5f2a9c1e": unique per run and database. Assigned by the store;
+  /// empty for runs recorded before schema version 8, whose folder is "runs/<id>".
+  std::string folder;
+  /// The libra process recording the run (while it is `running`); unset when not recorded.
+  RunOwner owner;
 
   bool operator==(const RunInfo&) const = default;
 };
@@ -69,6 +88,9 @@ struct StepRecord {
   std::optional<double> idle_gpu_s;
   /// What the planner predicted this step would take (unset when it made no prediction).
   std::optional<double> predicted_step_s;
+  /// The evaluation score of the version this step trained (policy_version + 1) on held-out
+  /// prompts: modelled in the simulator, measured on real runs; unset on steps not evaluated.
+  std::optional<double> eval_score;
   /// Real trainers: the mean absolute difference between the trainer's log-probability of each
   /// trained token (before the step's update) and the engine's, and the fraction of trained
   /// tokens whose probability ratio was clipped; unset when the trainer does not report them.
@@ -185,12 +207,56 @@ struct ProbeRecord {
   bool operator==(const ProbeRecord&) const = default;
 };
 
+/// One configuration a tuning tried (table `tuning_trials`).
+struct TuningTrialRecord {
+  std::string configuration;  // JSON object: knob -> value
+  std::optional<uint64_t> seed;  // unset: found infeasible without a run
+  std::optional<double> score;
+  std::string status;  // "ok", "failed", "infeasible"
+  std::string error;
+
+  bool operator==(const TuningTrialRecord&) const = default;
+};
+
+/// A search of one system's knobs (`libra tune`; table `tunings`).
+struct TuningRecord {
+  int64_t id = 0;    // assigned by the store
+  std::string key;   // experiment::TuningKey: what the tuning is valid for
+  std::string recipe;
+  std::string system;
+  std::string created_at;  // ISO 8601 UTC
+  int budget_runs = 0;
+  int steps = 0;
+  std::vector<uint64_t> seeds;
+  std::string objective;  // "traj/s"
+  std::string winner;     // JSON object: knob -> value
+  double score = 0;
+  int winner_runs = 0;
+  std::string libra_version;
+  std::vector<TuningTrialRecord> trials;
+
+  bool operator==(const TuningRecord&) const = default;
+};
+
 /// Runs that belong together (tables `comparisons`, `comparison_runs`).
 struct ComparisonInfo {
   int64_t id = 0;
   std::string name;
   std::string created_at;        // ISO 8601 UTC
   std::vector<int64_t> run_ids;  // in the order they were added
+  /// What `libra compare` was asked to run, so that an interrupted comparison can be continued
+  /// (`libra compare --resume`): the systems in order, the seeds of each (`--repeat`), the reward
+  /// target and the recipe (after --set). Empty (seeds 1) for comparisons recorded before schema
+  /// version 8, which cannot be continued.
+  std::vector<std::string> systems;
+  int seeds = 1;
+  std::optional<double> reward_target;
+  std::string recipe_source;
+  std::string recipe_toml;
+  /// Whether the peers ran at their tuned configurations (`--tuned`) and the comparison is a
+  /// sensitivity study (`--sensitivity`); false for comparisons recorded before schema version 9.
+  bool tuned = false;
+  bool sensitivity = false;
 
   bool operator==(const ComparisonInfo&) const = default;
 };

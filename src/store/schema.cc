@@ -195,9 +195,65 @@ CREATE TABLE probes (
 CREATE INDEX idx_probes_host_recorded ON probes (host, recorded_at);
 )sql";
 
-// Version 8: per train step, how far the trainer's log-probabilities of the trained tokens are
-// from the engines' (cluster runs; NULL elsewhere).
+// Version 8: each run's own folder (unique per run and database, so that two databases in one
+// folder never share run files), the libra process recording it (so that a run left `running` by
+// a libra that died can be resumed), and what a comparison was asked to run (so that an
+// interrupted one can be continued).
 constexpr char kSchemaV8[] = R"sql(
+ALTER TABLE runs ADD COLUMN folder      TEXT    NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_host  TEXT    NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_pid   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN owner_start TEXT    NOT NULL DEFAULT '';
+ALTER TABLE comparisons ADD COLUMN systems       TEXT    NOT NULL DEFAULT '[]';
+ALTER TABLE comparisons ADD COLUMN seeds         INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE comparisons ADD COLUMN reward_target REAL;
+ALTER TABLE comparisons ADD COLUMN recipe_source TEXT    NOT NULL DEFAULT '';
+ALTER TABLE comparisons ADD COLUMN recipe_toml   TEXT    NOT NULL DEFAULT '';
+)sql";
+
+// Version 9: tuned peers (`libra tune`, docs/results.md "Fair peers"): each tuning with what it
+// tried, and per run the configuration it ran, the tuning it came from and the sensitivity
+// scenario it belongs to.
+constexpr char kSchemaV9[] = R"sql(
+CREATE TABLE tunings (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  key           TEXT    NOT NULL,  -- recipe, cluster, model, system and budget, hashed
+  recipe        TEXT    NOT NULL,
+  system        TEXT    NOT NULL,
+  created_at    TEXT    NOT NULL,
+  budget_runs   INTEGER NOT NULL,
+  steps         INTEGER NOT NULL,
+  seeds         TEXT    NOT NULL,  -- the tuning seeds, comma separated
+  objective     TEXT    NOT NULL,  -- what the search maximised ("traj/s")
+  winner        TEXT    NOT NULL,  -- JSON object: knob -> value
+  score         REAL    NOT NULL,  -- the winner's mean objective over winner_runs seeds
+  winner_runs   INTEGER NOT NULL,
+  libra_version TEXT    NOT NULL
+);
+CREATE INDEX idx_tunings_key ON tunings (key, system);
+CREATE TABLE tuning_trials (
+  tuning_id     INTEGER NOT NULL REFERENCES tunings (id) ON DELETE CASCADE,
+  position      INTEGER NOT NULL,
+  configuration TEXT    NOT NULL,  -- JSON object: knob -> value
+  seed          INTEGER,           -- NULL for a configuration found infeasible without a run
+  score         REAL,
+  status        TEXT    NOT NULL,  -- ok, failed, infeasible
+  error         TEXT    NOT NULL,
+  PRIMARY KEY (tuning_id, position)
+);
+ALTER TABLE runs ADD COLUMN configuration TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN tuning_id INTEGER REFERENCES tunings (id);
+ALTER TABLE runs ADD COLUMN scenario TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN staleness INTEGER;
+ALTER TABLE steps ADD COLUMN eval_score REAL;
+ALTER TABLE runs ADD COLUMN eval_initial REAL;
+ALTER TABLE comparisons ADD COLUMN tuned       INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE comparisons ADD COLUMN sensitivity INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// Version 10: per train step, how far the trainer's log-probabilities of the trained tokens are
+// from the engines' (cluster runs; NULL elsewhere).
+constexpr char kSchemaV10[] = R"sql(
 ALTER TABLE steps ADD COLUMN logprob_diff REAL;
 ALTER TABLE steps ADD COLUMN clip_fraction REAL;
 )sql";
@@ -220,7 +276,10 @@ const std::vector<Migration>& SchemaMigrations() {
        kSchemaV5},
       {6, "runs.throughput_bound", kSchemaV6},
       {7, "probes", kSchemaV7},
-      {8, "steps.logprob_diff, steps.clip_fraction", kSchemaV8},
+      {8, "runs.folder, runs.owner_*, comparisons.systems/seeds/reward_target/recipe_*", kSchemaV8},
+      {9, "tunings, tuning_trials, runs.configuration/tuning_id/scenario/staleness, steps.eval_score, runs.eval_initial, comparisons.tuned/sensitivity",
+       kSchemaV9},
+      {10, "steps.logprob_diff, steps.clip_fraction", kSchemaV10},
   };
   return *migrations;
 }

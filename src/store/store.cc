@@ -1,9 +1,14 @@
 #include "store/store.h"
 
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
 #include <optional>
+#include <random>
 #include <string_view>
 #include <utility>
 
+#include "common/json.h"
 #include "common/strings.h"
 #include "store/db.h"
 #include "store/schema.h"
@@ -16,11 +21,12 @@ namespace {
 constexpr char kRunColumns[] =
     "name, system, router, planner, backend, seed, steps_planned, gpus, recipe_source, "
     "recipe_toml, git_revision, libra_version, started_at, ended_at, status, error, "
-    "comparison_id, throughput_bound";
+    "comparison_id, throughput_bound, configuration, tuning_id, scenario, staleness, eval_initial, "
+    "folder, owner_host, owner_pid, owner_start";
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
-    "train_gpus, gpu_util, idle_gpu_s, predicted_step_s, logprob_diff, clip_fraction";
+    "train_gpus, gpu_util, idle_gpu_s, predicted_step_s, eval_score, logprob_diff, clip_fraction";
 constexpr char kTrajectoryColumns[] =
     "id, prompt, sample, step, version, turns, tool_calls, prompt_tokens, generated_tokens, "
     "start_s, end_s, reward, truncated, instances, migrations";
@@ -28,19 +34,57 @@ constexpr char kDecisionColumns[] =
     "seq, at_s, step, planner, reason, train_gpus, rollout_gpus, layout, predicted_step_s, "
     "applied, \"trigger\", current_step_s, gain_s, transition_s";
 constexpr char kEventColumns[] = "seq, kind, start_s, end_s, resource, trajectory, step, detail";
+constexpr char kComparisonPlanColumns[] =
+    "systems, seeds, reward_target, recipe_source, recipe_toml, tuned, sensitivity";
 constexpr char kProbeColumns[] = "host, gpu, kind, value, unit, detail, recorded_at, libra_version";
+constexpr char kTuningColumns[] =
+    "key, recipe, system, created_at, budget_runs, steps, seeds, objective, winner, score, "
+    "winner_runs, libra_version";
+constexpr char kTuningTrialColumns[] = "position, configuration, seed, score, status, error";
 constexpr char kTurnColumns[] =
     "trajectory, turn, instance, start_s, end_s, generated_tokens, \"end\", tool, tool_status, "
     "tool_output_tokens, tool_latency_s";
 
-/// "INSERT INTO <table> (<columns>) VALUES (?, ?, ...)" with one parameter per column.
-std::string InsertSql(std::string_view table, std::string_view columns) {
-  std::string placeholders = "?";
+/// "INSERT INTO <table> (<columns>) VALUES (?, ?, ...)" with one parameter per column, for
+/// `rows` rows.
+std::string InsertSql(std::string_view table, std::string_view columns, int rows = 1) {
+  std::string placeholders = "(?";
   for (const char c : columns) {
     if (c == ',') placeholders += ", ?";
   }
-  return "INSERT INTO " + std::string(table) + " (" + std::string(columns) + ") VALUES (" +
-         placeholders + ")";
+  placeholders += ")";
+  std::string sql = "INSERT INTO " + std::string(table) + " (" + std::string(columns) + ") VALUES ";
+  for (int row = 0; row < rows; ++row) sql += (row > 0 ? ", " : "") + placeholders;
+  return sql;
+}
+
+/// Rows inserted by one statement where a step has many (trajectories, turns): SQLite's work per
+/// statement (step, halt, reset) is then paid once per this many rows.
+constexpr int kRowsPerInsert = 32;
+
+/// Inserts `rows` with `many` (kRowsPerInsert rows a statement) and the rest with `one`;
+/// `bind(statement, first_parameter, row)` binds one row's columns without copying.
+template <typename Row, typename BindRow>
+Status InsertRows(Statement& one, Statement& many, int columns, const std::vector<Row>& rows,
+                  BindRow bind) {
+  size_t next = 0;
+  auto run = [&](Statement& statement, size_t count) -> Status {
+    struct ResetAfter {
+      Statement& s;
+      ~ResetAfter() { s.Reset(); }
+    } reset{statement};
+    for (size_t i = 0; i < count; ++i) {
+      LIBRA_RETURN_IF_ERROR(bind(statement, 1 + static_cast<int>(i) * columns, rows[next + i]));
+    }
+    LIBRA_RETURN_IF_ERROR(statement.Step().status());
+    next += count;
+    return Status();
+  };
+  while (rows.size() - next >= static_cast<size_t>(kRowsPerInsert)) {
+    LIBRA_RETURN_IF_ERROR(run(many, kRowsPerInsert));
+  }
+  while (next < rows.size()) LIBRA_RETURN_IF_ERROR(run(one, 1));
+  return Status();
 }
 
 Status RunNotFound(int64_t run_id, const std::string& path) {
@@ -51,6 +95,37 @@ Status RunNotFound(int64_t run_id, const std::string& path) {
 Status ComparisonNotFound(int64_t comparison_id, const std::string& path) {
   return Status::NotFound(StrFormat("comparison %lld is not in %s",
                                     static_cast<long long>(comparison_id), path.c_str()));
+}
+
+/// The folder of a new run, relative to the database's folder: "runs/<database stem>-<id>-<8 random
+/// hex digits>". The database's name and the run id tell a reader whose it is; the random part
+/// keeps a database that was deleted and made again (whose ids start at 1 again) off the folders
+/// of the old one.
+std::string NewRunFolder(const std::string& db_path, int64_t run_id) {
+  std::random_device random;
+  const uint32_t salt = random();
+  return StrFormat("runs/%s-%lld-%08x", std::filesystem::path(db_path).stem().c_str(),
+                   static_cast<long long>(run_id), salt);
+}
+
+/// kStore with SQLite's first finding when `PRAGMA integrity_check` finds the file damaged (a
+/// damaged file is only ever read, never written: a write could spread the damage).
+Status CheckIntegrity(Db& db) {
+  LIBRA_ASSIGN_OR_RETURN(const std::string report,
+                         db.QueryText("PRAGMA integrity_check(1)", "check the database"));
+  if (report == "ok") return Status();
+  // The first finding, without the "*** in database main ***" heading.
+  std::string first;
+  for (const std::string& line : StrSplit(report, '\n')) {
+    if (!line.empty() && !StartsWith(line, "***")) {
+      first = line;
+      break;
+    }
+  }
+  return Status::Store(db.path(), "the database is damaged (integrity_check: " + first +
+                                      "); libra does not write to a damaged database. Save what "
+                                      "can be read with `sqlite3 " +
+                                      db.path() + " .recover`, or use another --db");
 }
 
 /// NULL for an empty string (ended_at while a run is running).
@@ -81,6 +156,15 @@ RunInfo ReadRun(const Statement& statement) {
   run.error = row.Text();
   run.comparison_id = row.OptionalInt64();
   run.throughput_bound = row.OptionalDouble();
+  run.configuration = row.Text();
+  run.tuning_id = row.OptionalInt64();
+  run.scenario = row.Text();
+  run.staleness = row.OptionalInt();
+  run.eval_initial = row.OptionalDouble();
+  run.folder = row.Text();
+  run.owner.host = row.Text();
+  run.owner.pid = row.Int64();
+  run.owner.start = row.Text();
   return run;
 }
 
@@ -107,6 +191,7 @@ StepRecord ReadStep(const Statement& statement) {
   step.gpu_util = row.OptionalDouble();
   step.idle_gpu_s = row.OptionalDouble();
   step.predicted_step_s = row.OptionalDouble();
+  step.eval_score = row.OptionalDouble();
   step.logprob_diff = row.OptionalDouble();
   step.clip_fraction = row.OptionalDouble();
   return step;
@@ -199,6 +284,28 @@ ProbeRecord ReadProbe(const Statement& statement) {
   return probe;
 }
 
+ComparisonInfo ReadComparison(const Statement& statement) {
+  RowReader row(statement);
+  ComparisonInfo comparison;
+  comparison.id = row.Int64();
+  comparison.name = row.Text();
+  comparison.created_at = row.Text();
+  // Written by CreateComparison as a JSON array of names; anything else reads as none.
+  const Result<JsonValue> systems = ParseJson(row.Text());
+  if (systems.ok() && systems->is_array()) {
+    for (const JsonValue& name : systems->as_array()) {
+      if (name.is_string()) comparison.systems.push_back(name.as_string());
+    }
+  }
+  comparison.seeds = row.Int();
+  comparison.reward_target = row.OptionalDouble();
+  comparison.recipe_source = row.Text();
+  comparison.recipe_toml = row.Text();
+  comparison.tuned = row.Bool();
+  comparison.sensitivity = row.Bool();
+  return comparison;
+}
+
 /// Every row of a per-run SELECT, read by `read`.
 template <typename T>
 Result<std::vector<T>> SelectRunRows(Statement& select, T (*read)(const Statement&),
@@ -237,16 +344,22 @@ class Store::Impl {
   // Write path.
   std::optional<Statement> insert_run;
   std::optional<Statement> finish_run;
+  std::optional<Statement> set_run_folder;
+  std::optional<Statement> reopen_run;
   std::optional<Statement> insert_step;
   std::optional<Statement> insert_trajectory;
+  std::optional<Statement> insert_trajectories;  // kRowsPerInsert rows
   std::optional<Statement> insert_decision;
   std::optional<Statement> insert_event;
   std::optional<Statement> insert_turn;
+  std::optional<Statement> insert_turns;  // kRowsPerInsert rows
   std::optional<Statement> insert_router_metric;
   std::optional<Statement> insert_comparison;
   std::optional<Statement> append_comparison_run;
   std::optional<Statement> set_run_comparison;
   std::optional<Statement> insert_probe;
+  std::optional<Statement> insert_tuning;
+  std::optional<Statement> insert_tuning_trial;
   // Read path.
   std::optional<Statement> run_exists;
   std::optional<Statement> comparison_exists;
@@ -262,6 +375,8 @@ class Store::Impl {
   std::optional<Statement> select_comparison;
   std::optional<Statement> select_comparison_runs;
   std::optional<Statement> select_probes;
+  std::optional<Statement> select_tunings;
+  std::optional<Statement> select_tuning_trials;
 
  private:
   Status Prepare(std::optional<Statement>& slot, const std::string& sql, const std::string& name);
@@ -280,11 +395,23 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(finish_run,
                                 "UPDATE runs SET status = ?, error = ?, ended_at = ? WHERE id = ?",
                                 "finish the run"));
+  LIBRA_RETURN_IF_ERROR(Prepare(set_run_folder, "UPDATE runs SET folder = ? WHERE id = ?",
+                                "set the folder of the run"));
+  LIBRA_RETURN_IF_ERROR(Prepare(reopen_run,
+                                "UPDATE runs SET status = 'running', error = '', ended_at = NULL, "
+                                "owner_host = ?, owner_pid = ?, owner_start = ? WHERE id = ? AND "
+                                "status = ? AND owner_host = ? AND owner_pid = ? AND "
+                                "owner_start = ?",
+                                "reopen the run"));
   LIBRA_RETURN_IF_ERROR(Prepare(insert_step,
                                 InsertSql("steps", std::string("run_id, ") + kStepColumns),
                                 "insert into steps"));
   LIBRA_RETURN_IF_ERROR(Prepare(
       insert_trajectory, InsertSql("trajectories", std::string("run_id, ") + kTrajectoryColumns),
+      "insert into trajectories"));
+  LIBRA_RETURN_IF_ERROR(Prepare(
+      insert_trajectories,
+      InsertSql("trajectories", std::string("run_id, ") + kTrajectoryColumns, kRowsPerInsert),
       "insert into trajectories"));
   LIBRA_RETURN_IF_ERROR(Prepare(insert_decision,
                                 InsertSql("decisions", std::string("run_id, ") + kDecisionColumns),
@@ -295,13 +422,17 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(insert_turn,
                                 InsertSql("turns", std::string("run_id, ") + kTurnColumns),
                                 "insert into turns"));
+  LIBRA_RETURN_IF_ERROR(Prepare(
+      insert_turns, InsertSql("turns", std::string("run_id, ") + kTurnColumns, kRowsPerInsert),
+      "insert into turns"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(insert_router_metric,
               "INSERT INTO router_metrics (run_id, step, name, value) VALUES (?, ?, ?, ?)",
               "insert into router_metrics"));
-  LIBRA_RETURN_IF_ERROR(Prepare(insert_comparison,
-                                "INSERT INTO comparisons (name, created_at) VALUES (?, ?)",
-                                "insert into comparisons"));
+  LIBRA_RETURN_IF_ERROR(
+      Prepare(insert_comparison,
+              InsertSql("comparisons", std::string("name, created_at, ") + kComparisonPlanColumns),
+              "insert into comparisons"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(append_comparison_run,
               "INSERT INTO comparison_runs (comparison_id, run_id, position) "
@@ -343,17 +474,32 @@ Status Store::Impl::PrepareStatements() {
                                 "SELECT step, name, value FROM router_metrics WHERE run_id = ? "
                                 "ORDER BY step, name",
                                 "select from router_metrics"));
+  const std::string comparison_columns =
+      std::string("id, name, created_at, ") + kComparisonPlanColumns;
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparisons,
-                                "SELECT id, name, created_at FROM comparisons ORDER BY id",
+                                "SELECT " + comparison_columns + " FROM comparisons ORDER BY id",
                                 "select from comparisons"));
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparison,
-                                "SELECT id, name, created_at FROM comparisons WHERE id = ?",
+                                "SELECT " + comparison_columns + " FROM comparisons WHERE id = ?",
                                 "select from comparisons"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(insert_probe, InsertSql("probes", kProbeColumns), "insert into probes"));
   LIBRA_RETURN_IF_ERROR(Prepare(
       select_probes, std::string("SELECT id, ") + kProbeColumns + " FROM probes ORDER BY id",
       "select from probes"));
+  LIBRA_RETURN_IF_ERROR(
+      Prepare(insert_tuning, InsertSql("tunings", kTuningColumns), "insert into tunings"));
+  LIBRA_RETURN_IF_ERROR(Prepare(
+      insert_tuning_trial,
+      InsertSql("tuning_trials", std::string("tuning_id, ") + kTuningTrialColumns),
+      "insert into tuning_trials"));
+  LIBRA_RETURN_IF_ERROR(Prepare(
+      select_tunings, std::string("SELECT id, ") + kTuningColumns + " FROM tunings ORDER BY id",
+      "select from tunings"));
+  LIBRA_RETURN_IF_ERROR(Prepare(select_tuning_trials,
+                                std::string("SELECT ") + kTuningTrialColumns +
+                                    " FROM tuning_trials WHERE tuning_id = ? ORDER BY position",
+                                "select from tuning_trials"));
   LIBRA_RETURN_IF_ERROR(
       Prepare(select_comparison_runs,
               "SELECT run_id FROM comparison_runs WHERE comparison_id = ? ORDER BY position",
@@ -415,18 +561,34 @@ Result<std::unique_ptr<Store>> Store::OpenWithMigrations(const std::string& path
                                                          const Options& options,
                                                          const std::vector<Migration>& migrations) {
   LIBRA_RETURN_IF_ERROR(ValidateMigrations(migrations));
+  if (path.empty()) {
+    // SQLite would open a temporary database, deleted at exit: nothing recorded would be kept.
+    return Status::InvalidArgument("the results database needs a path (--db PATH), not ''");
+  }
   Db::Options db_options;
   db_options.create_if_missing = options.create_if_missing;
   db_options.busy_timeout_ms = options.busy_timeout_ms;
+  db_options.read_only = options.read_only;
   LIBRA_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, db_options));
-  // Refuse foreign and newer files before the first write (the switch to WAL below).
-  LIBRA_RETURN_IF_ERROR(CheckSchema(*db, migrations).status());
-  // WAL lets reports read while a run writes. The mode is stored in the file; synchronous is
-  // per connection (NORMAL is durable at every checkpoint and safe against corruption in WAL).
-  LIBRA_RETURN_IF_ERROR(
-      db->QueryText("PRAGMA journal_mode = WAL", "switch to write-ahead logging").status());
-  LIBRA_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL", "set synchronous"));
-  LIBRA_ASSIGN_OR_RETURN(const int version, ApplyMigrations(*db, migrations));
+  // Refuse foreign, newer and damaged files before the first write (the switch to WAL below).
+  LIBRA_ASSIGN_OR_RETURN(int version, CheckSchema(*db, migrations));
+  LIBRA_RETURN_IF_ERROR(CheckIntegrity(*db));
+  if (options.read_only && version < migrations.back().version) {
+    // An older file is brought up to date first, which needs a writable connection.
+    db.reset();
+    db_options.read_only = false;
+    db_options.create_if_missing = false;
+    LIBRA_ASSIGN_OR_RETURN(db, Db::Open(path, db_options));
+    LIBRA_ASSIGN_OR_RETURN(version, CheckSchema(*db, migrations));
+  }
+  if (!options.read_only || version < migrations.back().version) {
+    // WAL lets reports read while a run writes. The mode is stored in the file; synchronous is
+    // per connection (NORMAL is durable at every checkpoint and safe against corruption in WAL).
+    LIBRA_RETURN_IF_ERROR(
+        db->QueryText("PRAGMA journal_mode = WAL", "switch to write-ahead logging").status());
+    LIBRA_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL", "set synchronous"));
+    LIBRA_ASSIGN_OR_RETURN(version, ApplyMigrations(*db, migrations));
+  }
 
   auto impl = std::make_unique<Impl>(std::move(db), version);
   LIBRA_RETURN_IF_ERROR(impl->PrepareStatements());
@@ -452,8 +614,10 @@ Result<int64_t> Store::BeginRun(const RunInfo& run) {
       static_cast<int64_t>(run.seed),  // the bit pattern: uint64 seeds above 2^63 read back exactly
       run.steps_planned, run.gpus, run.recipe_source, run.recipe_toml, run.git_revision,
       run.libra_version, run.started_at, NullIfEmpty(run.ended_at), run.status, run.error,
-      run.comparison_id, run.throughput_bound));
+      run.comparison_id, run.throughput_bound, run.configuration, run.tuning_id, run.scenario,
+      run.staleness, run.eval_initial, "", run.owner.host, run.owner.pid, run.owner.start));
   const int64_t id = db.LastInsertRowid();
+  LIBRA_RETURN_IF_ERROR(impl_->set_run_folder->Execute(NewRunFolder(db.path(), id), id));
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;
 }
@@ -467,17 +631,22 @@ Status Store::RecordStep(int64_t run_id, const StepBatch& batch) {
       run_id, s.step, s.start_s, s.end_s, s.rollout_s, s.train_s, s.sync_s, s.wait_s,
       s.trajectories, s.turns, s.tool_calls, s.prompt_tokens, s.generated_tokens, s.reward_mean,
       s.policy_version, s.max_lag, s.rollout_gpus, s.train_gpus, s.gpu_util, s.idle_gpu_s,
-      s.predicted_step_s, s.logprob_diff, s.clip_fraction));
-  for (const TrajectoryRecord& t : batch.trajectories) {
-    LIBRA_RETURN_IF_ERROR(impl_->insert_trajectory->Execute(
-        run_id, t.id, t.prompt, t.sample, t.step, t.version, t.turns, t.tool_calls, t.prompt_tokens,
-        t.generated_tokens, t.start_s, t.end_s, t.reward, t.truncated, t.instances, t.migrations));
-  }
-  for (const TurnRecord& t : batch.turns) {
-    LIBRA_RETURN_IF_ERROR(impl_->insert_turn->Execute(
-        run_id, t.trajectory, t.turn, t.instance, t.start_s, t.end_s, t.generated_tokens, t.end,
-        t.tool, t.tool_status, t.tool_output_tokens, t.tool_latency_s));
-  }
+      s.predicted_step_s, s.eval_score, s.logprob_diff, s.clip_fraction));
+  LIBRA_RETURN_IF_ERROR(
+      InsertRows(*impl_->insert_trajectory, *impl_->insert_trajectories, 16, batch.trajectories,
+                 [run_id](Statement& statement, int first, const TrajectoryRecord& t) {
+                   return statement.BindFrom(first, run_id, t.id, t.prompt, t.sample, t.step,
+                                             t.version, t.turns, t.tool_calls, t.prompt_tokens,
+                                             t.generated_tokens, t.start_s, t.end_s, t.reward,
+                                             t.truncated, t.instances, t.migrations);
+                 }));
+  LIBRA_RETURN_IF_ERROR(InsertRows(*impl_->insert_turn, *impl_->insert_turns, 12, batch.turns,
+                                   [run_id](Statement& statement, int first, const TurnRecord& t) {
+                                     return statement.BindFrom(
+                                         first, run_id, t.trajectory, t.turn, t.instance, t.start_s,
+                                         t.end_s, t.generated_tokens, t.end, t.tool, t.tool_status,
+                                         t.tool_output_tokens, t.tool_latency_s);
+                                   }));
   for (const EventRecord& e : batch.events) {
     LIBRA_RETURN_IF_ERROR(impl_->insert_event->Execute(run_id, e.seq, e.kind, e.start_s, e.end_s,
                                                        e.resource, e.trajectory, e.step, e.detail));
@@ -521,11 +690,45 @@ Status Store::FinishRun(int64_t run_id, const std::string& status, const std::st
   return transaction.Commit();
 }
 
-Result<int64_t> Store::CreateComparison(const std::string& name, const std::string& created_at) {
+Status Store::ReopenRun(const RunInfo& was, const RunOwner& owner) {
   Db& db = *impl_->db;
   LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
                          Transaction::Begin(db, Transaction::Mode::kWrite));
-  LIBRA_RETURN_IF_ERROR(impl_->insert_comparison->Execute(name, created_at));
+  LIBRA_RETURN_IF_ERROR(impl_->RequireRun(was.id));
+  LIBRA_RETURN_IF_ERROR(impl_->reopen_run->Execute(owner.host, owner.pid, owner.start, was.id,
+                                                   was.status, was.owner.host, was.owner.pid,
+                                                   was.owner.start));
+  if (db.Changes() == 0) {
+    return Status::InvalidArgument(
+        StrFormat("run %lld changed in %s while this libra was resuming it (another libra took "
+                  "it over?)",
+                  static_cast<long long>(was.id), db.path().c_str()));
+  }
+  return transaction.Commit();
+}
+
+std::string Store::RunFolder(const RunInfo& run) const {
+  const std::filesystem::path folder = std::filesystem::path(path()).parent_path();
+  if (run.folder.empty()) return (folder / "runs" / std::to_string(run.id)).string();
+  return (folder / run.folder).string();
+}
+
+Result<int64_t> Store::CreateComparison(const std::string& name, const std::string& created_at) {
+  ComparisonInfo comparison;
+  comparison.name = name;
+  comparison.created_at = created_at;
+  return CreateComparison(comparison);
+}
+
+Result<int64_t> Store::CreateComparison(const ComparisonInfo& c) {
+  Db& db = *impl_->db;
+  JsonValue systems = JsonValue::MakeArray();
+  for (const std::string& name : c.systems) systems.Append(name);
+  LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
+                         Transaction::Begin(db, Transaction::Mode::kWrite));
+  LIBRA_RETURN_IF_ERROR(impl_->insert_comparison->Execute(c.name, c.created_at, ToJson(systems),
+                                                          c.seeds, c.reward_target, c.recipe_source,
+                                                          c.recipe_toml, c.tuned, c.sensitivity));
   const int64_t id = db.LastInsertRowid();
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return id;
@@ -553,6 +756,28 @@ Result<std::vector<int64_t>> Store::RecordProbes(const std::vector<ProbeRecord>&
   }
   LIBRA_RETURN_IF_ERROR(transaction.Commit());
   return ids;
+}
+
+Result<int64_t> Store::RecordTuning(const TuningRecord& tuning) {
+  Db& db = *impl_->db;
+  LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
+                         Transaction::Begin(db, Transaction::Mode::kWrite));
+  std::vector<std::string> seeds;
+  for (uint64_t seed : tuning.seeds) seeds.push_back(std::to_string(seed));
+  LIBRA_RETURN_IF_ERROR(impl_->insert_tuning->Execute(
+      tuning.key, tuning.recipe, tuning.system, tuning.created_at, tuning.budget_runs,
+      tuning.steps, StrJoin(seeds, ","), tuning.objective, tuning.winner, tuning.score,
+      tuning.winner_runs, tuning.libra_version));
+  const int64_t id = db.LastInsertRowid();
+  for (size_t i = 0; i < tuning.trials.size(); ++i) {
+    const TuningTrialRecord& t = tuning.trials[i];
+    std::optional<int64_t> seed;
+    if (t.seed) seed = static_cast<int64_t>(*t.seed);  // the bit pattern, as runs.seed
+    LIBRA_RETURN_IF_ERROR(impl_->insert_tuning_trial->Execute(
+        id, static_cast<int64_t>(i), t.configuration, seed, t.score, t.status, t.error));
+  }
+  LIBRA_RETURN_IF_ERROR(transaction.Commit());
+  return id;
 }
 
 // --- Reading -------------------------------------------------------------------------------------
@@ -623,6 +848,72 @@ Result<std::vector<ProbeRecord>> Store::Probes() {
   return probes;
 }
 
+Result<std::vector<TuningRecord>> Store::Tunings() {
+  LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
+                         Transaction::Begin(*impl_->db, Transaction::Mode::kRead));
+  std::vector<TuningRecord> tunings;
+  LIBRA_RETURN_IF_ERROR(impl_->select_tunings->ForEachRow([&](const Statement& statement) {
+    RowReader row(statement);
+    TuningRecord t;
+    t.id = row.Int64();
+    t.key = row.Text();
+    t.recipe = row.Text();
+    t.system = row.Text();
+    t.created_at = row.Text();
+    t.budget_runs = row.Int();
+    t.steps = row.Int();
+    const std::string seeds = row.Text();
+    for (const std::string& seed : StrSplit(seeds, ',')) {
+      if (seed.empty()) continue;
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long value = std::strtoull(seed.c_str(), &end, 10);
+      if (errno != 0 || end == seed.c_str() || *end != '\0') {
+        return Status::Store(impl_->db->path(),
+                             StrFormat("tuning %lld: seeds '%s' is not a list of integers",
+                                       static_cast<long long>(t.id), seeds.c_str()));
+      }
+      t.seeds.push_back(value);
+    }
+    t.objective = row.Text();
+    t.winner = row.Text();
+    t.score = row.Double();
+    t.winner_runs = row.Int();
+    t.libra_version = row.Text();
+    tunings.push_back(std::move(t));
+    return Status();
+  }));
+  for (TuningRecord& t : tunings) {
+    LIBRA_RETURN_IF_ERROR(impl_->select_tuning_trials->ForEachRow(
+        [&t](const Statement& statement) {
+          RowReader row(statement);
+          row.Int64();  // position: the rows come in its order
+          TuningTrialRecord trial;
+          trial.configuration = row.Text();
+          if (std::optional<int64_t> seed = row.OptionalInt64()) {
+            trial.seed = static_cast<uint64_t>(*seed);
+          }
+          trial.score = row.OptionalDouble();
+          trial.status = row.Text();
+          trial.error = row.Text();
+          t.trials.push_back(std::move(trial));
+          return Status();
+        },
+        t.id));
+  }
+  LIBRA_RETURN_IF_ERROR(transaction.Commit());
+  return tunings;
+}
+
+Result<std::optional<TuningRecord>> Store::LatestTuning(const std::string& key,
+                                                        const std::string& system) {
+  LIBRA_ASSIGN_OR_RETURN(std::vector<TuningRecord> tunings, Tunings());
+  for (auto it = tunings.rbegin(); it != tunings.rend(); ++it) {
+    if (it->key == key && it->system == system) return std::optional<TuningRecord>(*it);
+  }
+  return std::optional<TuningRecord>();
+}
+
 Result<std::vector<ComparisonInfo>> Store::ListComparisons() {
   // One snapshot for the comparisons and their runs.
   LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
@@ -630,12 +921,7 @@ Result<std::vector<ComparisonInfo>> Store::ListComparisons() {
   std::vector<ComparisonInfo> comparisons;
   LIBRA_RETURN_IF_ERROR(
       impl_->select_comparisons->ForEachRow([&comparisons](const Statement& statement) {
-        RowReader row(statement);
-        ComparisonInfo comparison;
-        comparison.id = row.Int64();
-        comparison.name = row.Text();
-        comparison.created_at = row.Text();
-        comparisons.push_back(std::move(comparison));
+        comparisons.push_back(ReadComparison(statement));
         return Status();
       }));
   for (ComparisonInfo& comparison : comparisons) {
@@ -651,11 +937,7 @@ Result<ComparisonInfo> Store::GetComparison(int64_t comparison_id) {
   std::optional<ComparisonInfo> comparison;
   LIBRA_RETURN_IF_ERROR(impl_->select_comparison->ForEachRow(
       [&comparison](const Statement& statement) {
-        RowReader row(statement);
-        comparison.emplace();
-        comparison->id = row.Int64();
-        comparison->name = row.Text();
-        comparison->created_at = row.Text();
+        comparison = ReadComparison(statement);
         return Status();
       },
       comparison_id));

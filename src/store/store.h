@@ -37,11 +37,16 @@ class Store {
     bool create_if_missing = true;
     /// How long to wait for another writer's lock before failing with kStore. Default: 5000.
     int busy_timeout_ms = 5000;
+    /// Only read (reports): nothing is written to a file already at the latest schema version,
+    /// which may then lie in a folder this process cannot write. An older file is migrated
+    /// first, as by a writer. Implies !create_if_missing. Default: false.
+    bool read_only = false;
   };
 
   /// Opens (or creates) the database at `path` and migrates it to the latest schema.
-  /// Errors (kStore unless noted): not a database / corrupt, locked by another process, schema
-  /// newer than this libra; kNotFound when missing and !create_if_missing.
+  /// Errors (kStore unless noted): not a database / corrupt, damaged (PRAGMA integrity_check
+  /// fails: its first finding is in the message, and nothing is written), locked by another
+  /// process, schema newer than this libra; kNotFound when missing and !create_if_missing.
   static Result<std::unique_ptr<Store>> Open(const std::string& path, const Options& options);
   static Result<std::unique_ptr<Store>> Open(const std::string& path) {
     return Open(path, Options());
@@ -60,7 +65,7 @@ class Store {
 
   // --- Writing ---------------------------------------------------------------------------------
 
-  /// Inserts a run (its id is ignored) and returns its new id.
+  /// Inserts a run (its id and folder are ignored: the store assigns both) and returns its new id.
   Result<int64_t> BeginRun(const RunInfo& run);
   /// Records one step with its trajectories, turns, events and decisions in one transaction.
   Status RecordStep(int64_t run_id, const StepBatch& batch);
@@ -70,10 +75,21 @@ class Store {
   /// kRunRunning (with no error and no end time) reopens a run that is being resumed.
   Status FinishRun(int64_t run_id, const std::string& status, const std::string& error,
                    const std::string& ended_at);
-  /// Creates a comparison and returns its id.
+  /// Marks a run that is being resumed `running` again (no error, no end time), recorded by
+  /// `owner`; `was` is the run as the caller read it. kInvalidArgument when its status or owner
+  /// changed since (two libras resuming one run: only the first gets it); kNotFound.
+  Status ReopenRun(const RunInfo& was, const RunOwner& owner);
+  /// The run's folder: its `folder` under the database's folder (or "runs/<id>" there for a run
+  /// recorded before schema version 8). Only a path: nothing is created.
+  std::string RunFolder(const RunInfo& run) const;
+  /// Creates a comparison (its id and run_ids are ignored) and returns its id.
+  Result<int64_t> CreateComparison(const ComparisonInfo& comparison);
+  /// A comparison with only a name and a creation time.
   Result<int64_t> CreateComparison(const std::string& name, const std::string& created_at);
   /// Adds a run to a comparison (appended after the runs already in it).
   Status AddToComparison(int64_t comparison_id, int64_t run_id);
+  /// Records a tuning with its trials (ids ignored) in one transaction; returns its new id.
+  Result<int64_t> RecordTuning(const TuningRecord& tuning);
   /// Records probes (their ids are ignored) in one transaction; returns their new ids in order.
   Result<std::vector<int64_t>> RecordProbes(const std::vector<ProbeRecord>& probes);
 
@@ -97,6 +113,11 @@ class Store {
   Result<std::vector<EventRecord>> Events(int64_t run_id);
   /// Every probe, oldest first (by id).
   Result<std::vector<ProbeRecord>> Probes();
+  /// Every tuning with its trials, oldest first.
+  Result<std::vector<TuningRecord>> Tunings();
+  /// The newest tuning of `system` recorded under `key`; nullopt when there is none.
+  Result<std::optional<TuningRecord>> LatestTuning(const std::string& key,
+                                                   const std::string& system);
   /// All comparisons, oldest first.
   Result<std::vector<ComparisonInfo>> ListComparisons();
   /// kNotFound for an unknown id.

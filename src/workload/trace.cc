@@ -1,11 +1,6 @@
 #include "workload/trace.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <utility>
@@ -64,7 +59,7 @@ Status CheckKeys(const JsonValue& object, const std::vector<std::string>& known,
                  const std::string& prefix) {
   for (const auto& [key, value] : object.as_object()) {
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    std::string what = "unknown key '" + key + "'";
+    std::string what = "unknown key '" + EscapeControl(key) + "'";
     const std::string hint = ClosestMatch(key, known);
     if (!hint.empty()) what += "; did you mean '" + hint + "'?";
     return FieldError(prefix, what);
@@ -94,11 +89,15 @@ Result<int64_t> ReadInt(const JsonValue& value, const std::string& field, int64_
   return v;
 }
 
-Result<double> ReadNumber(const JsonValue& value, const std::string& field, bool non_negative) {
+/// A number in [min, max].
+Result<double> ReadNumber(const JsonValue& value, const std::string& field, double min,
+                          double max) {
   if (!value.is_number()) return FieldError(field, "expected a number (got " + Shown(value) + ")");
   const double v = value.as_double();
-  if (non_negative && v < 0)
-    return FieldError(field, "must be at least 0 (got " + Shown(value) + ")");
+  if (v < min)
+    return FieldError(field, StrFormat("must be at least %g (got ", min) + Shown(value) + ")");
+  if (v > max)
+    return FieldError(field, StrFormat("must be at most %g (got ", max) + Shown(value) + ")");
   return v;
 }
 
@@ -128,7 +127,7 @@ Result<TurnScript> ParseTurn(const JsonValue& value, size_t index, bool last) {
 
   LIBRA_ASSIGN_OR_RETURN(const JsonValue* generated, Require(value, "generated_tokens", where));
   LIBRA_ASSIGN_OR_RETURN(turn.generated_tokens,
-                         ReadInt(*generated, Field(where, "generated_tokens"), 0, kInt64Max));
+                         ReadInt(*generated, Field(where, "generated_tokens"), 0, kMaxTraceTokens));
 
   LIBRA_ASSIGN_OR_RETURN(const JsonValue* end, Require(value, "end", where));
   const std::string end_field = Field(where, "end");
@@ -165,40 +164,16 @@ Result<TurnScript> ParseTurn(const JsonValue& value, size_t index, bool last) {
   }
   if (const JsonValue* v = value.Find("tool_output_tokens"); v != nullptr) {
     LIBRA_ASSIGN_OR_RETURN(turn.tool_output_tokens,
-                           ReadInt(*v, Field(where, "tool_output_tokens"), 0, kInt64Max));
+                           ReadInt(*v, Field(where, "tool_output_tokens"), 0, kMaxTraceTokens));
   }
   if (const JsonValue* v = value.Find("tool_latency_s"); v != nullptr) {
-    LIBRA_ASSIGN_OR_RETURN(turn.tool_latency_s,
-                           ReadNumber(*v, Field(where, "tool_latency_s"), true));
+    LIBRA_ASSIGN_OR_RETURN(turn.tool_latency_s, ReadNumber(*v, Field(where, "tool_latency_s"), 0,
+                                                           kMaxTraceToolLatencyS));
   }
   return turn;
 }
 
 bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-/// The whole file, or kNotFound naming it.
-Result<std::string> ReadWholeFile(const std::string& path) {
-  auto failure = [&](int error) {
-    return Status::NotFound(path + ": cannot read the trace file (" + std::strerror(error) + ")");
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return failure(errno);
-  std::string text;
-  char buffer[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      return failure(error);
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
 
 }  // namespace
 
@@ -243,9 +218,11 @@ Result<TraceRecord> ParseTraceLine(std::string_view line) {
   record.sample = static_cast<int>(sample_value);
   LIBRA_ASSIGN_OR_RETURN(const JsonValue* prompt_tokens, Require(root, "prompt_tokens", ""));
   LIBRA_ASSIGN_OR_RETURN(record.prompt_tokens,
-                         ReadInt(*prompt_tokens, "prompt_tokens", 1, kInt64Max));
+                         ReadInt(*prompt_tokens, "prompt_tokens", 1, kMaxTraceTokens));
   LIBRA_ASSIGN_OR_RETURN(const JsonValue* reward, Require(root, "reward", ""));
-  LIBRA_ASSIGN_OR_RETURN(record.reward, ReadNumber(*reward, "reward", false));
+  LIBRA_ASSIGN_OR_RETURN(record.reward,
+                         ReadNumber(*reward, "reward", -std::numeric_limits<double>::max(),
+                                    std::numeric_limits<double>::max()));
   if (const JsonValue* version = root.Find("version"); version != nullptr) {
     LIBRA_ASSIGN_OR_RETURN(const int64_t version_value, ReadInt(*version, "version", 0, kIntMax));
     record.version = static_cast<int>(version_value);
@@ -257,15 +234,35 @@ Result<TraceRecord> ParseTraceLine(std::string_view line) {
   }
   const JsonValue::Array& items = turns->as_array();
   if (items.empty()) return FieldError("turns", "must not be empty");
+  if (static_cast<int64_t>(items.size()) > kMaxTraceTurns) {
+    return FieldError("turns", StrFormat("%zu turns, more than libra's limit of %lld", items.size(),
+                                         static_cast<long long>(kMaxTraceTurns)));
+  }
+  int64_t tokens = record.prompt_tokens;
   for (size_t i = 0; i < items.size(); ++i) {
     LIBRA_ASSIGN_OR_RETURN(TurnScript turn, ParseTurn(items[i], i, i + 1 == items.size()));
+    tokens += turn.generated_tokens + turn.tool_output_tokens;
     record.turns.push_back(std::move(turn));
+  }
+  if (tokens > kMaxTraceTrajectoryTokens) {
+    return FieldError("turns", StrFormat("%lld tokens in all (prompt, generated and tool output), "
+                                         "more than libra's limit of %lld",
+                                         static_cast<long long>(tokens),
+                                         static_cast<long long>(kMaxTraceTrajectoryTokens)));
   }
   return record;
 }
 
 Result<std::vector<TraceRecord>> ReadTrace(const std::string& path) {
-  LIBRA_ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(path));
+  Result<std::string> read = ReadFileBounded(path, kMaxTraceBytes, "trace file");
+  if (!read.ok() && read.status().code() == StatusCode::kInvalidArgument) {
+    return Status(StatusCode::kInvalidRecipe, read.status().message());
+  }
+  LIBRA_RETURN_IF_ERROR(read.status());
+  return ParseTrace(*read, path);
+}
+
+Result<std::vector<TraceRecord>> ParseTrace(std::string_view text, const std::string& path) {
   std::vector<TraceRecord> records;
   std::vector<std::string> errors;
   std::map<std::pair<int64_t, int>, size_t> first_line;  // (prompt, sample) -> line number
@@ -282,7 +279,11 @@ Result<std::vector<TraceRecord>> ReadTrace(const std::string& path) {
     while (first < line.size() && IsBlank(line[first])) ++first;
     if (first == line.size() || line[first] == '#') continue;
 
-    Result<TraceRecord> record = ParseTraceLine(line);
+    Result<TraceRecord> record =
+        line.size() > kMaxTraceLineBytes
+            ? Result<TraceRecord>(Status::InvalidArgument(StrFormat(
+                  "the line is longer than libra's limit of %zu bytes", kMaxTraceLineBytes)))
+            : ParseTraceLine(line);
     if (!record.ok()) {
       errors.push_back(StrFormat("%s:%zu: ", path.c_str(), line_number) +
                        record.status().message());

@@ -22,6 +22,18 @@
 
 namespace libra::workload {
 
+/// The limits of a trace (docs/traces.md): every value a trace can set is bounded, so that no trace
+/// can exhaust memory or keep a run from starting. They match the agentic model's bounds
+/// (docs/workloads.md) and are far above real trajectories.
+inline constexpr size_t kMaxTraceBytes = size_t{256} << 20;
+inline constexpr size_t kMaxTraceLineBytes = size_t{1} << 20;
+inline constexpr int64_t kMaxTraceTurns = 10'000;
+/// prompt_tokens, generated_tokens, tool_output_tokens; and all tokens of one trajectory.
+inline constexpr int64_t kMaxTraceTokens = 100'000'000;
+inline constexpr int64_t kMaxTraceTrajectoryTokens = 1'000'000'000;
+/// tool_latency_s: a week.
+inline constexpr double kMaxTraceToolLatencyS = 7 * 86'400;
+
 /// One recorded trajectory: one line of a trace file. A value type.
 struct TraceRecord {
   /// The prompt id (the GRPO group); >= 0.
@@ -59,6 +71,9 @@ Result<TraceRecord> ParseTraceLine(std::string_view line);
 ///    before is malformed at its second occurrence, naming the first's line;
 ///  * kInvalidRecipe when the file holds no record.
 Result<std::vector<TraceRecord>> ReadTrace(const std::string& path);
+
+/// ReadTrace on the text of a trace file already read (named `path` in messages).
+Result<std::vector<TraceRecord>> ParseTrace(std::string_view text, const std::string& path);
 
 /// Writes `records` to `path`, one line each, replacing the file atomically: the lines go to a
 /// temporary file in the same folder that is then renamed over `path`, so `path` is either

@@ -116,7 +116,8 @@ TEST_F(CmdProbeTest, BadImportsAreUsageErrors) {
   // A missing file, or one that is not a probe document: exit 2 with the file and the field.
   const CommandResult missing = Libra({"probe", "--import", "nope.json", "--db", "p.db"});
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_EQ(missing.err, "libra: error: nope.json: cannot read the probe file\n");
+  EXPECT_EQ(missing.err,
+            "libra: error: nope.json: cannot read the probe file (No such file or directory)\n");
   WriteFile(
       dir_.File("bad.json"),
       R"({"format":"libra-probes","version":1,"host":"h","recorded_at":"t",)"

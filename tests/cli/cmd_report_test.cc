@@ -165,8 +165,9 @@ TEST_F(CmdReportTest, ReadsADatabaseOfSchemaVersion1) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,gpu_util,"
-            "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,of_bound\n"
-            "1,sys,ok,1,20.0,0.400,25.0,,20.0,12.0,6.0,1.0,1.0,0.500,\n");
+            "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,final_eval,time_to_target_s,of_bound,"
+            "configured_by,configuration\n"
+            "1,sys,ok,1,20.0,0.400,25.0,,20.0,12.0,6.0,1.0,1.0,0.500,,,,as written,-\n");
 }
 
 TEST_F(CmdReportTest, PlotsMarkdownAndTimeline) {

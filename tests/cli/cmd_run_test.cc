@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "cli/cli_fixture.h"
@@ -76,7 +77,7 @@ TEST_F(CmdRunTest, CompareSystemsSelectsAndOrders) {
             "libra: error: --systems: 'nope' is neither a system of quickstart.toml (async-split, "
             "sync-colocated, sync-split, libra) nor a named system (libra, libra-no-ehp, "
             "libra-ref, libra-homogeneous, verl-sync, disagg-static, verl-dynamic, areal-async, "
-            "sortedrl)\n");
+            "sortedrl, heddle)\n");
 }
 
 TEST_F(CmdRunTest, CompareRunsNamedSystemsTheRecipeDoesNotList) {
@@ -122,6 +123,103 @@ TEST_F(CmdRunTest, CompareRepeatReportsMeanAndSpreadOverSeeds) {
   EXPECT_NE(bad.err.find("--repeat: Value 0 not in range 1 to 1000"), std::string::npos) << bad.err;
 }
 
+TEST_F(CmdRunTest, TuneSearchesEveryPeerAndRecordsIt) {
+  // `libra tune`: every system with knobs is searched with the same budget, its trials printed
+  // best first and recorded; Libra is not tuned.
+  CopyRecipe("quickstart.toml");
+  const std::vector<std::string> args = {"tune", "--steps", "2", "--set",
+                                         "tuning.budget_runs=5", "quickstart.toml"};
+  const CommandResult r = Libra(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("cli/tune_quickstart.txt",
+               "libra tune --steps 2 --set tuning.budget_runs=5 quickstart.toml", r.out);
+  EXPECT_EQ(r.out.find("libra:"), std::string::npos);
+  auto store = store::Store::Open(dir_.File("results/libra.db"));
+  ASSERT_OK(store);
+  auto tunings = (*store)->Tunings();
+  ASSERT_OK(tunings);
+  ASSERT_EQ(tunings->size(), 3u);  // async-split, sync-colocated, sync-split; not libra
+  for (const store::TuningRecord& t : *tunings) {
+    int runs = 0;
+    for (const store::TuningTrialRecord& trial : t.trials) runs += trial.seed.has_value();
+    EXPECT_EQ(runs, 5) << t.system;  // the same budget for every system
+  }
+}
+
+TEST_F(CmdRunTest, CompareTunedRunsPeersAtTheirTunedConfiguration) {
+  // --tuned tunes where no tuning is recorded, then reuses it; the table says how each row was
+  // configured and what it ran.
+  CopyRecipe("quickstart.toml");
+  const std::vector<std::string> args = {"compare", "--steps", "2", "--tuned", "--set",
+                                         "tuning.budget_runs=4", "--systems",
+                                         "libra,async-split,sync-colocated", "quickstart.toml"};
+  const CommandResult first = Libra(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ExpectGolden("cli/compare_tuned_quickstart.txt",
+               "libra compare --steps 2 --tuned --set tuning.budget_runs=4 --systems "
+               "libra,async-split,sync-colocated quickstart.toml (first: tunes)",
+               first.out);
+  const CommandResult again = Libra(args);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("async-split: reusing tuning 1:"), std::string::npos) << again.out;
+  auto store = store::Store::Open(dir_.File("results/libra.db"));
+  ASSERT_OK(store);
+  auto tunings = (*store)->Tunings();
+  ASSERT_OK(tunings);
+  EXPECT_EQ(tunings->size(), 2u);  // tuned once
+  auto run = (*store)->GetRun(2);
+  ASSERT_OK(run);
+  EXPECT_EQ(run->tuning_id, 1);
+  EXPECT_FALSE(run->configuration.empty());
+}
+
+TEST_F(CmdRunTest, TuningRefusesWhatItCannotTune) {
+  // Bad input: a knob range that cannot fit the cluster, an unknown system, --tuned where no
+  // system has a knob: clear errors, exit 2, nothing recorded.
+  CopyRecipe("quickstart.toml");
+  const CommandResult range =
+      Libra({"tune", "--set", "system.tune.train_gpus=[4, 64]", "quickstart.toml"});
+  EXPECT_EQ(range.exit_code, 2);
+  EXPECT_NE(range.err.find("system.tune.train_gpus: 64 training GPUs cannot fit the cluster: "
+                           "it has 16 GPUs (2 x 8)"),
+            std::string::npos)
+      << range.err;
+  const CommandResult unknown = Libra({"tune", "--system", "areal-asynk", "quickstart.toml"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("did you mean 'areal-async'?"), std::string::npos) << unknown.err;
+  const CommandResult none =
+      Libra({"compare", "--tuned", "--systems", "libra,libra-no-ehp", "quickstart.toml"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("--tuned: none of the systems compared (libra, libra-no-ehp) has a "
+                          "knob to tune"),
+            std::string::npos)
+      << none.err;
+  const CommandResult both = Libra({"compare", "--tuned", "--as-written", "quickstart.toml"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("results/libra.db")) &&
+               store::Store::Open(dir_.File("results/libra.db")).ok() &&
+               !(*store::Store::Open(dir_.File("results/libra.db")))->Tunings()->empty());
+}
+
+TEST_F(CmdRunTest, CompareSensitivityPrintsFirstKOfN) {
+  // --sensitivity reruns the comparison under every standard perturbation and prints the
+  // throughput matrix and, per system, its range and how often it was first; report shows it
+  // again.
+  CopyRecipe("quickstart.toml");
+  const CommandResult r = Libra({"compare", "--steps", "2", "--sensitivity", "--systems",
+                                 "async-split,libra", "quickstart.toml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string table = r.out.substr(r.out.find("\nSensitivity"));
+  ExpectGolden("cli/compare_sensitivity_quickstart.txt",
+               "libra compare --steps 2 --sensitivity --systems async-split,libra "
+               "quickstart.toml (tables only)",
+               table);
+  const CommandResult again = Libra({"report"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("first"), std::string::npos);
+  EXPECT_NE(again.out.find("tool latency x2"), std::string::npos) << again.out;
+}
+
 TEST_F(CmdRunTest, BadRecipeExitsTwoWithEveryError) {
   // Recipe errors: exit 2, every problem on stderr, nothing recorded.
   WriteFile(dir_.File("bad.toml"), "name = \"b\"\nstesp = 3\n[cluster]\nnodes = 0\n");
@@ -143,7 +241,9 @@ TEST_F(CmdRunTest, MissingRecipeIsAUsageError) {
   // A recipe path that does not exist: exit 2 and the path in the message.
   const CommandResult r = Libra({"run", "nowhere.toml"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "libra: error: nowhere.toml: cannot read the recipe file\n");
+  EXPECT_EQ(
+      r.err,
+      "libra: error: nowhere.toml: cannot read the recipe file (No such file or directory)\n");
 }
 
 TEST_F(CmdRunTest, CorruptDatabaseIsRefusedAndKept) {
@@ -171,7 +271,7 @@ TEST_F(CmdRunTest, CtrlCStopsCleanlyAndMarksTheRunInterrupted) {
     _exit(127);
   }
   // Wait until the run has recorded a step or two.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + test::Deadline(std::chrono::seconds(60));
   bool started = false;
   while (!started && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -45,6 +45,17 @@ std::vector<std::string> TestOverrides(int steps, int* trainer_port = nullptr) {
 }
 
 // Every process whose command line mentions `needle`.
+// The folder of run 1 under `runs` (runs/<database>-1-<random>, beside the database), or a path
+// that does not exist before the run has made it.
+std::string RunOneFolder(const std::string& runs) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(runs, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find("-1-") != std::string::npos) return entry.path().string();
+  }
+  return runs + "/run-1-not-made-yet";
+}
+
 std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
   std::vector<pid_t> found;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
@@ -184,7 +195,8 @@ TEST_F(ClusterBackendTest, CpuSshRunsOverSshToAPrivateSshd) {
   // Start's check, then one login for the launcher's shared connection (every process a
   // session over it).
   EXPECT_GE((*sshd)->AcceptedLogins(), 2);
-  const std::string run_dir = dir_.File("runs/1");
+  const std::string run_dir = RunOneFolder(dir_.File("runs"));
+  EXPECT_TRUE(std::filesystem::exists(run_dir)) << run_dir;
   EXPECT_TRUE(Eventually([&] { return ProcessesMentioning(run_dir).empty(); }));
   EXPECT_TRUE(ProcessesMentioning("--port " + std::to_string(trainer_port)).empty());
 }
@@ -470,14 +482,15 @@ TEST_F(ClusterBackendTest, CtrlCLeavesNoProcessBehind) {
     execv(args[0], args.data());
     _exit(127);
   }
-  const std::string run_dir = dir_.File("runs/1");
   // Engines run once they log that they listen.
   ASSERT_TRUE(Eventually(
       [&] {
-        return ReadIfExists(run_dir + "/logs/engine-1.out").find("listening") != std::string::npos;
+        return ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/engine-1.out")
+                   .find("listening") != std::string::npos;
       },
       std::chrono::seconds(120)))
-      << ReadIfExists(run_dir + "/logs/trainer.err");
+      << ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/trainer.err");
+  const std::string run_dir = RunOneFolder(dir_.File("runs"));
   ASSERT_FALSE(ProcessesMentioning(run_dir).empty());
   ASSERT_EQ(kill(pid, SIGINT), 0);
   int status = 0;

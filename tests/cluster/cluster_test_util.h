@@ -13,13 +13,15 @@
 #include <thread>
 
 #include "cluster/process.h"
+#include "support/test_util.h"
 
 namespace libra::test {
 
-/// Polls `condition` every few milliseconds until it holds (true) or `timeout` passes (false).
+/// Polls `condition` every few milliseconds until it holds (true) or `timeout`, stretched by
+/// LIBRA_TEST_TIME_SCALE (Deadline), passes (false).
 inline bool Eventually(const std::function<bool()>& condition,
-                       std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+                       std::chrono::milliseconds timeout = std::chrono::milliseconds(30000)) {
+  const auto deadline = std::chrono::steady_clock::now() + Deadline(timeout);
   for (;;) {
     if (condition()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;

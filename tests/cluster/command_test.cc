@@ -158,7 +158,7 @@ TEST(CommandTemplateTest, HostileValuesArriveByteExactAndRunNothing) {
     ProcessSpec shell = test::Shell("shell-" + std::to_string(n), ShellJoin(*argv), dir.path());
     ++n;
     for (const ProcessSpec& spec : {direct, shell}) {
-      const auto status = RunToCompletion(spec, milliseconds(3000));
+      const auto status = RunToCompletion(spec, test::Deadline(milliseconds(60000)));
       ASSERT_OK(status);
       EXPECT_TRUE(status->success()) << status->ToString();
       EXPECT_EQ(test::ReadIfExists(dir.File(spec.name + ".out")), value) << spec.name;

@@ -158,8 +158,8 @@ class LauncherSshTest : public ::testing::Test {
     EXPECT_OK(wrapped);
     std::optional<ExitStatus> exit;
     EXPECT_OK(processes_->Spawn(*wrapped, [&](const ExitStatus& s) { exit = s; }));
-    EXPECT_OK(
-        loop_->RunUntil([&] { return exit.has_value(); }, Clock::now() + std::chrono::seconds(4)));
+    EXPECT_OK(loop_->RunUntil([&] { return exit.has_value(); },
+                              Clock::now() + test::Deadline(std::chrono::seconds(60))));
     return exit.value_or(ExitStatus{});
   }
 
@@ -223,7 +223,7 @@ TEST_F(LauncherSshTest, ExitCodesComeBack) {
   // Also when run to completion (its stdin stays open until it exits).
   const auto wrapped = launcher->Wrap(test::Shell("five", "sleep 0.1; exit 5", logs_->path()));
   ASSERT_OK(wrapped);
-  const auto five = RunToCompletion(*wrapped, milliseconds(4000));
+  const auto five = RunToCompletion(*wrapped, test::Deadline(milliseconds(60000)));
   ASSERT_OK(five);
   EXPECT_EQ(five->code, 5) << Log("five", ".err");
 
@@ -277,9 +277,9 @@ TEST_F(LauncherSshTest, StopKillsTheRemoteProcessGroup) {
   const std::vector<pid_t> remote = RemotePids(logs_->File("pids"));
   for (const pid_t pid : remote) EXPECT_TRUE(IsAlive(pid)) << pid;
 
-  processes_->Stop(*id, milliseconds(3000));
-  ASSERT_OK(
-      loop_->RunUntil([&] { return exit.has_value(); }, Clock::now() + std::chrono::seconds(4)));
+  processes_->Stop(*id, test::Deadline(milliseconds(60000)));
+  ASSERT_OK(loop_->RunUntil([&] { return exit.has_value(); },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(exit->code, 128 + SIGTERM) << exit->ToString() << Log("tree", ".err");
   for (const pid_t pid : remote) EXPECT_TRUE(Eventually([&] { return !IsAlive(pid); })) << pid;
 }
@@ -301,8 +301,8 @@ TEST_F(LauncherSshTest, LosingTheSshClientKillsTheRemoteProcessGroup) {
   const std::vector<pid_t> remote = RemotePids(logs_->File("pids"));
 
   kill(-processes_->pid(*id).value(), SIGKILL);
-  ASSERT_OK(
-      loop_->RunUntil([&] { return exit.has_value(); }, Clock::now() + std::chrono::seconds(4)));
+  ASSERT_OK(loop_->RunUntil([&] { return exit.has_value(); },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(exit->signal, SIGKILL);
   for (const pid_t pid : remote) EXPECT_TRUE(Eventually([&] { return !IsAlive(pid); })) << pid;
 }
@@ -322,14 +322,14 @@ TEST_F(LauncherSshTest, SessionsShareOneConnectionClosedOnDestruction) {
   ProcessSpec pgrep;
   pgrep.name = "pgrep";
   pgrep.argv = {"pgrep", "-f", control_dir};
-  const auto master = RunToCompletion(pgrep, milliseconds(3000));
+  const auto master = RunToCompletion(pgrep, test::Deadline(milliseconds(60000)));
   ASSERT_OK(master);
   EXPECT_TRUE(master->success()) << "no ssh master for " << control_dir;
 
   launcher.reset();
   EXPECT_FALSE(std::filesystem::exists(control_dir));
   EXPECT_TRUE(Eventually([&] {
-    const auto found = RunToCompletion(pgrep, milliseconds(3000));
+    const auto found = RunToCompletion(pgrep, test::Deadline(milliseconds(60000)));
     return found.ok() && found->code == 1;
   }));
 }

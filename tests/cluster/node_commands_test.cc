@@ -29,7 +29,7 @@ TEST(NodeCommandsTest, RunsOnEveryNodeAndCollectsWhatEachPrinted) {
   EXPECT_EQ((*nodes)->Describe(1), "node 1 (local)");
   ASSERT_OK((*nodes)->Start(0, "a", Sh("echo out $LIBRA_NODE; echo err >&2")));
   ASSERT_OK((*nodes)->Start(1, "b", Sh("echo node $LIBRA_NODE; exit 3")));
-  auto outputs = (*nodes)->Wait(milliseconds(10000));
+  auto outputs = (*nodes)->Wait(test::Deadline(milliseconds(60000)));
   ASSERT_OK(outputs);
   ASSERT_EQ(outputs->size(), 2u);
   EXPECT_EQ((*outputs)[0].node, 0u);
@@ -51,13 +51,13 @@ TEST(NodeCommandsTest, FirstLineReturnsWhileTheCommandGoesOn) {
       0, "id",
       Sh("echo first; while [ ! -e " + go + " ]; do sleep 0.05; done; echo got $(cat " + go + ")"));
   ASSERT_OK(index);
-  auto line = (*nodes)->FirstLine(*index, milliseconds(10000));
+  auto line = (*nodes)->FirstLine(*index, test::Deadline(milliseconds(60000)));
   ASSERT_OK(line);
   EXPECT_EQ(*line, "first");
   // The command waits for the file until now.
   test::WriteFile(go + ".tmp", "second\n");
   std::filesystem::rename(go + ".tmp", go);
-  auto outputs = (*nodes)->Wait(milliseconds(10000));
+  auto outputs = (*nodes)->Wait(test::Deadline(milliseconds(60000)));
   ASSERT_OK(outputs);
   EXPECT_EQ((*outputs)[0].out, "first\ngot second\n");
 }
@@ -68,7 +68,7 @@ TEST(NodeCommandsTest, FirstLineOfACommandThatDiesNamesTheNodeAndItsError) {
   ASSERT_OK(nodes);
   auto index = (*nodes)->Start(0, "dies", Sh("printf partial; echo 'no GPU here' >&2; exit 1"));
   ASSERT_OK(index);
-  auto line = (*nodes)->FirstLine(*index, milliseconds(10000));
+  auto line = (*nodes)->FirstLine(*index, test::Deadline(milliseconds(60000)));
   ASSERT_EQ(line.status().code(), StatusCode::kBackend);
   EXPECT_EQ(line.status().message(),
             "dies: node 0 (local) exited (exit code 1) before it printed a line: no GPU here");
@@ -127,7 +127,7 @@ TEST(NodeCommandsTest, RunsOverSsh) {
   auto nodes = NodeCommands::Create(options, dir.File("logs"));
   ASSERT_OK(nodes);
   ASSERT_OK((*nodes)->Start(0, "remote", Sh("echo on node $LIBRA_NODE")));
-  auto outputs = (*nodes)->Wait(milliseconds(30000));
+  auto outputs = (*nodes)->Wait(test::Deadline(milliseconds(60000)));
   ASSERT_OK(outputs);
   EXPECT_TRUE((*outputs)[0].exit.success()) << (*outputs)[0].err;
   EXPECT_EQ((*outputs)[0].out, "on node 0\n");

@@ -43,7 +43,7 @@ class ProcessSetTest : public ::testing::Test {
   ExitStatus RunToExit(ProcessId id) {
     const size_t n = static_cast<size_t>(id.value);
     EXPECT_OK(loop_->RunUntil([&] { return exits_[n].has_value(); },
-                              Clock::now() + std::chrono::seconds(4)));
+                              Clock::now() + test::Deadline(std::chrono::seconds(60))));
     return exits_[n].value_or(ExitStatus{});
   }
 
@@ -222,7 +222,7 @@ TEST_F(ProcessSetTest, CpuLimitKillsABusyLoop) {
   const ProcessId id = Start(spec);
   const size_t n = static_cast<size_t>(id.value);
   ASSERT_OK(loop_->RunUntil([&] { return exits_[n].has_value(); },
-                            Clock::now() + std::chrono::seconds(10)));
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_TRUE(exits_[n]->signal == SIGXCPU || exits_[n]->signal == SIGKILL)
       << exits_[n]->ToString();
 }
@@ -368,7 +368,8 @@ TEST_F(ProcessSetTest, InvalidSpecsAreRefused) {
 
 TEST(ProcessRunToCompletionTest, ReturnsTheExitStatus) {
   // A short command runs to its end.
-  const auto status = RunToCompletion(Shell("short", "exit 4"), milliseconds(3000));
+  const auto status =
+      RunToCompletion(Shell("short", "exit 4"), test::Deadline(milliseconds(60000)));
   ASSERT_OK(status);
   EXPECT_EQ(*status, (ExitStatus{.code = 4, .signal = 0}));
 }
@@ -400,7 +401,7 @@ TEST(ProcessShutdownSignalsTest, SignalsBecomeLoopCallbacks) {
     kill(getpid(), SIGTERM);
     kill(getpid(), SIGINT);
     ASSERT_OK((*loop)->RunUntil([&] { return received.size() == 2; },
-                                Clock::now() + std::chrono::seconds(3)));
+                                Clock::now() + test::Deadline(std::chrono::seconds(60))));
     EXPECT_EQ(received, (std::vector<int>{SIGTERM, SIGINT}));
 
     // Handlers are process-wide: a second instance is refused.

@@ -36,7 +36,7 @@ class SandboxTest : public ::testing::Test {
     sandbox_->Run(call, [&](Result<std::string> r) { result = std::move(r); });
     EXPECT_FALSE(result.has_value()) << "done ran inside Run";
     EXPECT_OK(loop_->RunUntil([&] { return result.has_value(); },
-                              Clock::now() + std::chrono::seconds(20)));
+                              Clock::now() + test::Deadline(std::chrono::seconds(60))));
     if (!result.has_value()) return Status::Internal("the call did not finish");
     return *std::move(result);
   }
@@ -106,7 +106,7 @@ TEST_F(SandboxTest, TimeoutKillsTheWholeProcessGroup) {
   call.limits.timeout_s = 0.2;
   const Clock::time_point start = Clock::now();
   const auto result = RunCall(call);
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  EXPECT_LT(Clock::now() - start, test::Deadline(std::chrono::seconds(10)));
   EXPECT_EQ(result.status(), Status(StatusCode::kTimeout, "slow: timed out after 0.2 s"));
   const std::string leader = ReadIfExists(dir_.File("leader"));
   const std::string child = ReadIfExists(dir_.File("child"));
@@ -253,14 +253,15 @@ TEST_F(SandboxTest, DestructorStopsCallsInFlight) {
 
 TEST_F(SandboxTest, AtMostMaxRunningCallsRunAndTheRestWait) {
   // With room for 2, the third and fourth calls wait; their timeouts start when they start, so
-  // four 0.3 s calls with a 0.5 s timeout all succeed, in about 0.6 s.
+  // four 2 s calls with a 3 s timeout all succeed, in about 4 s (the last two would time out if
+  // their timeouts started at Run).
   sandbox_ = std::make_unique<Sandbox>(loop_.get(), processes_.get(), scratch_.File("calls"), 2);
   int done = 0;
   int ok = 0;
   const Clock::time_point start = Clock::now();
   for (int i = 0; i < 4; ++i) {
-    SandboxCall call = Shell("wait-" + std::to_string(i), "sleep 0.3; echo ok");
-    call.limits.timeout_s = 0.5;
+    SandboxCall call = Shell("wait-" + std::to_string(i), "sleep 2; echo ok");
+    call.limits.timeout_s = 3;
     sandbox_->Run(call, [&](Result<std::string> r) {
       ++done;
       ok += r.ok() && *r == "ok\n";
@@ -268,9 +269,10 @@ TEST_F(SandboxTest, AtMostMaxRunningCallsRunAndTheRestWait) {
   }
   EXPECT_EQ(sandbox_->running(), 4u);
   EXPECT_EQ(processes_->running(), 2u);
-  EXPECT_OK(loop_->RunUntil([&] { return done == 4; }, Clock::now() + std::chrono::seconds(10)));
+  EXPECT_OK(loop_->RunUntil([&] { return done == 4; },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(ok, 4);
-  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(600));
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(4000));
   EXPECT_TRUE(ScratchIsEmpty());
 }
 
@@ -315,7 +317,7 @@ TEST_F(SandboxTest, CallbackMayStartTheNextCall) {
   call.input = "0";
   sandbox_->Run(call, next);
   ASSERT_OK(loop_->RunUntil([&] { return outputs.size() == 3; },
-                            Clock::now() + std::chrono::seconds(10)));
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(outputs, (std::vector<std::string>{"0", "1", "2"}));
 }
 

@@ -72,9 +72,7 @@ class NeverRouter : public sched::Router {
 
 struct Harness {
   explicit Harness(CoordinatorConfig c, test::FakeBackend::Costs costs = {})
-      : config(c),
-        backend(workload, costs),
-        planner(std::optional<int>(4), std::vector<int>{1}) {}
+      : config(c), backend(workload, costs), planner(std::optional<int>(4), std::vector<int>{1}) {}
 
   Result<RunSummary> Run(std::function<bool()> interrupted = {}) {
     Coordinator coordinator(config, workload, router, planner, backend, recorder);
@@ -520,7 +518,11 @@ TEST(CoordinatorTest, LayoutChangesMidRunLoseNoTrajectory) {
     // The planner saw each step's trajectories and sizes.
     ASSERT_EQ(planner.observations.size(), 4u);
     EXPECT_EQ(planner.observations[0].trajectories.size(), 16u);
-    EXPECT_EQ(planner.observations[0].trajectories[0], (planner::TrajectorySize{50, 200, 10}));
+    // FixedWorkload: two turns, one tool call of 2 s.
+    planner::TrajectorySize size{50, 200, 10};
+    size.turns = 2;
+    size.tool_s = 2;
+    EXPECT_EQ(planner.observations[0].trajectories[0], size);
   }
 }
 

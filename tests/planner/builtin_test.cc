@@ -17,8 +17,8 @@ TEST(BuiltinPlannersTest, RegistersEveryBuiltinWithASummary) {
   // Name() matches the registered name.
   const PlannerRegistry& registry = BuiltinPlanners();
   EXPECT_EQ(registry.family(), "planner");
-  EXPECT_EQ(registry.Names(),
-            (std::vector<std::string>{"colocated", "grp", "libra-ref", "no-ehp", "static"}));
+  EXPECT_EQ(registry.Names(), (std::vector<std::string>{"colocated", "grp", "heddle", "libra-ref",
+                                                        "no-ehp", "static"}));
   for (const std::string& name : registry.Names()) {
     SCOPED_TRACE(name);
     EXPECT_FALSE(registry.Summary(name).empty());
@@ -34,8 +34,9 @@ TEST(BuiltinPlannersTest, UnknownPlannerSuggestsTheClosest) {
   auto planner = BuiltinPlanners().Create("statik", recipe::OptionTable());
   ASSERT_FALSE(planner.ok());
   EXPECT_EQ(planner.status(),
-            Status::NotFound("unknown planner 'statik' (known: colocated, grp, libra-ref, no-ehp, "
-                             "static); did you mean 'static'?"));
+            Status::NotFound(
+                "unknown planner 'statik' (known: colocated, grp, heddle, libra-ref, no-ehp, "
+                "static); did you mean 'static'?"));
 }
 
 TEST(BuiltinPlannersTest, RegisteringTwiceFails) {

@@ -17,6 +17,14 @@ recipe::OptionValue IntValue(int64_t x) {
   return v;
 }
 
+recipe::OptionValue BoolValue(bool x) {
+  recipe::OptionValue v;
+  v.kind = recipe::OptionValue::Kind::kBool;
+  v.bool_value = x;
+  v.where = "r.toml:10:1";
+  return v;
+}
+
 recipe::OptionTable Options(std::vector<std::pair<std::string, recipe::OptionValue>> entries) {
   recipe::OptionTable table;
   table.path = "system.planner_options";
@@ -91,6 +99,7 @@ TEST(GrpPlannerTest, InitialPlanIsTheSearchsBestOnTheStartupProfile) {
   PipelineShape shape;
   shape.batch_trajectories = 256;
   shape.staleness = 2;
+  shape.max_sequence_tokens = f.context.max_sequence_tokens;
   auto searched = Search(*f.cost, space, shape, f.context.history);
   ASSERT_OK(searched);
   ASSERT_TRUE(searched->best.has_value());
@@ -138,7 +147,7 @@ TEST(GrpPlannerTest, DriftTriggersAndTheTransitionMustPayOverTheRemainingSteps) 
   for (int steps : {3, 200}) {
     SCOPED_TRACE(steps);
     Fixture f(2, steps);
-    auto planner = Make(Options({{"interval", IntValue(0)}}));
+    auto planner = Make(Options({{"interval", IntValue(0)}, {"time_shared", BoolValue(false)}}));
     auto plan = planner->Initial(f.context);
     ASSERT_OK(plan);
     std::vector<TrajectorySize> longer;
@@ -147,7 +156,7 @@ TEST(GrpPlannerTest, DriftTriggersAndTheTransitionMustPayOverTheRemainingSteps) 
     const auto d = planner->OnStep(Observe(*plan, 2, longer, 50, 5));
     ASSERT_TRUE(d.has_value());
     EXPECT_EQ(d->trigger, "drift");
-    ASSERT_TRUE(d->gain_s.has_value());
+    ASSERT_TRUE(d->gain_s.has_value()) << d->reason;
     ASSERT_TRUE(d->transition_s.has_value());
     EXPECT_GT(*d->transition_s, 0);
     if (steps == 3) {
@@ -172,7 +181,7 @@ TEST(GrpPlannerTest, CalibrationLearnsMeasuredOverPredicted) {
   // Synchronous: the measured rollout is 1.5 x the model's and training 0.8 x; the factors
   // converge there, and later predictions include them.
   Fixture f(0);
-  auto planner = Make(Options({{"interval", IntValue(0)}}));
+  auto planner = Make(Options({{"interval", IntValue(0)}, {"time_shared", BoolValue(false)}}));
   auto plan = planner->Initial(f.context);
   ASSERT_OK(plan);
   SearchSpace space;
@@ -190,6 +199,31 @@ TEST(GrpPlannerTest, CalibrationLearnsMeasuredOverPredicted) {
   }
   EXPECT_NEAR(planner->rollout_factor(), 1.5, 1e-6);
   EXPECT_NEAR(planner->train_factor(), 0.8, 1e-6);
+}
+
+TEST(GrpPlannerTest, PlansTimeSharedLayoutsAndKeepsThem) {
+  // Synchronous: every GPU rolling out and then training beats any split that leaves GPUs idle
+  // for half the step; the plan says so, predicts its phases (training with the role switches),
+  // and is kept at every look (there is nothing to move).
+  Fixture f(0);
+  auto planner = Make(Options({{"interval", IntValue(2)}}));
+  auto plan = planner->Initial(f.context);
+  ASSERT_OK(plan);
+  EXPECT_TRUE(plan->layout.colocated);
+  EXPECT_EQ(plan->layout.train_gpus, 48);
+  EXPECT_EQ(plan->layout.rollout_gpus(), 48);
+  ASSERT_TRUE(plan->predicted.has_value());
+  EXPECT_NEAR(plan->predicted->step_s,
+              plan->predicted->rollout_s + plan->predicted->train_s + plan->predicted->sync_s,
+              1e-9);
+  auto split = Make(Options({{"time_shared", BoolValue(false)}}))->Initial(f.context);
+  ASSERT_OK(split);
+  EXPECT_FALSE(split->layout.colocated);
+  EXPECT_LT(*plan->predicted_step_s, *split->predicted_step_s);
+  const auto d = planner->OnStep(Observe(*plan, 1, f.context.history, 50, 5));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_FALSE(d->layout.has_value());
+  EXPECT_NE(d->reason.find("time-shared"), std::string::npos);
 }
 
 TEST(GrpPlannerTest, ChecksItsOptionsAndNeedsACostModel) {

@@ -50,6 +50,32 @@ TEST(OptionReaderTest, ReadsValuesAndDefaults) {
   EXPECT_OK(reader.Finish());
 }
 
+TEST(OptionReaderTest, DoubleListTakesIntegersAndChecksTheRange) {
+  // Numbers of either kind; an element out of range or a string is an error at the key.
+  OptionValue half;
+  half.kind = OptionValue::Kind::kDouble;
+  half.double_value = 0.5;
+  OptionValue good;
+  good.kind = OptionValue::Kind::kArray;
+  good.array = {Int(1, "a"), half};
+  OptionValue bad = good;
+  bad.where = "r.toml:7:1";
+  bad.array.push_back(Int(-1, "c"));
+  OptionValue text = good;
+  text.where = "r.toml:8:1";
+  text.array.push_back(Str("x", "d"));
+  const OptionTable table = Table({{"good", good}, {"bad", bad}, {"text", text}});
+  OptionReader reader(table);  // it keeps a reference to the table
+  EXPECT_EQ(reader.DoubleList("good", {}), (std::vector<double>{1, 0.5}));
+  EXPECT_EQ(reader.DoubleList("bad", {7}, 0), (std::vector<double>{7}));
+  EXPECT_EQ(reader.DoubleList("absent", {3}), (std::vector<double>{3}));
+  reader.DoubleList("text", {});
+  const Status s = reader.Finish();
+  EXPECT_EQ(s.message(),
+            "r.toml:7:1: system.router_options.bad: every element must be in [0, inf] (got -1)\n"
+            "r.toml:8:1: system.router_options.text: expected an array of numbers, got an array");
+}
+
 TEST(OptionReaderTest, CollectsEveryProblemWithLocations) {
   // A wrong type, an out-of-range value, a bad choice and an unknown key: four lines.
   const OptionTable table = Table({{"cap", Str("x", "r.toml:6:7")},

@@ -175,7 +175,7 @@ TEST(RecipeParserTest, EachErrorKindNamesPositionKeyAndProblem) {
       {"too many gpus per node",
        Replace(base, "gpus_per_node = 8", "gpus_per_node = 65"),
        {},
-       "t.toml:5:17: cluster.gpus_per_node: must be at most 64 (got 65)"},
+       "t.toml:5:17: cluster.gpus_per_node: must be at most 64, libra's limit (got 65)"},
       {"unknown workload kind",
        base + "[workload]\nkind = \"replay\"\n",
        {},
@@ -343,7 +343,7 @@ TEST(RecipeParserTest, UnknownPresetSuggestsTheClosest) {
   EXPECT_NE(Messages(*parsed)[0].find(
                 "baselines[0].preset: unknown preset 'verl_sync' (known: "
                 "libra, libra-no-ehp, libra-ref, libra-homogeneous, verl-sync, disagg-static, "
-                "verl-dynamic, areal-async, sortedrl); "
+                "verl-dynamic, areal-async, sortedrl, heddle); "
                 "did you mean 'verl-sync'?"),
             std::string::npos)
       << Messages(*parsed)[0];
@@ -354,7 +354,8 @@ TEST(RecipeParserTest, MissingFileIsNotFound) {
   auto parsed = ParseRecipeFile("/nonexistent/recipe.toml");
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(parsed.status().message(), "/nonexistent/recipe.toml: cannot read the recipe file");
+  EXPECT_EQ(parsed.status().message(),
+            "/nonexistent/recipe.toml: cannot read the recipe file (No such file or directory)");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -117,17 +118,21 @@ TEST(SummaryTest, RunWithoutStepsRendersDashAndNull) {
   const Table table = SummaryTable({empty}, std::nullopt);
   EXPECT_EQ(table.Render(Format::kText),
             "run  system  status  steps  time s  traj/s  tok/s/GPU  GPU util  step s  rollout s  "
-            "train s  sync s  wait s  reward  of bound\n"
+            "train s  sync s  wait s  batch reward  eval  to target s  of bound  config      "
+            "layout at start, staleness\n"
             "---  ------  ------  -----  ------  ------  ---------  --------  ------  ---------  "
-            "-------  ------  ------  ------  --------\n"
+            "-------  ------  ------  ------------  ----  -----------  --------  ----------  "
+            "--------------------------\n"
             "  3  broken  failed      0       -       -          -         -       -          -  "
-            "      -       -       -       -         -\n");
+            "      -       -       -             -     -            -         -  as written  -\n");
   EXPECT_EQ(table.Render(Format::kJson),
             "[\n  {\"run\": 3, \"system\": \"broken\", \"status\": \"failed\", \"steps\": 0, "
             "\"elapsed_s\": null, \"trajectories_per_s\": null, \"tokens_per_s_per_gpu\": null, "
             "\"gpu_util\": null, \"step_s\": null, \"rollout_s\": null, \"train_s\": null, "
             "\"sync_s\": null, "
-            "\"wait_s\": null, \"final_reward\": null, \"of_bound\": null}\n]\n");
+            "\"wait_s\": null, \"final_reward\": null, \"final_eval\": null, "
+            "\"time_to_target_s\": null, \"of_bound\": null, \"configured_by\": \"as written\", "
+            "\"configuration\": \"-\"}\n]\n");
 }
 
 TEST(SummaryTest, SpeedupIsRelativeToTheChosenBaseline) {
@@ -172,21 +177,65 @@ TEST(SummaryTest, SummaryRowValues) {
   EXPECT_EQ(
       table.Render(Format::kCsv),
       "run,system,status,steps,elapsed_s,trajectories_per_s,tokens_per_s_per_gpu,gpu_util,"
-      "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,of_bound,time_to_reward_s,speedup\n"
-      "1,baseline,ok,2,30.0,0.533,25.0,,15.0,8.0,4.0,1.0,1.0,0.750,,30.0,1.00\n");
+      "step_s,rollout_s,train_s,sync_s,wait_s,final_reward,final_eval,time_to_target_s,of_bound,"
+      "configured_by,configuration,speedup\n"
+      "1,baseline,ok,2,30.0,0.533,25.0,,15.0,8.0,4.0,1.0,1.0,0.750,,,,as written,-,1.00\n");
 }
 
-TEST(SummaryTest, RewardTargetChoosesWhatTimeToRewardTimes) {
-  // Smoothed rewards of TwoSteps: 0.25 at 10 s, 0.5 at 30 s. By default the target is the lowest
-  // peak (0.5); a given target is timed as given, and one never reached is missing.
-  auto time_to_reward = [](std::optional<double> target) {
-    const std::string csv = SummaryTable({TwoSteps(1, "baseline")}, 0, target).Render(Format::kCsv);
+TEST(SummaryTest, TargetChoosesWhatTimeToTargetTimes) {
+  // Evaluation 0.2 at the start, 0.4 at 10 s, 0.6 at 30 s. By default the target is 0.8 of the
+  // way to the best final score (0.2 + 0.8 * 0.4 = 0.52, reached at 22 s); a given target is
+  // timed as given, and one never reached is missing.
+  RunView view = TwoSteps(1, "baseline");
+  view.run.eval_initial = 0.2;
+  view.steps[0].eval_score = 0.4;
+  view.steps[1].eval_score = 0.6;
+  auto time_to_target = [&](std::optional<double> target) {
+    const std::string csv = SummaryTable({view}, 0, Convergence{target, 0.8}).Render(Format::kCsv);
+    const std::vector<std::string> header = StrSplit(StrSplit(csv, '\n')[0], ',');
     const std::vector<std::string> cells = StrSplit(StrSplit(csv, '\n')[1], ',');
-    return cells[cells.size() - 2];
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == "time_to_target_s") return cells[i];
+    }
+    return std::string("no column");
   };
-  EXPECT_EQ(time_to_reward(std::nullopt), "30.0");
-  EXPECT_EQ(time_to_reward(0.2), "10.0");
-  EXPECT_EQ(time_to_reward(0.9), "");
+  EXPECT_EQ(time_to_target(std::nullopt), "22.0");
+  EXPECT_EQ(time_to_target(0.3), "5.0");
+  EXPECT_EQ(time_to_target(0.1), "0.0");
+  EXPECT_EQ(time_to_target(0.9), "");
+}
+
+TEST(SummaryTest, BatchRewardDoesNotCountAsConvergence) {
+  // A run whose first batches are easy groups (batch reward 0.9 at once) but whose policy has
+  // not learned more than another's converges no sooner: time to target reads the evaluation.
+  RunView biased = TwoSteps(1, "first-finished");
+  RunView fair = TwoSteps(2, "ordered");
+  biased.steps[0].reward_mean = 0.9;
+  biased.steps[1].reward_mean = 0.9;
+  for (RunView* v : {&biased, &fair}) {
+    v->run.eval_initial = 0.2;
+    v->steps[0].eval_score = 0.3;
+    v->steps[1].eval_score = 0.5;
+  }
+  const std::map<uint64_t, double> targets = EvalTargets({biased, fair}, Convergence{});
+  ASSERT_EQ(targets.size(), 1u);
+  EXPECT_DOUBLE_EQ(targets.at(1), 0.2 + 0.8 * 0.3);
+  EXPECT_EQ(TimeToTarget(biased, targets.at(1)), TimeToTarget(fair, targets.at(1)));
+}
+
+TEST(SummaryTest, TargetsArePerSeed) {
+  // Each seed's target comes from its own runs' initial and best final scores.
+  RunView a = TwoSteps(1, "a");
+  RunView b = TwoSteps(2, "a");
+  b.run.seed = 2;
+  a.run.eval_initial = 0.1;
+  a.steps[1].eval_score = 0.5;
+  b.run.eval_initial = 0.3;
+  b.steps[1].eval_score = 0.4;
+  const std::map<uint64_t, double> targets = EvalTargets({a, b}, Convergence{std::nullopt, 0.5});
+  EXPECT_DOUBLE_EQ(targets.at(1), 0.3);
+  EXPECT_DOUBLE_EQ(targets.at(2), 0.35);
+  EXPECT_EQ(EvalCurve(a), (std::vector<std::pair<double, double>>{{0, 0.1}, {30, 0.5}}));
 }
 
 TEST(SummaryTest, RouterActivityShowsFinalAndLargestValues) {
@@ -311,19 +360,6 @@ TEST(SummaryTest, GpuUtilisationIsTimeWeightedOverTheStepsThatRecordedIt) {
   EXPECT_FALSE(ComputeMetrics(Rate("a", 1, 10, 10)).gpu_util.has_value());
 }
 
-TEST(SummaryTest, TimeToRewardUsesAThreeStepMovingMean) {
-  // Rewards 0.2, 0.8, 0.2, 0.8: smoothed 0.2, 0.5, 0.4, 0.6; 0.5 is first reached at step 1
-  // (end 20 s), 0.55 at step 3 (40 s), 0.7 never. A lone lucky batch does not count.
-  RunView view = Rate("a", 1, 10, 10);
-  view.steps[0].reward_mean = 0.2;
-  for (int i = 1; i < 4; ++i) {
-    view.steps.push_back(Step(i, 10.0 * (i + 1), 10, 100, i % 2 == 1 ? 0.8 : 0.2));
-  }
-  EXPECT_EQ(TimeToReward(view, 0.5), 20.0);
-  EXPECT_EQ(TimeToReward(view, 0.55), 40.0);
-  EXPECT_FALSE(TimeToReward(view, 0.7).has_value());
-}
-
 TEST(SummaryTest, RepeatTableAveragesSeedsAndPairsSpeedupsBySeed) {
   // a: 1 and 3 traj/s (mean 2, sd sqrt(2)); b: 1 and 1; speedup of a over b per seed: 1 and 3.
   // c ran once (no sd); d never finished a step (all missing, 0 runs).
@@ -335,11 +371,12 @@ TEST(SummaryTest, RepeatTableAveragesSeedsAndPairsSpeedupsBySeed) {
   const Table t = RepeatTable(runs, {"a", "b", "c", "d"}, std::string("b"));
   EXPECT_EQ(t.Render(Format::kCsv),
             "system,runs,trajectories_per_s,trajectories_per_s_sd,trajectories_per_s_min,"
-            "trajectories_per_s_max,speedup\n"
-            "a,2,2.000,1.414,1.000,3.000,2.00\n"
-            "b,2,1.000,0.000,1.000,1.000,1.00\n"
-            "c,1,2.000,,2.000,2.000,2.00\n"
-            "d,0,,,,,\n");
+            "trajectories_per_s_max,speedup,final_eval,time_to_target_s,time_to_target_s_sd,"
+            "reached,configured_by,configuration\n"
+            "a,2,2.000,1.414,1.000,3.000,2.00,,,,0/0,as written,-\n"
+            "b,2,1.000,0.000,1.000,1.000,1.00,,,,0/0,as written,-\n"
+            "c,1,2.000,,2.000,2.000,2.00,,,,0/0,as written,-\n"
+            "d,0,,,,,,,,,0/0,as written,-\n");
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ TEST(BuiltinRoutersTest, UnknownRouterSuggestsTheClosest) {
   ASSERT_FALSE(router.ok());
   EXPECT_EQ(router.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(router.status().message(),
-            "unknown router 'least_conn' (known: cmlfq, la-mlfq, least-conn, length-aware, "
+            "unknown router 'least_conn' (known: cmlfq, heddle, la-mlfq, least-conn, length-aware, "
             "oracle-length, round-robin, sorted); did you mean "
             "'least-conn'?");
 }

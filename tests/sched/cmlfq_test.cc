@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "support/index_equivalence.h"
 #include "support/test_util.h"
 
 namespace libra::sched {
@@ -610,6 +611,25 @@ TEST(CmlfqRouterTest, ReferenceFortyEightGpuLayout) {
   EXPECT_EQ(o.rebuild_interval, 5);
   EXPECT_EQ(o.payload.small, 1000);
   EXPECT_EQ(o.payload.large, 12000);
+}
+
+TEST(CmlfqRouterTest, TheCallersIndexChangesNoDecision) {
+  // With the coordinator's InstanceIndex, selection in a TP and the global fallback go through
+  // the router's per-TP load levels instead of a scan, and pick the same instances, whatever the
+  // selection options.
+  const std::vector<OptionTable> configs = {
+      Options({}),
+      Options({{"reference", Bool(true)}}),
+      Options({{"load_per_gpu", Bool(false)}, {"max_episodes_per_instance", Int(1)}}),
+      Options({{"tie_break", Str("first")}, {"fallback", Bool(false)}}),
+      Options({{"max_episodes_per_instance", Int(0)}, {"global_fallback", Bool(false)}}),
+      Options({{"selection", Str("round-robin")}})};
+  for (size_t c = 0; c < configs.size(); ++c) {
+    SCOPED_TRACE(c);
+    auto plain = Make(configs[c]);
+    auto indexed = Make(configs[c]);
+    test::ExpectIndexChangesNoDecision(*plain, *indexed, 7 + c, 3000);
+  }
 }
 
 }  // namespace

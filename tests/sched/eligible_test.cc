@@ -44,7 +44,9 @@ TEST(EligibleInstancesTest, FiltersByAvailabilityAndCap) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const std::vector<InstanceState> instances = Instances(c.active, c.available);
-    EXPECT_EQ(EligibleInstances(instances, c.max_active), c.eligible);
+    std::vector<size_t> eligible = {99};  // replaced, not appended to
+    EligibleInstances(instances, c.max_active, &eligible);
+    EXPECT_EQ(eligible, c.eligible);
   }
 }
 

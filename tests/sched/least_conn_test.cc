@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "support/index_equivalence.h"
 #include "support/router_support.h"
 #include "support/test_util.h"
 
@@ -153,6 +154,15 @@ TEST(LeastConnRouterTest, RejectsBadOptions) {
     for (const std::string& f : c.fragments) {
       EXPECT_NE(router.status().message().find(f), std::string::npos) << router.status().message();
     }
+  }
+}
+
+TEST(LeastConnRouterTest, TheCallersIndexChangesNoDecision) {
+  // With the coordinator's InstanceIndex the router picks without scanning, and picks the same.
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    auto plain = Make(Options({}));
+    auto indexed = Make(Options({}));
+    test::ExpectIndexChangesNoDecision(*plain, *indexed, seed, 3000);
   }
 }
 

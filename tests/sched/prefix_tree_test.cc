@@ -35,6 +35,40 @@ TEST(PercentileTest, MatchesNumpyLinear) {
   EXPECT_DOUBLE_EQ(Percentile(std::vector<double>{}, 0.9, scratch), 0);
 }
 
+TEST(SlidingWindowTest, KeepsTheLastValuesAndTheirP90) {
+  // After every push the window holds the last `capacity` values in order, and its p90 equals
+  // the one computed from scratch: few distinct values (many duplicates), many, rising and
+  // falling runs.
+  for (const size_t capacity : {1u, 2u, 7u, 30u, 200u}) {
+    for (const uint64_t distinct : {3u, 50u, 1000000u}) {
+      SlidingWindow window;
+      std::vector<double> all;
+      std::vector<double> scratch;
+      uint64_t x = 12345 + distinct;
+      for (int i = 0; i < 1500; ++i) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        double v = static_cast<double>((x >> 33) % distinct) * 10;
+        if (i % 400 > 300) v = static_cast<double>(i % 400) * (i % 800 > 400 ? 1 : -1);  // runs
+        window.Push(v, capacity);
+        all.push_back(v);
+        const size_t first = all.size() > capacity ? all.size() - capacity : 0;
+        const std::vector<double> last(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
+        ASSERT_EQ(window.Values(), last) << "capacity " << capacity << ", push " << i;
+        ASSERT_EQ(window.P90(), Percentile(last, 0.9, scratch))
+            << "capacity " << capacity << ", push " << i;
+      }
+      SlidingWindow bulk;
+      for (double v : all) bulk.PushUnsorted(v, capacity);
+      bulk.Sort();
+      EXPECT_EQ(bulk.Values(), window.Values());
+      EXPECT_EQ(bulk.P90(), window.P90());
+      bulk.Push(-1, capacity);  // and it goes on from there
+      window.Push(-1, capacity);
+      EXPECT_EQ(bulk.P90(), window.P90());
+    }
+  }
+}
+
 TEST(PrefixTreeTest, NodeStatisticsMeanAllTimeP90Window) {
   // Mean over every observation ever, p90 over the last `window` only.
   PrefixTree tree(PrefixTreeOptions{.window = 3, .min_samples = 1});
@@ -46,7 +80,7 @@ TEST(PrefixTreeTest, NodeStatisticsMeanAllTimeP90Window) {
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->visits, 4);
   EXPECT_DOUBLE_EQ(n->mean, 250);
-  EXPECT_EQ(n->window, (std::vector<double>{200, 300, 400}));
+  EXPECT_EQ(n->window.Values(), (std::vector<double>{200, 300, 400}));
   EXPECT_DOUBLE_EQ(n->p90, 380);
   EXPECT_EQ(n->depth, 1);
 
@@ -132,7 +166,7 @@ TEST(PrefixTreeTest, MergeIsCountWeighted) {
   const StateId code = S(a, "code:small:success");
   const TreeNode* child = a.LookupExact(PromptId(1), std::vector<StateId>{code});
   EXPECT_DOUBLE_EQ(child->mean, 2000);
-  EXPECT_EQ(child->window, (std::vector<double>{1000, 3000}));
+  EXPECT_EQ(child->window.Values(), (std::vector<double>{1000, 3000}));
   EXPECT_DOUBLE_EQ(child->p90, 2800);
   EXPECT_NE(a.LookupExact(PromptId(2), std::vector<StateId>{S(a, "code:small:failure")}), nullptr);
   EXPECT_EQ(a.global_root()->visits, 3);
@@ -159,6 +193,27 @@ TEST(PrefixTreeTest, RebuildDecayAndClear) {
   EXPECT_EQ(tree.node_count(), 0u);
 }
 
+TEST(PrefixTreeTest, RebuildEqualsInsertingOneByOne) {
+  // Rebuild (percentiles computed once at the end, from two spans) gives the very tree that
+  // inserting the same trajectories in the same order gives.
+  PrefixTree one_by_one(PrefixTreeOptions{.window = 5, .min_samples = 1});
+  std::vector<TreeTrajectory> list;
+  for (int i = 0; i < 40; ++i) {
+    std::vector<std::string> keys = {"a:small:failure"};
+    if (i % 3 != 0) keys.push_back(i % 2 ? "b:large:success" : "a:small:failure");
+    std::vector<double> remaining;
+    for (size_t k = 0; k < keys.size(); ++k) remaining.push_back((i * 37 % 11) * 100.0 + k);
+    list.push_back(Traj(one_by_one, i % 4, keys, remaining, 5000.0 - i * 13));
+  }
+  for (const TreeTrajectory& t : list) one_by_one.Insert(t);
+  PrefixTree rebuilt(PrefixTreeOptions{.window = 5, .min_samples = 1});
+  rebuilt.states() = one_by_one.states();
+  rebuilt.Insert(list.back());  // discarded by the rebuild
+  const std::span<const TreeTrajectory> all(list);
+  rebuilt.Rebuild(all.first(25), all.subspan(25));
+  EXPECT_EQ(rebuilt.ToJsonValue(), one_by_one.ToJsonValue());
+}
+
 TEST(PrefixTreeTest, JsonRoundTripKeepsWindowsAndGlobalRoot) {
   // Save -> Load reproduces every node, window and the global root.
   PrefixTree tree;
@@ -176,7 +231,7 @@ TEST(PrefixTreeTest, JsonRoundTripKeepsWindowsAndGlobalRoot) {
   const TreeNode* n = l.LookupExact(
       PromptId(3), std::vector<StateId>{S(l, "a:small:failure"), S(l, "b:large:timeout")});
   ASSERT_NE(n, nullptr);
-  EXPECT_EQ(n->window, (std::vector<double>{20}));
+  EXPECT_EQ(n->window.Values(), (std::vector<double>{20}));
   EXPECT_EQ(l.global_root()->visits, 2);
   const std::string text = ToJson(tree.ToJsonValue());
   EXPECT_NE(text.find(R"("key":"3:[a:small:failure,b:large:timeout]")"), std::string::npos) << text;

@@ -8,11 +8,13 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/strings.h"
 #include "model/catalog.h"
+#include "model/partition.h"
 #include "model/roofline_model.h"
 #include "support/test_util.h"
 
@@ -662,6 +664,154 @@ TEST_F(ClusterSimTest, MaxBatchedTokensChunksALongPrefill) {
     expected += fake_.DecodeSpanTime(1, 1, 251, 4);
     EXPECT_NEAR(events[0].at, expected, Tol(expected));
     EXPECT_EQ(sim->stats().mixed_iterations, static_cast<int64_t>(c.chunks.size()));
+  }
+}
+
+// ---- Router hints: priority, KV moves, setup ---------------------------------------------------
+
+/// A turn with the router's hints.
+backend::Action HintedTurn(int64_t trajectory, int turn, int64_t instance, int64_t context_tokens,
+                           std::optional<double> priority, bool move_kv = false,
+                           double setup_s = 0) {
+  backend::Action action = Turn(trajectory, turn, instance, context_tokens);
+  auto& s = std::get<backend::StartTurn>(action);
+  s.priority = priority;
+  s.move_kv = move_kv;
+  s.setup_s = setup_s;
+  return action;
+}
+
+/// The trajectories of the TurnDone events, in order.
+std::vector<int64_t> FinishOrder(const std::vector<backend::Event>& events) {
+  std::vector<int64_t> order;
+  for (const backend::Event& e : events) {
+    if (const backend::TurnDone* done = AsTurn(e)) order.push_back(done->trajectory.value);
+  }
+  return order;
+}
+
+TEST_F(ClusterSimTest, WaitingTurnsAreAdmittedByPriority) {
+  // One sequence at a time; four turns arrive together. With priorities the highest runs first,
+  // equal priorities in arrival order; without, arrival order (first come, first served).
+  spec_.max_num_seqs = 1;
+  for (int64_t id = 1; id <= 4; ++id) workload_.Add(id, {Stop(10)});
+  const std::vector<std::optional<double>> priorities = {1.0, 3.0, 2.0, 3.0};
+  for (const bool hinted : {true, false}) {
+    SCOPED_TRACE(hinted ? "priorities" : "none");
+    auto sim = Start(MakeLayout(1, 1));
+    for (int64_t id = 1; id <= 4; ++id) {
+      const std::optional<double> p =
+          hinted ? priorities[static_cast<size_t>(id - 1)] : std::nullopt;
+      ASSERT_OK(sim->Submit(HintedTurn(id, 0, 0, 10, p)));
+    }
+    EXPECT_EQ(FinishOrder(Drain(*sim)),
+              hinted ? (std::vector<int64_t>{2, 4, 3, 1}) : (std::vector<int64_t>{1, 2, 3, 4}));
+    EXPECT_EQ(sim->stats().priority_preemptions, 0);
+  }
+}
+
+TEST_F(ClusterSimTest, HigherPriorityPreemptsTheLowestRunningAndItKeepsItsKv) {
+  // Instance 0 runs two sequences at most: 1 (priority 1) and 2 (priority 2). Trajectory 3's
+  // second turn (priority 5) arrives while they decode: 1, the lowest, is preempted; its KV stays
+  // cached, so when 3 finishes it resumes without prefilling again (a prefix hit). With KV freed
+  // during waits it is recomputed; without priorities 3 waits and nothing is preempted.
+  struct Case {
+    std::string name;
+    bool hinted;
+    std::string kv_policy;
+  };
+  for (const Case& c : std::vector<Case>{{"priorities, cache", true, "cache"},
+                                         {"priorities, free", true, "free"},
+                                         {"none", false, "cache"}}) {
+    SCOPED_TRACE(c.name);
+    spec_.max_num_seqs = 2;
+    spec_.kv_policy = c.kv_policy;
+    workload_.Add(1, {Stop(400)});
+    workload_.Add(2, {Stop(400)});
+    workload_.Add(3, {ToolCall(1, 0.05, 0), Stop(10)});
+    auto sim = Start(MakeLayout(2, 1));
+    auto p = [&](double v) { return c.hinted ? std::optional<double>(v) : std::nullopt; };
+    ASSERT_OK(sim->Submit(HintedTurn(1, 0, 0, 10, p(1))));
+    ASSERT_OK(sim->Submit(HintedTurn(2, 0, 0, 10, p(2))));
+    ASSERT_OK(sim->Submit(HintedTurn(3, 0, 1, 10, p(5))));
+    std::vector<backend::Event> events = Next(*sim);
+    ASSERT_NE(FindTurn(events, 3), nullptr);
+    ASSERT_OK(sim->Submit(Tool(3)));
+    ASSERT_EQ(Next(*sim).size(), 1u);
+    ASSERT_OK(sim->Submit(HintedTurn(3, 1, 0, 11, p(5))));
+    events = Drain(*sim);
+    const std::vector<int64_t> order = FinishOrder(events);
+    EXPECT_EQ(order, c.hinted ? (std::vector<int64_t>{3, 2, 1}) : (std::vector<int64_t>{1, 2, 3}));
+    EXPECT_EQ(sim->stats().priority_preemptions, c.hinted ? 1 : 0);
+    EXPECT_EQ(sim->stats().preemptions, 0);
+    const bool kept = c.hinted && c.kv_policy == "cache";
+    EXPECT_EQ(sim->stats().prefix_hits, kept ? 1 : 0);
+    // The first prefill of the three, 3's second turn and, with KV freed, 1's recompute.
+    EXPECT_EQ(sim->stats().mixed_iterations, c.hinted && !kept ? 4 : 3);
+    EXPECT_EQ(AsTurn(*FindTurn(events, 1))->started_at, 0.0);  // it keeps its start
+  }
+}
+
+TEST_F(ClusterSimTest, MovedKvSkipsThePrefillAndOverlapsTheTool) {
+  // Turn 0 (2,000-token prompt, 300 generated) on instance 0 calls a tool returning 500 tokens;
+  // turn 1 goes to instance 1 (same node, or another node) and moves the 2,300 cached tokens of
+  // KV: it prefills only the 500 new ones. A long tool hides the transfer; a short one does not:
+  // the turn starts at the tool's start plus the transfer (KV bytes over NVLink or the network).
+  const model::RooflineCostModel cost = Roofline("H100-80G", "Qwen3-8B");
+  for (const bool same_node : {true, false}) {
+    for (const double tool_s : {1.0, 1e-5}) {
+      SCOPED_TRACE(StrFormat("%s, tool %g s", same_node ? "same node" : "other node", tool_s));
+      workload_.Add(1, {ToolCall(300, tool_s, 500), Stop(200)});
+      backend::Layout layout = MakeLayout(2, 1);
+      if (!same_node) layout.instances[1] = backend::InstanceSpec{InstanceId(1), 1, 1, 0};
+      auto sim = Start(layout, &cost);
+      ASSERT_OK(sim->Submit(Turn(1, 0, 0, 2000)));
+      std::vector<backend::Event> events = Next(*sim);
+      ASSERT_EQ(events.size(), 1u);
+      const double called = events[0].at;
+      ASSERT_OK(sim->Submit(Tool(1)));
+      events = Next(*sim);
+      ASSERT_EQ(events.size(), 1u);
+      const double tool_done = events[0].at;
+      ASSERT_OK(sim->Submit(HintedTurn(1, 1, 1, 2800, std::nullopt, true)));
+      events = Drain(*sim);
+      ASSERT_EQ(events.size(), 1u);
+      const backend::TurnDone* done = AsTurn(events[0]);
+      ASSERT_NE(done, nullptr);
+      const double transfer = model::KvTransferTime(cost, 2300, same_node);
+      EXPECT_GT(transfer, 1e-4);
+      const double start = std::max(tool_done, called + transfer);
+      EXPECT_NEAR(done->started_at, start, 1e-12);
+      const double expected = start + cost.IterationTime(1, Prefills(1, 500, 2300)) +
+                              cost.DecodeSpanTime(1, 1, 2801, 199);
+      EXPECT_NEAR(events[0].at, expected, 1e-9 * expected);
+      EXPECT_EQ(sim->stats().kv_moves, 1);
+      EXPECT_EQ(sim->stats().prefix_hits, 0);
+    }
+  }
+}
+
+TEST_F(ClusterSimTest, SetupRunsFromTheToolsStart) {
+  // A router's 0.5 s setup (a length prediction) overlaps the preceding tool: hidden behind a
+  // 1 s tool, it delays a turn after a 0.1 s tool to the tool's start + 0.5 s. A first turn
+  // starts 0.5 s after it is submitted.
+  for (const double tool_s : {1.0, 0.1}) {
+    SCOPED_TRACE(StrFormat("tool %g s", tool_s));
+    workload_.Add(1, {ToolCall(5, tool_s, 0), Stop(5)});
+    auto sim = Start(MakeLayout(1, 1));
+    ASSERT_OK(sim->Submit(HintedTurn(1, 0, 0, 10, std::nullopt, false, 0.5)));
+    std::vector<backend::Event> events = Next(*sim);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(AsTurn(events[0])->started_at, 0.5);
+    const double called = events[0].at;
+    ASSERT_OK(sim->Submit(Tool(1)));
+    events = Next(*sim);
+    ASSERT_EQ(events.size(), 1u);
+    const double tool_done = events[0].at;
+    ASSERT_OK(sim->Submit(HintedTurn(1, 1, 0, 15, std::nullopt, false, 0.5)));
+    events = Drain(*sim);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_NEAR(AsTurn(events[0])->started_at, std::max(tool_done, called + 0.5), 1e-12);
   }
 }
 

@@ -87,7 +87,8 @@ TEST(SchemaTest, NewFileIsVersionZeroAndMigratesToTheLatest) {
   EXPECT_EQ(QueryOrDie(*db, "PRAGMA application_id"), kApplicationId);
   EXPECT_EQ(Tables(*db), (std::vector<std::string>{"comparison_runs", "comparisons", "decisions",
                                                    "events", "probes", "router_metrics", "runs",
-                                                   "steps", "trajectories", "turns"}));
+                                                   "steps", "trajectories", "tuning_trials",
+                                                   "tunings", "turns"}));
   // Once libra's, the file passes the check at its version.
   auto again = CheckSchema(*db, SchemaMigrations());
   ASSERT_OK(again);

@@ -184,18 +184,41 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
   const std::string path = dir.File("libra.db");
   ASSERT_NE(OpenOrDie(path), nullptr);
   using Names = std::vector<std::string>;
-  EXPECT_EQ(
-      Columns(path, "runs"),
-      (Names{"id", "name", "system", "router", "planner", "backend", "seed", "steps_planned",
-             "gpus", "recipe_source", "recipe_toml", "git_revision", "libra_version", "started_at",
-             "ended_at", "status", "error", "comparison_id", "throughput_bound"}));
+  EXPECT_EQ(Columns(path, "runs"), (Names{"id",
+                                          "name",
+                                          "system",
+                                          "router",
+                                          "planner",
+                                          "backend",
+                                          "seed",
+                                          "steps_planned",
+                                          "gpus",
+                                          "recipe_source",
+                                          "recipe_toml",
+                                          "git_revision",
+                                          "libra_version",
+                                          "started_at",
+                                          "ended_at",
+                                          "status",
+                                          "error",
+                                          "comparison_id",
+                                          "throughput_bound",
+                                          "folder",
+                                          "owner_host",
+                                          "owner_pid",
+                                          "owner_start",
+                                          "configuration",
+                                          "tuning_id",
+                                          "scenario",
+                                          "staleness",
+                                          "eval_initial"}));
   EXPECT_EQ(Columns(path, "steps"),
             (Names{"run_id",           "step",        "start_s",        "end_s",
                    "rollout_s",        "train_s",     "sync_s",         "wait_s",
                    "trajectories",     "turns",       "tool_calls",     "prompt_tokens",
                    "generated_tokens", "reward_mean", "policy_version", "max_lag",
                    "rollout_gpus",     "train_gpus",  "gpu_util",       "idle_gpu_s",
-                   "predicted_step_s", "logprob_diff", "clip_fraction"}));
+                   "predicted_step_s", "eval_score", "logprob_diff", "clip_fraction"}));
   EXPECT_EQ(Columns(path, "trajectories"),
             (Names{"run_id", "id", "prompt", "sample", "step", "version", "turns", "tool_calls",
                    "prompt_tokens", "generated_tokens", "start_s", "end_s", "reward", "truncated",
@@ -209,10 +232,17 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
   EXPECT_EQ(Columns(path, "turns"), (Names{"run_id", "trajectory", "turn", "instance", "start_s",
                                            "end_s", "generated_tokens", "end", "tool",
                                            "tool_status", "tool_output_tokens", "tool_latency_s"}));
-  EXPECT_EQ(Columns(path, "comparisons"), (Names{"id", "name", "created_at"}));
+  EXPECT_EQ(Columns(path, "comparisons"), (Names{"id", "name", "created_at", "systems", "seeds",
+                                                 "reward_target", "recipe_source", "recipe_toml",
+                                                 "tuned", "sensitivity"}));
   EXPECT_EQ(Columns(path, "comparison_runs"), (Names{"comparison_id", "run_id", "position"}));
   EXPECT_EQ(Columns(path, "probes"), (Names{"id", "host", "gpu", "kind", "value", "unit", "detail",
                                             "recorded_at", "libra_version"}));
+  EXPECT_EQ(Columns(path, "tunings"),
+            (Names{"id", "key", "recipe", "system", "created_at", "budget_runs", "steps", "seeds",
+                   "objective", "winner", "score", "winner_runs", "libra_version"}));
+  EXPECT_EQ(Columns(path, "tuning_trials"), (Names{"tuning_id", "position", "configuration", "seed",
+                                                   "score", "status", "error"}));
 }
 
 TEST(StoreTest, UsesWriteAheadLogging) {
@@ -371,6 +401,7 @@ TEST(StoreTest, StagedMigrationKeepsDataAndAppliesTheChange) {
   ASSERT_OK(run);
   RunInfo expected = MakeRun("a", 5);
   expected.id = run_id;
+  expected.folder = run->folder;  // assigned by the store
   EXPECT_EQ(*run, expected);
   auto steps = (*store)->Steps(run_id);
   ASSERT_OK(steps);
@@ -477,6 +508,14 @@ TEST(StoreTest, RunsRoundTripInOrderWithLargeSeeds) {
   EXPECT_LT(expected[0].id, expected[1].id);
   auto runs = store->ListRuns();
   ASSERT_OK(runs);
+  ASSERT_EQ(runs->size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    // The store gives each run a folder of its own: "runs/<database>-<id>-<8 hex digits>".
+    const std::string prefix = "runs/libra-" + std::to_string(expected[i].id) + "-";
+    EXPECT_TRUE((*runs)[i].folder.starts_with(prefix)) << (*runs)[i].folder;
+    EXPECT_EQ((*runs)[i].folder.size(), prefix.size() + 8) << (*runs)[i].folder;
+    expected[i].folder = (*runs)[i].folder;
+  }
   EXPECT_EQ(*runs, expected);
   auto one = store->GetRun(expected[2].id);
   ASSERT_OK(one);
@@ -542,6 +581,7 @@ TEST(StoreTest, FinishRunSetsStatusErrorAndEndTime) {
   expected_running.id = *running_id;
   auto running = store->GetRun(*running_id);
   ASSERT_OK(running);
+  expected_running.folder = running->folder;
   EXPECT_EQ(*running, expected_running);
 }
 
@@ -830,9 +870,15 @@ TEST(StoreTest, ComparisonsKeepTheOrderRunsWereAdded) {
   ASSERT_OK(store->AddToComparison(*first, run_ids[0]));
   ASSERT_OK(store->AddToComparison(*first, run_ids[1]));
 
-  const ComparisonInfo expected_first = {
-      *first, "baseline vs libra", "2024-05-01T12:00:00Z", {run_ids[2], run_ids[0], run_ids[1]}};
-  const ComparisonInfo expected_second = {*second, "empty", "2024-05-02T12:00:00Z", {}};
+  ComparisonInfo expected_first;
+  expected_first.id = *first;
+  expected_first.name = "baseline vs libra";
+  expected_first.created_at = "2024-05-01T12:00:00Z";
+  expected_first.run_ids = {run_ids[2], run_ids[0], run_ids[1]};
+  ComparisonInfo expected_second;
+  expected_second.id = *second;
+  expected_second.name = "empty";
+  expected_second.created_at = "2024-05-02T12:00:00Z";
   auto got = store->GetComparison(*first);
   ASSERT_OK(got);
   EXPECT_EQ(*got, expected_first);

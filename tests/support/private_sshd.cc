@@ -62,7 +62,7 @@ std::string Keygen(const std::string& path) {
   cluster::ProcessSpec keygen;
   keygen.name = "keygen";
   keygen.argv = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path};
-  const auto status = cluster::RunToCompletion(keygen, milliseconds(10000));
+  const auto status = cluster::RunToCompletion(keygen, test::Deadline(milliseconds(60000)));
   if (!status.ok()) return status.status().message();
   return status->success() ? "" : "ssh-keygen: " + status->ToString();
 }
@@ -228,7 +228,7 @@ std::string PrivateSshd::Launch() {
   const pid_t pid = sshd_pid_;
   const int port = endpoint_.port;
   // The loop never runs, so an sshd that has exited stays a zombie: IsAlive sees it gone.
-  Eventually([&] { return Accepts(port) || !IsAlive(pid); }, milliseconds(10000));
+  Eventually([&] { return Accepts(port) || !IsAlive(pid); }, test::Deadline(milliseconds(60000)));
   if (IsAlive(pid) && Accepts(port)) return "";
   return "sshd did not start on port " + std::to_string(port) + ": " + Log();
 }
@@ -249,7 +249,7 @@ std::string PrivateSshd::CheckLogin() const {
               "-l",        endpoint_.user,
               "--",        endpoint_.host,
               "true"};
-  const auto status = cluster::RunToCompletion(ssh, milliseconds(20000));
+  const auto status = cluster::RunToCompletion(ssh, test::Deadline(milliseconds(60000)));
   if (!status.ok()) return status.status().message();
   if (status->success()) return "";
   return "ssh " + endpoint_.user + "@" + endpoint_.host + ":" + std::to_string(endpoint_.port) +

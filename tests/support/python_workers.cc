@@ -50,7 +50,7 @@ std::string Tail(const std::string& path) {
 
 void Stop(pid_t pid) {
   kill(pid, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto deadline = std::chrono::steady_clock::now() + Deadline(std::chrono::seconds(5));
   while (std::chrono::steady_clock::now() < deadline) {
     if (waitpid(pid, nullptr, WNOHANG) == pid) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -95,8 +95,8 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const std::string& s
   health.method = "GET";
   health.url = worker->url() + "/health";
   health.timeout_s = 2;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int>(timeout_s * 1000));
+  const auto deadline =
+      std::chrono::steady_clock::now() + Deadline(std::chrono::duration<double>(timeout_s));
   while (std::chrono::steady_clock::now() < deadline) {
     if (waitpid(pid, nullptr, WNOHANG) == pid) {
       worker->pid_ = -1;

@@ -13,6 +13,14 @@
 
 namespace libra::test {
 
+double TimeScale() {
+  const char* text = std::getenv("LIBRA_TEST_TIME_SCALE");
+  if (text == nullptr) return 1.0;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  return end != text && *end == '\0' && value >= 1 && value <= 1000 ? value : 1.0;
+}
+
 ScopedTempDir::ScopedTempDir() {
   std::string pattern = (std::filesystem::temp_directory_path() / "libra_test_XXXXXX").string();
   char* made = mkdtemp(pattern.data());

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -22,6 +23,20 @@
   } while (false)
 
 namespace libra::test {
+
+/// How much slower than an idle machine this one may be: LIBRA_TEST_TIME_SCALE from the
+/// environment (a number >= 1; default 1, and anything unreadable is 1). Deadlines of tests are
+/// multiplied by it (Deadline), so that a machine busy with other builds (scripts/stress-ci.sh)
+/// passes the same tests, only slower.
+double TimeScale();
+
+/// `budget` stretched by TimeScale(). A test's deadline only bounds how long a failing wait
+/// takes, never what passes: choose budgets many times what an idle machine needs.
+template <typename Rep, typename Period>
+std::chrono::milliseconds Deadline(std::chrono::duration<Rep, Period> budget) {
+  const double ms = std::chrono::duration<double, std::milli>(budget).count() * TimeScale();
+  return std::chrono::milliseconds(static_cast<int64_t>(ms));
+}
 
 inline Status ToStatus(const Status& s) { return s; }
 template <typename T>

@@ -167,5 +167,64 @@ TEST(SkillModelTest, ReadSkillParamsAppliesOverridesAndChecksThem) {
   }
 }
 
+TEST(SkillModelTest, LagWeightFollowsTheMeasuredCurves) {
+  // PPO: AReaL Fig. 5a; decoupled: AReaL Table 2; linear in between, flat beyond lag 64.
+  struct Case {
+    double lag;
+    Objective objective;
+    double weight;
+  };
+  const std::vector<Case> cases = {
+      {0, Objective::kPpo, 1.0},        {1, Objective::kPpo, 1.0},
+      {2, Objective::kPpo, 0.96},       {3, Objective::kPpo, 0.84},
+      {4, Objective::kPpo, 0.72},       {16, Objective::kPpo, 0.48},
+      {1000, Objective::kPpo, 0.42},    {2, Objective::kDecoupled, 1.0},
+      {4, Objective::kDecoupled, 1.0},  {6, Objective::kDecoupled, 0.95},
+      {16, Objective::kDecoupled, 0.9}, {64, Objective::kDecoupled, 0.7},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.lag);
+    EXPECT_NEAR(LagWeight(c.lag, c.objective, std::nullopt), c.weight, 1e-12);
+  }
+  EXPECT_DOUBLE_EQ(LagWeight(2, Objective::kPpo, 0.5), 0.25);  // the recipe's assumption
+}
+
+TEST(SkillModelTest, SelectionEfficiencyPenalisesOnlyAShiftedMix) {
+  // A batch with the population's difficulty mix teaches fully; one made of the easy third only
+  // (the first groups to finish) is down-weighted by its effective-sample fraction.
+  const std::vector<double> population = {0.1, 0.2, 0.5, 0.6, 0.8, 0.9};
+  EXPECT_DOUBLE_EQ(SelectionEfficiency(population, population), 1.0);
+  const std::vector<double> shuffled = {0.9, 0.5, 0.1, 0.8, 0.2, 0.6};
+  EXPECT_DOUBLE_EQ(SelectionEfficiency(shuffled, population), 1.0);
+  // 4 easy + 2 medium for a population of 2 + 2 + 2: weights 0.5 x4, 1 x2 -> (4)^2/(6 * 3) = 0.889.
+  const std::vector<double> easy = {0.1, 0.2, 0.15, 0.05, 0.5, 0.6};
+  EXPECT_NEAR(SelectionEfficiency(easy, population), 16.0 / 18.0, 1e-12);
+  EXPECT_DOUBLE_EQ(SelectionEfficiency({}, population), 1.0);
+}
+
+TEST(SkillModelTest, EvalScoreIsTheExpectedRewardOnHeldOutPrompts) {
+  // The mean chance of success over the held-out difficulties; it rises with training and does
+  // not depend on which samples were drawn.
+  SkillModel model(SkillParams{});
+  const std::vector<double> heldout = {0.2, 0.5, 0.8};
+  double expected = 0;
+  for (double d : heldout) expected += model.SuccessProbability(model.Skill(0), d) / 3;
+  EXPECT_DOUBLE_EQ(model.EvalScore(0, heldout), expected);
+  model.RecordStep(0, std::vector<double>(5000, 0.0), 2);
+  EXPECT_GT(model.EvalScore(1, heldout), model.EvalScore(0, heldout));
+  const std::vector<double> middle = {0.5};
+  EXPECT_DOUBLE_EQ(model.EvalScore(0, middle), model.Skill(0));
+}
+
+TEST(SkillModelTest, EfficiencyScalesTheStepsSamples) {
+  // RecordStep's efficiency multiplies the weighted samples (a biased batch teaches less).
+  SkillModel a(SkillParams{});
+  SkillModel b(SkillParams{});
+  a.RecordStep(0, std::vector<double>(100, 0.0), 2, Objective::kPpo, 1.0);
+  b.RecordStep(0, std::vector<double>(100, 0.0), 2, Objective::kPpo, 0.5);
+  EXPECT_DOUBLE_EQ(a.EffectiveSamples(1), 100);
+  EXPECT_DOUBLE_EQ(b.EffectiveSamples(1), 50);
+}
+
 }  // namespace
 }  // namespace libra::workload

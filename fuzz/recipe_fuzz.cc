@@ -1,0 +1,24 @@
+// The recipe parser and validator, as `libra validate` runs them: TOML text -> ParseRecipe
+// (includes, conversion, ValidateRecipe) -> the registries' checks and the initial plans ->
+// the cluster tables. A recipe that passes must parse again from its effective TOML.
+#include "cluster/cluster_options.h"
+#include "experiment/runner.h"
+#include "fuzz/fuzz_util.h"
+#include "recipe/recipe_parser.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace libra;
+  const std::string text(fuzz::AsText(data, size));
+  auto parsed = recipe::ParseRecipe(text, "fuzz/recipe.toml");
+  if (!parsed.ok()) return 0;
+  experiment::ValidateWithRegistries(parsed->recipe, &parsed->diagnostics);
+  recipe::SortDiagnostics(&parsed->diagnostics);
+  static_cast<void>(recipe::DiagnosticsToStatus(parsed->diagnostics));
+  if (!parsed->diagnostics.empty()) return 0;
+  if (parsed->recipe.backend == "cluster") {
+    static_cast<void>(cluster::DecodeClusterOptions(parsed->recipe));
+  }
+  auto again = recipe::ParseRecipe(parsed->recipe.effective_toml, "fuzz/recipe.toml");
+  fuzz::Expect(again.ok(), "an accepted recipe's effective TOML parses again");
+  return 0;
+}

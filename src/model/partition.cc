@@ -1,0 +1,153 @@
+#include "model/partition.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/check.h"
+
+namespace libra::model {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Where each DP unit starts among the sorted lengths (one more entry: the end).
+std::vector<int64_t> UnitStarts(int64_t n, int max_units) {
+  std::vector<int64_t> starts;
+  const int64_t units = std::max(2, max_units);
+  if (n <= units) {
+    for (int64_t i = 0; i <= n; ++i) starts.push_back(i);
+    return starts;
+  }
+  // The longest half of the units stay single (they decide the group maxima); the rest of the
+  // lengths are cut into equal chunks.
+  const int64_t single = units / 2;
+  const int64_t chunks = units - single;
+  for (int64_t i = 0; i < single; ++i) starts.push_back(i);
+  for (int64_t c = 0; c <= chunks; ++c) starts.push_back(single + c * (n - single) / chunks);
+  return starts;
+}
+
+}  // namespace
+
+GroupStepModel::GroupStepModel(const CostModel& cost, int64_t context_tokens, int max_num_seqs)
+    : cost_(cost), context_(std::max<int64_t>(1, context_tokens)), max_num_seqs_(max_num_seqs) {}
+
+int64_t GroupStepModel::Fit(int tp) const {
+  return std::min<int64_t>(max_num_seqs_, cost_.KvCapacityTokens(tp) / context_);
+}
+
+double GroupStepModel::StepSeconds(int tp, int64_t sequences) const {
+  if (sequences <= 0) return 0;
+  const auto slot = static_cast<size_t>(tp);
+  if (memo_.size() <= slot) memo_.resize(slot + 1);
+  std::vector<double>& row = memo_[slot];
+  const auto index = static_cast<size_t>(sequences);
+  if (row.size() <= index) row.resize(index + 1, -1);
+  if (row[index] >= 0) return row[index];
+  const int64_t fit = Fit(tp);
+  double step = kInf;
+  if (fit > 0) {
+    const int64_t batch = std::min(sequences, fit);
+    IterationLoad load;
+    load.decode_sequences = batch;
+    load.decode_context_tokens = batch * context_;
+    step =
+        cost_.IterationTime(tp, load) * static_cast<double>(sequences) / static_cast<double>(batch);
+  }
+  row[index] = step;
+  return step;
+}
+
+Partition PresortedPartition(std::span<const double> lengths, size_t instances,
+                             const GroupCostFn& cost, int max_units) {
+  LIBRA_CHECK(instances >= 1) << "a partition needs an instance";
+  const auto n = static_cast<int64_t>(lengths.size());
+  const std::vector<int64_t> start = UnitStarts(n, max_units);
+  const size_t units = start.size() - 1;
+  const size_t m = instances;
+  auto group_cost = [&](size_t j, size_t k, size_t i) {  // units [k, i) on instance j
+    if (k == i) return 0.0;
+    return cost(j, start[i] - start[k], lengths[static_cast<size_t>(start[k])]);
+  };
+  // Pass 1: D[j][i], the least makespan of units [0, i) on instances [0, j). A group grows as k
+  // falls, so its cost rises while D[j-1][k] falls: the scan stops once the cost alone is worse.
+  std::vector<std::vector<double>> d(m + 1, std::vector<double>(units + 1, kInf));
+  d[0][0] = 0;
+  for (size_t j = 1; j <= m; ++j) {
+    for (size_t i = 0; i <= units; ++i) {
+      double best = d[j - 1][i];  // instance j-1 empty
+      for (size_t k = i; k-- > 0;) {
+        const double c = group_cost(j - 1, k, i);
+        if (c >= best) break;
+        best = std::min(best, std::max(d[j - 1][k], c));
+      }
+      d[j][i] = best;
+    }
+  }
+  Partition out;
+  out.makespan = d[m][units];
+  out.begin.assign(m, n);
+  out.end.assign(m, n);
+  if (!std::isfinite(out.makespan)) {
+    out.begin[0] = 0;  // nothing fits: everything on the first instance
+    return out;
+  }
+  // Pass 2: among cuts whose every group is within the makespan, the least sum of squared
+  // (normalised) costs; back-pointers recover the cut.
+  const double limit = out.makespan * (1 + 1e-9);
+  const double scale = out.makespan > 0 ? out.makespan : 1;
+  std::vector<std::vector<double>> e(m + 1, std::vector<double>(units + 1, kInf));
+  std::vector<std::vector<size_t>> from(m + 1, std::vector<size_t>(units + 1, 0));
+  e[0][0] = 0;
+  for (size_t j = 1; j <= m; ++j) {
+    for (size_t i = 0; i <= units; ++i) {
+      double best = e[j - 1][i];
+      size_t arg = i;
+      for (size_t k = i; k-- > 0;) {
+        const double c = group_cost(j - 1, k, i);
+        if (c > limit) break;
+        const double v = e[j - 1][k] + (c / scale) * (c / scale);
+        if (v < best) {
+          best = v;
+          arg = k;
+        }
+      }
+      e[j][i] = best;
+      from[j][i] = arg;
+    }
+  }
+  size_t i = units;
+  for (size_t j = m; j >= 1; --j) {
+    const size_t k = from[j][i];
+    out.begin[j - 1] = start[k];
+    out.end[j - 1] = start[i];
+    i = k;
+  }
+  return out;
+}
+
+double AssignmentMakespan(std::span<const double> lengths, std::span<const size_t> group,
+                          size_t instances, const GroupCostFn& cost) {
+  std::vector<int64_t> count(instances, 0);
+  std::vector<double> longest(instances, 0);
+  for (size_t t = 0; t < lengths.size(); ++t) {
+    ++count[group[t]];
+    longest[group[t]] = std::max(longest[group[t]], lengths[t]);
+  }
+  double makespan = 0;
+  for (size_t j = 0; j < instances; ++j) {
+    if (count[j] > 0) makespan = std::max(makespan, cost(j, count[j], longest[j]));
+  }
+  return makespan;
+}
+
+double KvTransferTime(const CostModel& cost, int64_t tokens, bool same_node) {
+  const double bandwidth =
+      same_node ? cost.gpu().nvlink_bandwidth : cost.gpu().inter_node_bandwidth;
+  if (tokens <= 0) return 0;
+  if (bandwidth <= 0) return kInf;
+  return static_cast<double>(tokens) * cost.arch().KvBytesPerToken() / bandwidth;
+}
+
+}  // namespace libra::model

@@ -1,0 +1,94 @@
+// HeddlePlanner ("heddle"): the trajectory-adaptive resource manager of Heddle (Zhang et al.,
+// arXiv 2603.28101, 2026): a fixed train/rollout split whose rollout GPUs are cut into instances
+// of mixed tensor parallelism chosen for the workload's length profile, re-tuned as the lengths
+// change. Pure: no I/O, no clock.
+//
+// Assumptions: rollout time is the makespan of a rollout batch under Heddle's group model
+// (model/partition.h): trajectories sorted by length are cut into contiguous groups over the
+// instances sorted by TP (the longest on the largest), a group taking T_tp * F_tp(size) * L_first.
+// Long trajectories gain from high TP (lower per-token latency), short ones from many low-TP
+// instances (more throughput per GPU). The split between training and rollout is the user's
+// (Heddle manages the rollout pool only); `libra tune` searches it.
+//
+// Algorithm:
+//  1. Split: the last `train_gpus` GPUs train (default half the cluster, in whole nodes, as the
+//     static planner), with the training layout that fits memory fastest; the rest roll out.
+//  2. Profile: the batch in flight (batch x (staleness + 1) trajectories) takes the quantiles of
+//     the length history (the startup profile, then the last `history` trajectories trained on).
+//  3. TP mix: every multiset of TP degrees from `tp_degrees` that fills the rollout GPUs and packs
+//     without crossing a node (each instance holding at least one of the longest sequences) is
+//     scored by the DP's makespan on the profile; the least wins (ties: the first in the
+//     enumeration, larger TPs first). Exhaustive, not the paper's sort-initialised simulated
+//     annealing: the DP already finds the best grouping for a given mix exactly, and the mixes
+//     are few (a few hundred for 48 GPUs), so the search is exact and deterministic.
+//  4. Every `retune_steps` steps (no transition under way), the mix is re-chosen on the recent
+//     lengths. It is applied through the elastic pool only when its predicted makespan gain over
+//     the remaining steps beats the transition (the weight load of the new instances) and is at
+//     least `min_gain` of the current makespan.
+// Knobs: see HeddlePlannerOptions; docs/policies.md ("heddle planner") lists them.
+#pragma once
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/planner.h"
+
+namespace libra::planner {
+
+inline constexpr std::string_view kHeddlePlannerName = "heddle";
+
+struct HeddlePlannerOptions {
+  /// Training GPUs; default half the cluster (whole nodes when there are several).
+  std::optional<int> train_gpus;
+  /// TP degrees an instance may have. Default {1, 2, 4, 8}.
+  std::vector<int> tp_degrees = {1, 2, 4, 8};
+  /// The largest of tp_degrees an instance may have (the knob `libra tune` searches: Fix-1 is
+  /// max_tp 1). Default: no limit.
+  std::optional<int> max_tp{};
+  /// Steps between re-tunings; 0 = never. Default 5.
+  int retune_steps = 5;
+  /// Least relative makespan gain that justifies a transition. Default 0.05.
+  double min_gain = 0.05;
+  /// Trajectories of the length history. Default 1024.
+  int history = 1024;
+  /// DP units (model::PresortedPartition). Default 64.
+  int max_units = 64;
+};
+
+/// One TP mix and its predicted makespan.
+struct TpMix {
+  std::vector<int> tps;  // descending
+  double makespan_s = 0;
+};
+
+class HeddlePlanner : public Planner {
+ public:
+  static Result<std::unique_ptr<Planner>> Create(const recipe::OptionTable& options);
+  /// Sorts and deduplicates `options.tp_degrees` (largest first) and drops those above max_tp.
+  explicit HeddlePlanner(HeddlePlannerOptions options);
+
+  std::string_view Name() const override { return kHeddlePlannerName; }
+  Result<Plan> Initial(const PlanContext& context) override;
+  std::optional<PlanDecision> OnStep(const StepObservation& observation) override;
+
+  /// The predicted makespan of `tps` (any order) on `lengths`, with sequences of
+  /// `context_tokens`. Infinite when an instance cannot hold a sequence.
+  double Makespan(std::vector<int> tps, const std::vector<double>& lengths,
+                  int64_t context_tokens) const;
+  /// Every TP mix of `gpus` GPUs (step 3), best first; empty when none packs.
+  std::vector<TpMix> RankMixes(int gpus, const std::vector<double>& lengths,
+                               int64_t context_tokens) const;
+  /// The batch the mixes are scored on, from the history (step 2), descending; and the mean
+  /// context a sequence holds meanwhile.
+  std::vector<double> Profile() const;
+  int64_t ProfileContext() const;
+
+ private:
+  HeddlePlannerOptions options_;
+  PlanContext context_;
+  std::deque<TrajectorySize> history_;
+};
+
+}  // namespace libra::planner

@@ -1,0 +1,327 @@
+#include "planner/rollout_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string_view>
+
+namespace libra::planner {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// tau(n) = a + b * n: iteration time of n decoding sequences at `context` tokens each.
+struct Affine {
+  double a = 0;
+  double b = 0;
+  double at(double n) const { return a + b * n; }
+};
+
+double Iteration(const model::CostModel& cost, int tp, double n, double context) {
+  model::IterationLoad load;
+  load.decode_sequences = std::max<int64_t>(1, std::llround(n));
+  load.decode_context_tokens = std::llround(static_cast<double>(load.decode_sequences) * context);
+  return cost.IterationTime(tp, load);
+}
+
+/// The secant of tau over [lo, hi] in whole sequences, at least one sequence wide.
+Affine Fit(const model::CostModel& cost, int tp, double context, double lo, double hi) {
+  lo = std::max(1.0, std::round(lo));
+  hi = std::max(lo + 1, std::round(hi));
+  const double t_lo = Iteration(cost, tp, lo, context);
+  const double t_hi = Iteration(cost, tp, hi, context);
+  const double b = std::max(0.0, (t_hi - t_lo) / (hi - lo));
+  return {t_lo - b * lo, b};
+}
+
+/// The largest root of (s+1) P^2 - [(s+1) D + O + g (a + b) + X] P + (O + X) D = 0: the period at
+/// which a trajectory of g = `decode` tokens and X = `fixed_s` seconds of its own prefill and
+/// tools, plus O = `outside_s`, takes exactly (s + 1) periods. Its g iterations take
+/// g (a + b) + b (tokens the others decode meanwhile) + (prefill meanwhile): with the others
+/// decoding G - g tokens and prefilling F seconds a period, g (a + b) P / (P - D), D = F +
+/// b (G - g).
+double LatencyBound(double d, double outside_s, double decode, double a, double b_per_sequence,
+                    double fixed_s, int staleness) {
+  const double s1 = staleness + 1;
+  const double b = s1 * d + outside_s + decode * (a + b_per_sequence) + fixed_s;
+  const double c = (outside_s + fixed_s) * d;
+  const double disc = std::max(0.0, b * b - 4 * s1 * c);
+  return (b + std::sqrt(disc)) / (2 * s1);
+}
+
+struct Solved {
+  double period = 0;
+  double decode_set = 0;
+  double iteration = 0;
+  const char* bound = "idle";
+};
+
+/// The period for a given hit rate.
+Solved SolveAt(const model::CostModel& cost, const InstanceSetting& s, const RolloutLoad& load,
+               double context, double n_max, double hit) {
+  const double g = load.decode;
+  const double prefill = load.prefill_s + (1 - hit) * load.miss_s;
+  Solved out;
+  if (g <= 0) {
+    // Nothing to decode: prefill and tools only.
+    out.period = prefill;
+    out.bound = "throughput";
+    for (const RequestCost& c : load.slowest) {
+      const double latency = c.prefill_s + (1 - hit) * c.miss_s + c.tool_s;
+      if ((latency + s.outside_s) / (s.staleness + 1) > out.period) {
+        out.period = (latency + s.outside_s) / (s.staleness + 1);
+        out.bound = "latency";
+      }
+    }
+    return out;
+  }
+  // Saturated: the largest decode set the engine runs.
+  const double saturated = prefill + g * Iteration(cost, s.tp, n_max, context) / n_max;
+  Affine tau = Fit(cost, s.tp, context, 1, n_max);
+  for (int round = 0; round < 3; ++round) {
+    const double d = prefill + g * tau.b;
+    out.period = saturated;
+    out.bound = "throughput";
+    for (const RequestCost& c : load.slowest) {
+      const double others = prefill + std::max(0.0, g - c.decode) * tau.b;
+      const double latency =
+          LatencyBound(others, s.outside_s, c.decode, tau.a, tau.b,
+                       c.prefill_s + (1 - hit) * c.miss_s + c.tool_s, s.staleness);
+      if (latency > out.period) {
+        out.period = latency;
+        out.bound = "latency";
+      }
+    }
+    out.decode_set = std::clamp(g * tau.a / std::max(out.period - d, 1e-12), 1.0, n_max);
+    // Refit around the operating point: tau is not affine over the whole range (a MoE reads
+    // more experts, compute overtakes memory).
+    if (round < 2) {
+      tau = Fit(cost, s.tp, context, std::max(1.0, out.decode_set * 0.8),
+                std::min(n_max, std::max(1.0, out.decode_set * 1.25)));
+    }
+  }
+  out.iteration = tau.at(out.decode_set) * out.period / std::max(out.period - prefill, 1e-12);
+  return out;
+}
+
+}  // namespace
+
+ToolLatencies::ToolLatencies(std::span<const double> latencies) {
+  for (double l : latencies) {
+    if (std::isfinite(l) && l >= 0) sorted_.push_back(l);
+  }
+  std::sort(sorted_.begin(), sorted_.end());
+  prefix_.assign(sorted_.size() + 1, 0.0);
+  for (size_t k = 0; k < sorted_.size(); ++k) prefix_[k + 1] = prefix_[k] + sorted_[k];
+}
+
+double ToolLatencies::Mean() const {
+  return sorted_.empty() ? 0 : prefix_.back() / static_cast<double>(sorted_.size());
+}
+
+double ToolLatencies::MeanCappedAt(double age) const {
+  if (sorted_.empty()) return 0;
+  const size_t below =
+      static_cast<size_t>(std::upper_bound(sorted_.begin(), sorted_.end(), age) - sorted_.begin());
+  return (prefix_[below] + age * static_cast<double>(sorted_.size() - below)) /
+         static_cast<double>(sorted_.size());
+}
+
+double ToolLatencies::FractionWithin(double age) const {
+  if (sorted_.empty()) return 1;
+  return static_cast<double>(std::upper_bound(sorted_.begin(), sorted_.end(), age) -
+                             sorted_.begin()) /
+         static_cast<double>(sorted_.size());
+}
+
+double ToolLatencies::AgeForCappedMean(double mean) const {
+  if (sorted_.empty() || mean <= 0) return 0;
+  const double n = static_cast<double>(sorted_.size());
+  // MeanCappedAt is piecewise linear between the sorted latencies: find the piece.
+  size_t lo = 0;
+  size_t hi = sorted_.size();
+  while (lo < hi) {  // the first k with MeanCappedAt(sorted_[k]) >= mean
+    const size_t mid = (lo + hi) / 2;
+    const double at = (prefix_[mid] + sorted_[mid] * (n - static_cast<double>(mid))) / n;
+    if (at >= mean) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  if (lo == sorted_.size()) return sorted_.back();
+  // Between sorted_[lo - 1] and sorted_[lo]: mean = (prefix[lo] + A (n - lo)) / n.
+  return (mean * n - prefix_[lo]) / (n - static_cast<double>(lo));
+}
+
+RequestCost CostOf(const model::CostModel& cost, int tp, const TrajectorySize& r) {
+  RequestCost c;
+  const double p = static_cast<double>(r.prompt_tokens);
+  const double g = static_cast<double>(r.generated_tokens);
+  const double o = static_cast<double>(r.tool_tokens);
+  c.decode = g;
+  c.held_context = p + (g + o) / 2;
+  c.decode_context = g * c.held_context;
+  c.calls = std::max(r.turns - 1, r.tool_tokens > 0 ? 1 : 0);
+  c.tool_s = r.tool_s;
+  c.tool_context = c.tool_s * c.held_context;
+  c.tokens = static_cast<double>(r.total());
+  double tool_prefill = 0;
+  if (r.prompt_tokens > 0) c.prefill_s += cost.PrefillTime(tp, r.prompt_tokens, 0);
+  if (r.tool_tokens > 0) {
+    tool_prefill = cost.PrefillTime(tp, r.tool_tokens, r.prompt_tokens + r.generated_tokens / 2);
+    c.prefill_s += tool_prefill;
+  }
+  if (c.calls > 0) {
+    const auto mid = static_cast<int64_t>(std::llround(c.held_context));
+    c.miss_s =
+        std::max(0.0, c.calls * cost.PrefillTime(tp, std::max<int64_t>(1, mid), 0) - tool_prefill);
+  }
+  c.prefill_context = c.prefill_s * c.held_context;
+  return c;
+}
+
+void RolloutLoad::Add(const RequestCost& r, double weight) {
+  trajectories += weight;
+  decode += weight * r.decode;
+  decode_context += weight * r.decode_context;
+  held_context += weight * r.held_context;
+  tool_context += weight * r.tool_context;
+  prefill_context += weight * r.prefill_context;
+  calls += weight * r.calls;
+  tool_s += weight * r.tool_s;
+  prefill_s += weight * r.prefill_s;
+  miss_s += weight * r.miss_s;
+  max_tokens = std::max(max_tokens, r.tokens);
+  if (r.decode > slowest[0].decode) slowest[0] = r;
+  if (r.tool_s > slowest[1].tool_s) slowest[1] = r;
+  if (r.prefill_s + r.miss_s > slowest[2].prefill_s + slowest[2].miss_s) slowest[2] = r;
+}
+
+RolloutLoad RolloutLoad::Share(double f) const {
+  RolloutLoad out = *this;
+  out.trajectories *= f;
+  out.decode *= f;
+  out.decode_context *= f;
+  out.held_context *= f;
+  out.tool_context *= f;
+  out.prefill_context *= f;
+  out.calls *= f;
+  out.tool_s *= f;
+  out.prefill_s *= f;
+  out.miss_s *= f;
+  return out;
+}
+
+RolloutLoad RolloutLoad::Merge(const RolloutLoad& a, const RolloutLoad& b) {
+  RolloutLoad out = a;
+  out.trajectories += b.trajectories;
+  out.decode += b.decode;
+  out.decode_context += b.decode_context;
+  out.held_context += b.held_context;
+  out.tool_context += b.tool_context;
+  out.prefill_context += b.prefill_context;
+  out.calls += b.calls;
+  out.tool_s += b.tool_s;
+  out.prefill_s += b.prefill_s;
+  out.miss_s += b.miss_s;
+  out.max_tokens = std::max(a.max_tokens, b.max_tokens);
+  if (b.slowest[0].decode > out.slowest[0].decode) out.slowest[0] = b.slowest[0];
+  if (b.slowest[1].tool_s > out.slowest[1].tool_s) out.slowest[1] = b.slowest[1];
+  if (b.slowest[2].prefill_s + b.slowest[2].miss_s >
+      out.slowest[2].prefill_s + out.slowest[2].miss_s) {
+    out.slowest[2] = b.slowest[2];
+  }
+  return out;
+}
+
+InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSetting& s,
+                                  const RolloutLoad& load) {
+  InstanceEstimate out;
+  if (load.empty()) return out;
+  const double capacity = static_cast<double>(cost.KvCapacityTokens(s.tp));
+  if (load.max_tokens > capacity) {
+    out.period_s = kInf;
+    out.bound = "kv";
+    return out;
+  }
+  const double context = load.decode > 0 ? load.decode_context / load.decode : 0;
+  const double n_max = std::max(1.0, std::min(static_cast<double>(s.max_num_seqs),
+                                              std::floor(capacity / std::max(1.0, context))));
+  auto finish = [&](const Solved& solved, double hit) {
+    out.period_s = solved.period;
+    out.decode_set = solved.decode_set;
+    out.iteration_s = solved.iteration;
+    out.hit_rate = hit;
+    out.bound = solved.bound;
+    return out;
+  };
+  if (load.calls <= 0 || load.miss_s <= 0)
+    return finish(SolveAt(cost, s, load, context, n_max, 1), 1);
+  if (s.kv_policy == KvPolicy::kFree) return finish(SolveAt(cost, s, load, context, n_max, 0), 0);
+  // The cache's hit rate at the period a hit rate gives: a fixed point, by bisection (the period
+  // falls as the hit rate rises, and the hit rate rises with the period). At period P the
+  // instance starts calls/P tool calls a second; each call's context is cached until its
+  // trajectory's next turn is admitted: the call's latency plus the wait for admission. Waiting
+  // for admission: every trajectory in flight that is neither in a tool call nor running. In
+  // flight: when the instance is saturated, all that the staleness bound lets in (s + 1 batches,
+  // less the part of the cycle spent outside rollout); otherwise those whose turns and tools are
+  // under way (Little's law).
+  const double held_per_trajectory = load.held_context / load.trajectories;
+  const double mean_tool = load.tool_s / load.calls;
+  auto hit_after = [&](const Solved& solved, bool saturated) {
+    const double p = solved.period;
+    const double calls_per_s = load.calls / p;
+    const double in_tools = calls_per_s * mean_tool;
+    const double latency =
+        (load.decode * solved.iteration + load.tool_s + load.prefill_s) / load.trajectories;
+    const double allowed =
+        load.trajectories * (s.batches_in_flight > 0
+                                 ? s.batches_in_flight
+                                 : std::max(1.0, s.staleness + 1 - s.outside_s / p));
+    const double in_flight =
+        saturated ? allowed : std::min(allowed, load.trajectories * latency / p);
+    const double queued = std::max(0.0, in_flight - in_tools - solved.decode_set);
+    const double wait = queued / ((load.calls + load.trajectories) / p);  // per turn
+    const double cache = std::max(0.0, capacity - solved.decode_set * context);
+    // Context-seconds held per second: tools and prefill at each trajectory's own mean context
+    // (the long ones hold large contexts for long), and the queue at the mean.
+    const double held =
+        (load.tool_context + load.prefill_context) / p + queued * held_per_trajectory;
+    if (held <= cache) return 1.0;
+    // E[min(latency + wait, age)] of the calls fills the cache.
+    const double target = cache / (calls_per_s * held_per_trajectory);
+    if (target <= wait) return 0.0;
+    if (s.tools == nullptr || s.tools->empty()) return std::min(1.0, (target - wait) / mean_tool);
+    if (target - wait >= s.tools->Mean()) return 1.0;
+    return s.tools->FractionWithin(s.tools->AgeForCappedMean(target - wait));
+  };
+  // Two equilibria can exist: a saturated engine thrashing its cache with every trajectory the
+  // staleness bound lets in queued for admission, and an unsaturated one whose trajectories hold
+  // only what their turns and tools take. A run starts with every allowed batch launched at once,
+  // so it falls into the saturated one whenever that one is self-consistent.
+  auto fixed_point = [&](bool saturated) {
+    const Solved at_one = SolveAt(cost, s, load, context, n_max, 1);
+    if (hit_after(at_one, saturated) >= 1) return std::make_pair(at_one, 1.0);
+    double lo = 0;
+    double hi = 1;
+    for (int k = 0; k < 12; ++k) {
+      const double mid = (lo + hi) / 2;
+      if (hit_after(SolveAt(cost, s, load, context, n_max, mid), saturated) > mid) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    const double hit = (lo + hi) / 2;
+    return std::make_pair(SolveAt(cost, s, load, context, n_max, hit), hit);
+  };
+  const auto [thrashing, thrashing_hit] = fixed_point(true);
+  if (thrashing_hit < 1 && std::string_view(thrashing.bound) == "throughput") {
+    return finish(thrashing, thrashing_hit);
+  }
+  const auto [calm, calm_hit] = fixed_point(false);
+  return finish(calm, calm_hit);
+}
+
+}  // namespace libra::planner

@@ -1,0 +1,150 @@
+// The planner's rollout model: how long one rollout instance takes for its share of a step's
+// trajectories, following their turns. Pure functions of their arguments, on the CostModel.
+//
+// What it models, per instance (TP t, KV capacity K tokens), in the steady state of a pipeline:
+//  * Decode with continuous batching. Iterations take tau(n) = a + b*n for a decode set of n
+//    sequences at the work's mean context (an affine fit of CostModel::IterationTime). Over a
+//    period P the instance decodes the G tokens of its share, so by Little's law its decode set
+//    is n = G * tau(n) / (P - F) (F: the period's prefill time), and an iteration lasts
+//    tau_eff = a * P / (P - F - G*b) once prefill chunks are counted in.
+//  * Prefill of each turn's new tokens: the prompt, then each tool output after the cached
+//    context; a trajectory whose cached context was evicted during its tool call prefills its
+//    whole context again (the engines' prefix cache, the simulator's kv_policy).
+//  * Tools on the critical path: a trajectory's latency is its own prefill, its decode at tau_eff
+//    and its tool latencies; its context stays in the KV cache while it waits (kv_policy
+//    "cache"). When the contexts of the trajectories in flight (Little's law: the step's
+//    trajectories x their mean latency / P) do not fit beside the running ones, the least
+//    recently used are evicted: a context survives a tool call that returns before the cache's
+//    age A, where the calls in flight fill the free cache at E[min(latency, A)] each; the
+//    others re-prefill. With kv_policy "free" every tool return re-prefills.
+//  * The pace: P is the smallest period with (i) the instance not saturated: P >= F +
+//    G * tau(n_max) / n_max, n_max = min(max_num_seqs, K / mean context), and (ii) the slowest
+//    trajectory of a batch done in time: latency + `outside` <= (staleness + 1) * P, where
+//    `outside` is what else a batch waits for in the cycle (the trainer's step and sync in an
+//    asynchronous disaggregated pipeline; 0 for rollout alone). With (ii) as an equality the
+//    condition is a quadratic in P, solved in closed form; the eviction fixed point adds a few
+//    iterations when the cache is short.
+// A synchronous pipeline is staleness 0 with nothing outside: P is then the batch's makespan.
+//
+// Cost: O(1) per instance from the sums of its share (RolloutLoad), so the search evaluates every
+// contiguous run of the sorted sample from prefix sums.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/cost_model.h"
+#include "planner/planner.h"
+
+namespace libra::planner {
+
+/// Per-call tool latencies (seconds), as a distribution the eviction model queries.
+class ToolLatencies {
+ public:
+  ToolLatencies() = default;
+  /// Any order; negative or non-finite values are ignored.
+  explicit ToolLatencies(std::span<const double> latencies);
+  bool empty() const { return sorted_.empty(); }
+  double Mean() const;
+  /// E[min(latency, age)].
+  double MeanCappedAt(double age) const;
+  /// The fraction of calls that return within `age`.
+  double FractionWithin(double age) const;
+  /// The age A with MeanCappedAt(A) = `mean` (0 <= mean < Mean()).
+  double AgeForCappedMean(double mean) const;
+
+ private:
+  std::vector<double> sorted_;
+  std::vector<double> prefix_;  // prefix_[k] = sum of the k smallest
+};
+
+/// How the engines treat a trajectory's context while it waits for a tool.
+enum class KvPolicy {
+  kCache,  // kept in the prefix cache, evicted least recently used first under pressure
+  kFree,   // dropped: the next turn prefills the whole context
+};
+
+/// What an instance knows that is not the work itself.
+struct InstanceSetting {
+  int tp = 1;
+  int max_num_seqs = 256;
+  /// Staleness of the pipeline (0: synchronous).
+  int staleness = 0;
+  /// Seconds of the cycle outside rollout that a batch also waits for (train + sync in an
+  /// asynchronous disaggregated pipeline; 0 otherwise).
+  double outside_s = 0;
+  /// Batches in flight when the engine is saturated; 0: what the staleness bound lets in at the
+  /// period, staleness + 1 - outside_s / period.
+  double batches_in_flight = 0;
+  KvPolicy kv_policy = KvPolicy::kCache;
+  /// Per-call tool latencies (may be empty: then the mean of the work's own tool time).
+  const ToolLatencies* tools = nullptr;
+};
+
+/// One trajectory as the model sees it on one TP size (a sampled request of the history).
+struct RequestCost {
+  double decode = 0;          // generated tokens
+  double decode_context = 0;  // generated tokens x mean context while decoding
+  double held_context = 0;    // mean context while in flight
+  /// Its tool time and prefill time, each weighted by its mean context: with decode_context, the
+  /// context-seconds it holds in the KV cache (longer trajectories hold larger contexts longer).
+  double tool_context = 0;
+  double prefill_context = 0;
+  double calls = 0;      // tool calls
+  double tool_s = 0;     // tool latency, all calls
+  double prefill_s = 0;  // prompt and tool outputs after a cached context
+  double miss_s = 0;     // more prefill if every tool call's context was evicted
+  double tokens = 0;     // final context
+};
+
+/// The model's view of `request` on an instance of TP `tp`.
+RequestCost CostOf(const model::CostModel& cost, int tp, const TrajectorySize& request);
+
+/// The sums of an instance's share of a step (each request standing for `weight` trajectories)
+/// and the trajectories that can be its slowest. Additive: a run's sums are prefix-sum
+/// differences.
+struct RolloutLoad {
+  double trajectories = 0;
+  double decode = 0;
+  double decode_context = 0;
+  double held_context = 0;
+  double tool_context = 0;
+  double prefill_context = 0;
+  double calls = 0;
+  double tool_s = 0;
+  double prefill_s = 0;
+  double miss_s = 0;
+  /// The longest context: it must fit the KV cache alone.
+  double max_tokens = 0;
+  /// Candidates for the slowest trajectory: the most decode, the most tool time, the most
+  /// prefill (one trajectory each, not weighted).
+  RequestCost slowest[3];
+
+  void Add(const RequestCost& request, double weight);
+  /// Sums times `factor` (an instance's even share of a pool), candidates unchanged.
+  RolloutLoad Share(double factor) const;
+  /// `a` and `b` together.
+  static RolloutLoad Merge(const RolloutLoad& a, const RolloutLoad& b);
+  bool empty() const { return trajectories <= 0; }
+};
+
+/// The instance's steady state for its load.
+struct InstanceEstimate {
+  /// Seconds per step (the period), or the batch's makespan when synchronous with nothing
+  /// outside. +infinity when a trajectory does not fit the KV cache.
+  double period_s = 0;
+  /// Decode set, effective iteration time, and the fraction of tool calls whose context
+  /// survived in the cache.
+  double decode_set = 0;
+  double iteration_s = 0;
+  double hit_rate = 1;
+  /// Which condition set the pace: "idle", "throughput" or "latency".
+  const char* bound = "idle";
+};
+
+/// The period of an instance with load `load` (see the file comment). 0 for no load.
+InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSetting& setting,
+                                  const RolloutLoad& load);
+
+}  // namespace libra::planner

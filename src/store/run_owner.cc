@@ -1,0 +1,72 @@
+#include "store/run_owner.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/strings.h"
+
+namespace libra::store {
+namespace {
+
+std::string HostName() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string BootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+/// Field 22 of /proc/<pid>/stat: when the process started, in clock ticks since boot; "" when
+/// there is no such process, or only its zombie.
+std::string StartTicks(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return "";
+  // The command name (field 2) is in parentheses and may hold anything; fields follow the last ')'.
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return "";
+  std::istringstream fields(stat.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) {
+    if (!(fields >> field)) return "";
+    if (i == 3 && (field == "Z" || field == "X")) return "";
+  }
+  return field;
+}
+
+}  // namespace
+
+std::string RunOwner::ToString() const {
+  return StrFormat("pid %lld on host %s", static_cast<long long>(pid), host.c_str());
+}
+
+RunOwner ThisProcess() {
+  const int64_t pid = ::getpid();
+  return RunOwner{HostName(), pid, BootId() + "/" + StartTicks(pid)};
+}
+
+OwnerState CheckOwner(const RunOwner& owner) {
+  if (owner.pid <= 0 || owner.host.empty() || owner.host != HostName()) {
+    return OwnerState::kUnknown;
+  }
+  const size_t slash = owner.start.find('/');
+  const std::string boot = slash == std::string::npos ? "" : owner.start.substr(0, slash);
+  if (boot.empty() || boot != BootId()) return OwnerState::kGone;
+  if (::kill(static_cast<pid_t>(owner.pid), 0) != 0 && errno == ESRCH) return OwnerState::kGone;
+  const std::string ticks = StartTicks(owner.pid);
+  if (ticks.empty() || ticks != owner.start.substr(slash + 1)) return OwnerState::kGone;
+  return OwnerState::kAlive;
+}
+
+}  // namespace libra::store

@@ -1,0 +1,205 @@
+#include "planner/rollout_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "model/catalog.h"
+#include "model/cost_model.h"
+
+namespace libra::planner {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Iterations take a + b * sequences seconds; prefill `prefill_per_token` a token; the KV cache
+/// holds `kv` tokens.
+class AffineCost : public model::CostModel {
+ public:
+  AffineCost() {
+    gpu_.name = "affine";
+    arch_.name = "affine";
+    arch_.layers = 1;
+  }
+  std::string_view Name() const override { return "affine"; }
+  const model::GpuSpec& gpu() const override { return gpu_; }
+  const model::ModelArch& arch() const override { return arch_; }
+  int64_t KvCapacityTokens(int) const override { return kv; }
+  double IterationTime(int, const model::IterationLoad& load) const override {
+    return a + b * static_cast<double>(load.decode_sequences);
+  }
+  double PrefillTime(int, int64_t tokens, int64_t) const override {
+    return prefill_per_token * static_cast<double>(tokens);
+  }
+  double DecodeGpuSecondsLowerBound(int64_t, int64_t) const override { return 0; }
+  double PrefillGpuSecondsLowerBound() const override { return 0; }
+  double TrainGpuSecondsLowerBound(int64_t, const model::TrainPasses&) const override { return 0; }
+  model::TrainEstimate TrainStep(const model::TrainLayout&, const model::TrainPasses&,
+                                 std::span<const int64_t>) const override {
+    return {};
+  }
+  double WeightSyncTime(const model::SyncRequest&) const override { return 0; }
+  double RoleSwitchTime(const model::SwitchRequest&) const override { return 0; }
+
+  double a = 0.01;
+  double b = 0.001;
+  double prefill_per_token = 0;
+  int64_t kv = 1000000000;
+
+ private:
+  model::GpuSpec gpu_;
+  model::ModelArch arch_;
+};
+
+RolloutLoad LoadOf(const model::CostModel& cost, const std::vector<TrajectorySize>& requests,
+                   double weight) {
+  RolloutLoad load;
+  for (const TrajectorySize& r : requests) load.Add(CostOf(cost, 1, r), weight);
+  return load;
+}
+
+TEST(RolloutModelTest, ToolLatenciesAnswerQuantileQuestions) {
+  const std::vector<double> values = {4, 1, 2, 3, -1, std::nan("")};
+  const ToolLatencies t(values);  // 1, 2, 3, 4
+  EXPECT_DOUBLE_EQ(t.Mean(), 2.5);
+  EXPECT_DOUBLE_EQ(t.MeanCappedAt(2.5), (1 + 2 + 2.5 + 2.5) / 4);
+  EXPECT_DOUBLE_EQ(t.MeanCappedAt(10), 2.5);
+  EXPECT_DOUBLE_EQ(t.FractionWithin(2), 0.5);
+  EXPECT_DOUBLE_EQ(t.FractionWithin(0.5), 0);
+  for (double age : {0.5, 1.0, 1.7, 3.2, 3.9}) {
+    EXPECT_NEAR(t.AgeForCappedMean(t.MeanCappedAt(age)), age, 1e-12) << age;
+  }
+  EXPECT_TRUE(ToolLatencies().empty());
+}
+
+TEST(RolloutModelTest, OneTrajectoryAloneTakesItsDecodeAndItsTools) {
+  // One trajectory: 1,000 tokens at tau(1) = a + b, plus 5 s of tools, synchronous.
+  AffineCost cost;
+  TrajectorySize r{0, 1000, 0};
+  r.turns = 3;
+  r.tool_s = 5;
+  InstanceSetting s;
+  const InstanceEstimate e = EstimateInstance(cost, s, LoadOf(cost, {r}, 1));
+  EXPECT_NEAR(e.period_s, 1000 * (cost.a + cost.b) + 5, 1e-6);
+  EXPECT_STREQ(e.bound, "latency");
+  // With staleness 1 a batch spans two periods, and what the trainer takes counts too.
+  s.staleness = 1;
+  EXPECT_NEAR(EstimateInstance(cost, s, LoadOf(cost, {r}, 1)).period_s,
+              (1000 * (cost.a + cost.b) + 5) / 2, 1e-6);
+  s.outside_s = 3;
+  EXPECT_NEAR(EstimateInstance(cost, s, LoadOf(cost, {r}, 1)).period_s,
+              (1000 * (cost.a + cost.b) + 5 + 3) / 2, 1e-6);
+}
+
+TEST(RolloutModelTest, ABatchOfEqualTrajectoriesIsItsSharedDecode) {
+  // n equal trajectories launched together decode as one batch: g * tau(n) (the secant of an
+  // affine tau is exact).
+  AffineCost cost;
+  const std::vector<TrajectorySize> requests(1, TrajectorySize{0, 500, 0});
+  InstanceSetting s;
+  const InstanceEstimate e = EstimateInstance(cost, s, LoadOf(cost, requests, 40));
+  EXPECT_NEAR(e.period_s, 500 * (cost.a + 40 * cost.b), 1e-6);
+  EXPECT_NEAR(e.decode_set, 40, 1e-6);
+  // Beyond max_num_seqs the engine saturates: throughput sets the pace.
+  s.max_num_seqs = 10;
+  const InstanceEstimate capped = EstimateInstance(cost, s, LoadOf(cost, requests, 40));
+  EXPECT_NEAR(capped.period_s, 40 * 500 * (cost.a + 10 * cost.b) / 10, 1e-6);
+  EXPECT_STREQ(capped.bound, "throughput");
+}
+
+TEST(RolloutModelTest, MoreWorkNeverTakesLess) {
+  AffineCost cost;
+  cost.prefill_per_token = 1e-5;
+  InstanceSetting s;
+  s.staleness = 2;
+  std::vector<TrajectorySize> requests;
+  double last = 0;
+  for (int i = 1; i <= 12; ++i) {
+    TrajectorySize r{500, 300 * i, 100};
+    r.turns = 1 + i % 4;
+    r.tool_s = 0.5 * i;
+    requests.push_back(r);
+    for (double weight : {1.0, 4.0}) {
+      const double p = EstimateInstance(cost, s, LoadOf(cost, requests, weight)).period_s;
+      EXPECT_GE(p, weight == 1 ? last : 0);
+      if (weight == 1) last = p;
+    }
+    EXPECT_GE(EstimateInstance(cost, s, LoadOf(cost, requests, 4)).period_s,
+              EstimateInstance(cost, s, LoadOf(cost, requests, 1)).period_s);
+  }
+}
+
+TEST(RolloutModelTest, EvictedContextsArePrefilledAgain) {
+  // Trajectories whose contexts wait for slow tools: with room for every context there is no
+  // miss; with a small cache the hit rate falls and the re-prefill costs time; with the contexts
+  // freed at every call every call misses.
+  AffineCost cost;
+  cost.prefill_per_token = 1e-4;
+  TrajectorySize r{2000, 2000, 2000};
+  r.turns = 10;
+  r.tool_s = 90;
+  const std::vector<double> latencies = {1, 2, 5, 10, 20, 30, 40};
+  const ToolLatencies tools(latencies);
+  InstanceSetting s;
+  s.staleness = 1;
+  s.tools = &tools;
+  const RolloutLoad load = LoadOf(cost, {r}, 64);
+  const InstanceEstimate ample = EstimateInstance(cost, s, load);
+  EXPECT_DOUBLE_EQ(ample.hit_rate, 1);
+  cost.kv = 60000;  // 15 of the 64 contexts
+  const InstanceEstimate short_cache = EstimateInstance(cost, s, load);
+  EXPECT_LT(short_cache.hit_rate, 1);
+  EXPECT_GT(short_cache.period_s, ample.period_s);
+  s.kv_policy = KvPolicy::kFree;
+  const InstanceEstimate freed = EstimateInstance(cost, s, load);
+  EXPECT_DOUBLE_EQ(freed.hit_rate, 0);
+  EXPECT_GE(freed.period_s, short_cache.period_s);
+}
+
+TEST(RolloutModelTest, ATrajectoryLargerThanTheCacheDoesNotFit) {
+  AffineCost cost;
+  cost.kv = 1000;
+  InstanceSetting s;
+  EXPECT_EQ(EstimateInstance(cost, s, LoadOf(cost, {TrajectorySize{500, 501, 0}}, 1)).period_s,
+            kInf);
+  EXPECT_EQ(EstimateInstance(cost, s, RolloutLoad()).period_s, 0);
+}
+
+TEST(RolloutModelTest, SharesAndMergesAreAdditive) {
+  AffineCost cost;
+  const RolloutLoad a = LoadOf(cost, {TrajectorySize{100, 1000, 10}}, 2);
+  const RolloutLoad b = LoadOf(cost, {TrajectorySize{200, 3000, 0}}, 1);
+  const RolloutLoad both = RolloutLoad::Merge(a, b);
+  EXPECT_DOUBLE_EQ(both.trajectories, 3);
+  EXPECT_DOUBLE_EQ(both.decode, 5000);
+  EXPECT_DOUBLE_EQ(both.slowest[0].decode, 3000);
+  const RolloutLoad half = both.Share(0.5);
+  EXPECT_DOUBLE_EQ(half.decode, 2500);
+  EXPECT_DOUBLE_EQ(half.slowest[0].decode, 3000);  // any share may get the slowest
+}
+
+TEST(RolloutModelTest, CatalogModelPeriodsAreFiniteAndFallWithTp) {
+  // Qwen3-14B on A800: a long-tailed batch is faster per step on TP 8 than on TP 1.
+  const model::CostModelContext context{model::FindGpu("A800-80G").value(),
+                                        model::FindModel("Qwen3-14B").value(), 8};
+  auto cost = model::BuiltinCostModels().Create("roofline", context, {}).value();
+  std::vector<TrajectorySize> requests;
+  for (int i = 0; i < 16; ++i) requests.push_back({1500, 500 + 1500 * i, 400});
+  InstanceSetting s;
+  s.staleness = 2;
+  double last = kInf;
+  for (int tp : {1, 2, 4, 8}) {
+    s.tp = tp;
+    RolloutLoad load;
+    for (const TrajectorySize& r : requests) load.Add(CostOf(*cost, tp, r), 2);
+    const double p = EstimateInstance(*cost, s, load).period_s;
+    EXPECT_GT(p, 0);
+    EXPECT_LT(p, last) << tp;
+    last = p;
+  }
+}
+
+}  // namespace
+}  // namespace libra::planner
