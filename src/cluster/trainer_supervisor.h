@@ -30,7 +30,9 @@ class TrainerSupervisor {
   /// Runs the prepare_command when the initial weights are missing, then starts the trainer.
   /// Failures end the run.
   void Start();
-  /// Runs `then` once the trainer serves (at once when it does).
+  /// Runs `then` once the trainer serves (at once when it does). While a restarted trainer
+  /// takes its replicas again, `then` is dropped: the restart sends the job again when it is done,
+  /// and a second copy of the job's requests would race the first.
   void WhenReady(std::function<void()> then);
   bool ready() const { return ready_; }
   /// The client of the trainer running now. REQUIRES: Start() was called.
@@ -72,6 +74,8 @@ class TrainerSupervisor {
   void Launch();
   /// SetReplicas' requests; `no_reply` is set when one got no reply at all.
   void Members(int replicas, bool announce, std::shared_ptr<bool> no_reply, Done done);
+  /// SetReplicas on a trainer that serves now.
+  void SendReplicas(int replicas, bool announce, Done done);
   void OnExit(const ExitStatus& status);
   std::string ProcessName() const;
 
@@ -80,6 +84,8 @@ class TrainerSupervisor {
   std::optional<ProcessId> process_;
   bool ready_ = false;
   bool stopping_ = false;
+  /// From the trainer's exit until its restart has sent the job again.
+  bool restarting_ = false;
   int restarts_ = 0;
   int version_ = 0;
   std::string checkpoint_;
