@@ -2,13 +2,11 @@
 #include <signal.h>
 
 #include <chrono>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "cluster/cluster_backend.h"
+#include "cluster/cluster_test_util.h"
 #include "cluster/fake_cluster.h"
 #include "experiment/coordinator.h"
 #include "gtest/gtest.h"
@@ -94,25 +92,6 @@ TEST(Issue24Test, AResumedRunRecordsSyncTimesOnOneClock) {
 
 // ---- 24.3: a trainer that dies while its GPUs are lent ------------------------------------------
 
-// Whether child `pid` has exited and is not yet reaped.
-bool Zombie(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  // "pid (comm) state ...": the state follows the last ')'.
-  const size_t close = text.rfind(')');
-  return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
-}
-
-// Waits (60 s at most) until child `pid` has exited and is not yet reaped.
-bool WaitUntilZombie(pid_t pid) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (Zombie(pid)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
 class Issue24TrainerTest : public ::testing::Test, public FakeClusterBackend {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(Start()); }
@@ -136,9 +115,9 @@ TEST_F(Issue24TrainerTest, ATrainerKilledWhileLentIsRestartedAndTakesItsGpusBack
   // asks the trainer to take them back: then its own request and the restart's must not both run
   // (they raced, and the layout was applied before the restart was, or a replica joined twice).
   engines_->control = [killed](int, const std::string& path) -> std::optional<TestHttpReply> {
-    if (path == "/release_memory_occupation" && kill(*killed, 0) == 0 && !Zombie(*killed)) {
+    if (path == "/release_memory_occupation" && IsAlive(*killed)) {
       EXPECT_EQ(kill(*killed, SIGKILL), 0);
-      EXPECT_TRUE(WaitUntilZombie(*killed));
+      EXPECT_TRUE(Eventually([killed] { return !IsAlive(*killed); }));  // exited, not reaped
     }
     return std::nullopt;
   };
