@@ -7,7 +7,8 @@
 #   scripts/slurm-local.sh stop DIR    # stops slurmd and slurmctld (munged is left for other users)
 #
 # The node is this host under its short name, with every core; processes run as job steps with
-# proctrack/linuxproc and no cgroups, so it works in containers. Accounting is off (squeue shows
+# proctrack/pgid and no cgroups, so it works in containers (proctrack/linuxproc loses a step's
+# children once their parent exits, and they can outlive the step). Accounting is off (squeue shows
 # what runs; sacct needs slurmdbd).
 set -euo pipefail
 
@@ -97,7 +98,7 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd.log
-ProctrackType=proctrack/linuxproc
+ProctrackType=proctrack/pgid
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none

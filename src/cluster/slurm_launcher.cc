@@ -135,13 +135,21 @@ Result<std::shared_ptr<SlurmAllocation>> SlurmAllocation::Acquire(const SlurmOpt
     if (const char* job = std::getenv("SLURM_JOB_ID"); job != nullptr) a->job_id_ = job;
   }
   if (a->job_id_.empty()) {
-    // salloc holds the allocation while it runs; it dies with libra (parent-death signal).
+    // salloc holds the allocation while its command runs: `cat` on a pipe that only libra
+    // writes to, so that the command ends, and salloc gives the allocation back, when libra
+    // closes the pipe or dies however it dies. (salloc answers SIGTERM by revoking the job but
+    // then waits for its command: a command that never ends would keep salloc running.)
     std::vector<std::string> argv = {options.salloc, StrFormat("--nodes=%d", nodes),
                                      "--job-name=" + a->step_prefix_ + "run"};
     argv.insert(argv.end(), options.salloc_args.begin(), options.salloc_args.end());
-    argv.insert(argv.end(), {"sleep", "infinity"});
-    int err[2];
+    argv.push_back("cat");
+    int err[2], in[2];
     if (pipe2(err, O_CLOEXEC) != 0) return Status::Backend("slurm", std::strerror(errno));
+    if (pipe2(in, O_CLOEXEC) != 0) {
+      close(err[0]);
+      close(err[1]);
+      return Status::Backend("slurm", std::strerror(errno));
+    }
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) return Status::Backend("slurm", std::strerror(errno));
@@ -149,7 +157,7 @@ Result<std::shared_ptr<SlurmAllocation>> SlurmAllocation::Acquire(const SlurmOpt
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != parent) _exit(127);
       const int null = open("/dev/null", O_RDWR);
-      dup2(null, 0);
+      dup2(in[0], 0);
       dup2(null, 1);
       dup2(err[1], 2);
       std::vector<char*> args;
@@ -159,8 +167,10 @@ Result<std::shared_ptr<SlurmAllocation>> SlurmAllocation::Acquire(const SlurmOpt
       _exit(127);
     }
     close(err[1]);
+    close(in[0]);
     a->salloc_pid_ = pid;
     a->salloc_stderr_ = err[0];
+    a->salloc_stdin_ = in[1];
     std::string said;
     const auto deadline = std::chrono::steady_clock::now() + options.allocation_timeout;
     char buffer[1024];
@@ -171,22 +181,21 @@ Result<std::shared_ptr<SlurmAllocation>> SlurmAllocation::Acquire(const SlurmOpt
       const int ready = left.count() > 0 ? poll(&p, 1, static_cast<int>(left.count())) : 0;
       if (ready < 0 && errno == EINTR) continue;
       if (ready == 0) {
-        return Status(StatusCode::kTimeout,
-                      Shown(argv) + ": no allocation after " +
-                          std::to_string(options.allocation_timeout.count()) + " s");
+        return Status(StatusCode::kTimeout, Shown(argv) + ": no allocation after " +
+                                                std::to_string(options.allocation_timeout.count()) +
+                                                " s");
       }
       const ssize_t n = read(err[0], buffer, sizeof(buffer));
       if (n <= 0) {
-        return Status::Backend("slurm", Shown(argv) + ": " +
-                                            (Trim(said).empty() ? "exited" : Trim(said)));
+        return Status::Backend("slurm",
+                               Shown(argv) + ": " + (Trim(said).empty() ? "exited" : Trim(said)));
       }
       said.append(buffer, static_cast<size_t>(n));
     }
     a->job_id_ = GrantedJob(said);
   }
-  LIBRA_ASSIGN_OR_RETURN(std::string nodelist,
-                         Capture({options.squeue, "--noheader", "--jobs=" + a->job_id_,
-                                  "--format=%N"}));
+  LIBRA_ASSIGN_OR_RETURN(std::string nodelist, Capture({options.squeue, "--noheader",
+                                                        "--jobs=" + a->job_id_, "--format=%N"}));
   nodelist = Trim(nodelist);
   if (nodelist.empty()) {
     return Status::Backend("slurm", "job " + a->job_id_ + " has no nodes (is it running?)");
@@ -198,9 +207,8 @@ Result<std::shared_ptr<SlurmAllocation>> SlurmAllocation::Acquire(const SlurmOpt
 }
 
 Result<std::vector<std::string>> SlurmAllocation::Steps() const {
-  LIBRA_ASSIGN_OR_RETURN(std::string listed,
-                         Capture({options_.squeue, "--steps", "--noheader", "--jobs=" + job_id_,
-                                  "--format=%i %j"}));
+  LIBRA_ASSIGN_OR_RETURN(std::string listed, Capture({options_.squeue, "--steps", "--noheader",
+                                                      "--jobs=" + job_id_, "--format=%i %j"}));
   std::vector<std::string> ours;
   for (const std::string& line : Lines(listed)) {
     const size_t space = line.find(' ');
@@ -222,12 +230,20 @@ void SlurmAllocation::CancelSteps() const {
 SlurmAllocation::~SlurmAllocation() {
   if (!job_id_.empty()) CancelSteps();
   if (salloc_pid_ > 0) {
-    // salloc gives the allocation back when it is asked to stop.
-    kill(salloc_pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    // Its command reads end-of-file and ends; salloc then gives the allocation back. One that
+    // does not is asked by SIGTERM (the job is revoked), then killed.
+    if (salloc_stdin_ >= 0) close(salloc_stdin_);
+    const auto start = std::chrono::steady_clock::now();
+    // Not granted yet: nothing runs its command, salloc is asked at once.
+    bool asked = job_id_.empty() && kill(salloc_pid_, SIGTERM) == 0;
     int status = 0;
     while (waitpid(salloc_pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (!asked && waited > std::chrono::seconds(30)) {
+        kill(salloc_pid_, SIGTERM);
+        asked = true;
+      }
+      if (waited > std::chrono::seconds(40)) {
         kill(salloc_pid_, SIGKILL);
         waitpid(salloc_pid_, &status, 0);
         break;

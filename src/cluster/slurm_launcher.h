@@ -3,8 +3,9 @@
 //
 // Inside an allocation (libra started by sbatch or salloc: SLURM_JOB_ID is set, or [launcher]
 // job_id names one) the steps run in it; otherwise libra requests one with salloc, held by a
-// salloc child process for the run's length, so that the allocation ends with libra even when
-// libra crashes. Each process is `srun --jobid J --nodelist NODE --nodes 1 --ntasks 1 --overlap
+// salloc child process for the run's length (its command reads a pipe from libra), so that the
+// allocation ends with libra even when libra crashes. Each process is `srun --jobid J --nodelist
+// NODE --nodes 1 --ntasks 1 --overlap
 // --job-name libra-<pid>-<name> ... env VAR=VALUE... COMMAND`: srun's output is the step's, logged
 // by libra per process; a SIGTERM to srun ends the step (srun forwards it), and so does srun's
 // death. At the end (and on Ctrl-C) every step whose name carries this libra's prefix that is
@@ -76,6 +77,8 @@ class SlurmAllocation {
   /// The salloc holding an allocation libra requested; 0 when libra joined one.
   pid_t salloc_pid_ = 0;
   int salloc_stderr_ = -1;
+  /// The write end of salloc's command's stdin: closing it ends the allocation.
+  int salloc_stdin_ = -1;
 };
 
 /// Runs commands as job steps on one node of an allocation.

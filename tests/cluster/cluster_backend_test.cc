@@ -44,7 +44,6 @@ std::vector<std::string> TestOverrides(int steps, int* trainer_port = nullptr) {
           "trainer.port=" + std::to_string(trainer)};
 }
 
-// Every process whose command line mentions `needle`.
 // The folder of run 1 under `runs` (runs/<database>-1-<random>, beside the database), or a path
 // that does not exist before the run has made it.
 std::string RunOneFolder(const std::string& runs) {
@@ -56,6 +55,7 @@ std::string RunOneFolder(const std::string& runs) {
   return runs + "/run-1-not-made-yet";
 }
 
+// Every process whose command line mentions `needle`.
 std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
   std::vector<pid_t> found;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
@@ -211,7 +211,8 @@ std::optional<std::string> SlurmUnavailable() {
 // The Slurm jobs and steps that libra processes left: "<id> <name>" lines.
 std::string LibraJobsAndSteps() {
   std::string listed;
-  for (const char* command : {"squeue -h -o '%i %j' 2>/dev/null", "squeue -h --steps -o '%i %j' 2>/dev/null"}) {
+  for (const char* command :
+       {"squeue -h -o '%i %j' 2>/dev/null", "squeue -h --steps -o '%i %j' 2>/dev/null"}) {
     FILE* out = popen(command, "r");
     if (out == nullptr) continue;
     char line[512];
@@ -240,7 +241,7 @@ TEST_F(ClusterBackendTest, CpuSlurmRunsEveryProcessAsAJobStep) {
   auto steps = (*store)->Steps(1);
   ASSERT_TRUE(steps.ok());
   EXPECT_EQ(steps->size(), 2u);
-  EXPECT_NE(ReadIfExists(dir_.File("runs/1/logs/engine-0.out")).find("listening"),
+  EXPECT_NE(ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/engine-0.out").find("listening"),
             std::string::npos);
   EXPECT_TRUE(Eventually([] { return LibraJobsAndSteps().empty(); }, std::chrono::seconds(60)))
       << LibraJobsAndSteps();
@@ -264,13 +265,14 @@ TEST_F(ClusterBackendTest, CtrlCOnSlurmLeavesNoStepBehind) {
     execv(args[0], args.data());
     _exit(127);
   }
-  const std::string run_dir = dir_.File("runs/1");
   ASSERT_TRUE(Eventually(
       [&] {
-        return ReadIfExists(run_dir + "/logs/engine-1.out").find("listening") != std::string::npos;
+        return ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/engine-1.out")
+                   .find("listening") != std::string::npos;
       },
       std::chrono::seconds(180)))
-      << ReadIfExists(run_dir + "/logs/trainer.err");
+      << ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/trainer.err");
+  const std::string run_dir = RunOneFolder(dir_.File("runs"));
   ASSERT_FALSE(LibraJobsAndSteps().empty());
   ASSERT_EQ(kill(pid, SIGINT), 0);
   int status = 0;
@@ -605,8 +607,8 @@ TEST_F(ClusterBackendFakeTest, EnginesReleaseTheirMemoryBeforeTheTrainerTakesIts
   ASSERT_GE(join, 0);
   int released = 0;
   for (int i = 0; i < join; ++i) {
-    released += timeline_[static_cast<size_t>(i)].find("/release_memory_occupation") !=
-                std::string::npos;
+    released +=
+        timeline_[static_cast<size_t>(i)].find("/release_memory_occupation") != std::string::npos;
   }
   EXPECT_EQ(released, 2) << StrJoin(timeline_, "\n");
 }
@@ -617,7 +619,8 @@ TEST_F(ClusterBackendFakeTest, AnEngineThatCannotSleepIsStoppedNotRecordedAsAsle
   Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {2, 1, 1})});
   Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(0, {2, 1, 1, 1, 1}, false, 2)});
   const int refusing = options_.engine.base_port + 3;  // engine-3's
-  engines_->control = [refusing](int port, const std::string& path) -> std::optional<TestHttpReply> {
+  engines_->control = [refusing](int port,
+                                 const std::string& path) -> std::optional<TestHttpReply> {
     if (port != refusing || path != "/release_memory_occupation") return std::nullopt;
     TestHttpReply reply;
     reply.status = 404;
@@ -633,8 +636,8 @@ TEST_F(ClusterBackendFakeTest, AnEngineThatCannotSleepIsStoppedNotRecordedAsAsle
   EXPECT_NE(Incidents(back, "fault")[0].find("could not release its memory"), std::string::npos);
   EXPECT_EQ(engines_->Count("/release_memory_occupation"), 4);  // 3 for engine-3, 1 for engine-4
   EXPECT_FALSE(IsAlive(*pid));
-  auto again = Until<backend::LayoutApplied>(
-      backend::ApplyLayout{FakeLayout(0, {2, 1, 1, 1, 1}, false, 2)});
+  auto again =
+      Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(0, {2, 1, 1, 1, 1}, false, 2)});
   EXPECT_EQ(Incidents(again, "switch")[1], "cluster: engine-5 starts (tp 1), engine-4 wakes");
 }
 
@@ -661,7 +664,8 @@ TEST_F(ClusterBackendFakeTest, ATurnThatKeepsFailingIsRetriedWithNewSeedsThenDro
   std::set<int64_t> seeds;
   for (size_t i = probed; i < engines_->received.size(); ++i) {
     const Received& r = engines_->received[i];
-    if (r.path == "/generate") seeds.insert(r.body.Find("sampling_params")->Find("sampling_seed")->as_int());
+    if (r.path == "/generate")
+      seeds.insert(r.body.Find("sampling_params")->Find("sampling_seed")->as_int());
   }
   EXPECT_EQ(seeds.size(), 4u);
   // Another trajectory still runs.
@@ -736,9 +740,9 @@ TEST_F(ClusterBackendFakeTest, ARecipeNeedingACapabilityTheEngineLacksIsRefusedB
   Status failure;
   Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})}, &failure);
   EXPECT_EQ(failure.code(), StatusCode::kInvalidRecipe);
-  for (const char* part : {"engine-0 (sglang engine at http://127.0.0.1:",
-                           "POST /update_weights_from_disk failed", "Not Found",
-                           "[trainer] weight_sync = \"disk\"", "weight_sync = \"restart\""}) {
+  for (const char* part :
+       {"engine-0 (sglang engine at http://127.0.0.1:", "POST /update_weights_from_disk failed",
+        "Not Found", "[trainer] weight_sync = \"disk\"", "weight_sync = \"restart\""}) {
     EXPECT_NE(failure.message().find(part), std::string::npos) << part << "\n" << failure.message();
   }
   EXPECT_EQ(trainer_->Count("/train_step"), 0);
@@ -760,7 +764,8 @@ TEST_F(ClusterBackendFakeTest, WeightSyncRestartStartsEveryEngineAgainOnTheNewWe
 
 TEST_F(ClusterBackendFakeTest, WeightSyncNoneLeavesTheEnginesAlone) {
   Stop();
-  ASSERT_NO_FATAL_FAILURE(Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = "none"; }));
+  ASSERT_NO_FATAL_FAILURE(
+      Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = "none"; }));
   Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
   const int saves = trainer_->Count("/save_weights");
   auto seen = Until<backend::SyncDone>(backend::SyncWeights{1});

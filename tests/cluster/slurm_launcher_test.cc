@@ -4,6 +4,7 @@
 #include "cluster/slurm_launcher.h"
 
 #include <cstdlib>
+#include <memory>
 #include <optional>
 
 #include "cluster/cluster_test_util.h"
@@ -53,8 +54,9 @@ class SlurmLauncherTest : public ::testing::Test {
     std::optional<cluster::ExitStatus> exit;
     auto id = processes_->Spawn(*wrapped, [&](const cluster::ExitStatus& s) { exit = s; });
     EXPECT_TRUE(id.ok()) << id.status().message();
-    EXPECT_TRUE(loop_->RunUntil([&] { return exit.has_value(); },
-                                cluster::EventLoop::Clock::now() + std::chrono::seconds(120))
+    EXPECT_TRUE(loop_
+                    ->RunUntil([&] { return exit.has_value(); },
+                               cluster::EventLoop::Clock::now() + std::chrono::seconds(120))
                     .ok());
     return exit;
   }
@@ -79,7 +81,10 @@ TEST_F(SlurmLauncherTest, AStepRunsOnItsNodeWithItsVariablesAndLogs) {
 
 TEST_F(SlurmLauncherTest, StoppingTheProcessEndsItsStep) {
   SlurmLauncher launcher(allocation_, allocation_->nodes()[0]);
-  auto wrapped = launcher.Wrap(Shell("sleeper", "sleep 300", dir_.File("logs")));
+  // The step's command has a child of its own, which must end with the step too.
+  const std::string child_pid = dir_.File("child.pid");
+  auto wrapped = launcher.Wrap(
+      Shell("sleeper", "sh -c 'echo $$ > " + child_pid + "; exec sleep 300'", dir_.File("logs")));
   ASSERT_TRUE(wrapped.ok());
   std::optional<cluster::ExitStatus> exit;
   auto id = processes_->Spawn(*wrapped, [&](const cluster::ExitStatus& s) { exit = s; });
@@ -90,9 +95,12 @@ TEST_F(SlurmLauncherTest, StoppingTheProcessEndsItsStep) {
         return steps.ok() && steps->size() == 1;
       },
       std::chrono::seconds(60)));
+  ASSERT_TRUE(Eventually([&] { return !ReadIfExists(child_pid).empty(); }));
+  const pid_t child = std::stoi(ReadIfExists(child_pid));
   processes_->Stop(*id, std::chrono::milliseconds(10000));
-  ASSERT_TRUE(loop_->RunUntil([&] { return exit.has_value(); },
-                              cluster::EventLoop::Clock::now() + std::chrono::seconds(60))
+  ASSERT_TRUE(loop_
+                  ->RunUntil([&] { return exit.has_value(); },
+                             cluster::EventLoop::Clock::now() + std::chrono::seconds(60))
                   .ok());
   EXPECT_TRUE(Eventually(
       [&] {
@@ -100,11 +108,14 @@ TEST_F(SlurmLauncherTest, StoppingTheProcessEndsItsStep) {
         return steps.ok() && steps->empty();
       },
       std::chrono::seconds(60)));
+  EXPECT_TRUE(Eventually([&] { return !IsAlive(child); }, std::chrono::seconds(60)))
+      << "the step's child " << child << " outlived it";
 }
 
 TEST_F(SlurmLauncherTest, TheAllocationLibraRequestedIsReleasedWithItsSteps) {
-  SlurmLauncher launcher(allocation_, allocation_->nodes()[0]);
-  auto wrapped = launcher.Wrap(Shell("left", "sleep 300", dir_.File("logs")));
+  // The launcher shares the allocation: it goes with libra's end too.
+  auto launcher = std::make_unique<SlurmLauncher>(allocation_, allocation_->nodes()[0]);
+  auto wrapped = launcher->Wrap(Shell("left", "sleep 300", dir_.File("logs")));
   ASSERT_TRUE(wrapped.ok());
   auto id = processes_->Spawn(*wrapped, [](const cluster::ExitStatus&) {});
   ASSERT_TRUE(id.ok());
@@ -115,10 +126,11 @@ TEST_F(SlurmLauncherTest, TheAllocationLibraRequestedIsReleasedWithItsSteps) {
       },
       std::chrono::seconds(60)));
   const std::string job = allocation_->job_id();
+  launcher.reset();
   allocation_.reset();  // libra ends with a step still running
   const std::string command = "squeue -h -j " + job + " 2>/dev/null | grep -q .";
-  EXPECT_TRUE(Eventually([&] { return std::system(command.c_str()) != 0; },
-                         std::chrono::seconds(60)))
+  EXPECT_TRUE(
+      Eventually([&] { return std::system(command.c_str()) != 0; }, std::chrono::seconds(60)))
       << "job " << job << " is still known to Slurm";
 }
 
