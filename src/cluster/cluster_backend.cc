@@ -239,14 +239,13 @@ void ClusterBackend::ProbeCapabilities(Done done) {
   const std::string name = e->name;
   const EngineClient client = *e->client;
   const double started = runtime_.Now();
-  ProbeEngine(runtime_, client, plan,
-              [this, name, client, started, done](EngineCapabilities found) {
-                const Status refused =
-                    CheckCapabilities(name, client, found, options_, layout_.colocated);
-                if (!refused.ok()) return Fail(refused);
-                Emit(backend::Incident{"capabilities", name, found.ToString(), started}, false);
-                done(Status());
-              });
+  ProbeEngine(
+      runtime_, client, plan, [this, name, client, started, done](EngineCapabilities found) {
+        const Status refused = CheckCapabilities(name, client, found, options_, layout_.colocated);
+        if (!refused.ok()) return Fail(refused);
+        Emit(backend::Incident{"capabilities", name, found.ToString(), started}, false);
+        done(Status());
+      });
 }
 
 void ClusterBackend::LayoutDone() {
@@ -302,7 +301,8 @@ void ClusterBackend::ApplyEngines(const backend::Layout& layout, Done done) {
         break;
       case EngineChange::Kind::kWake:
         changes->push_back(engines_->at(change.engine).name + " wakes");
-        acquire.push_back([this, key = change.engine](Done d) { engines_->Wake(key, std::move(d)); });
+        acquire.push_back(
+            [this, key = change.engine](Done d) { engines_->Wake(key, std::move(d)); });
         break;
       case EngineChange::Kind::kStop:
         changes->push_back(engines_->at(change.engine).name + " stops");

@@ -68,7 +68,8 @@ class Decoder {
     for (size_t i = 0; i < value->array.size(); ++i) {
       const OptionValue& item = value->array[i];
       if (item.kind != OptionValue::Kind::kString) {
-        reader.Error(key, StrFormat("[%zu]: expected a string, got %s", i, item.KindName().c_str()));
+        reader.Error(key,
+                     StrFormat("[%zu]: expected a string, got %s", i, item.KindName().c_str()));
         continue;
       }
       out.push_back(item.string_value);
@@ -303,9 +304,9 @@ Result<std::vector<std::unique_ptr<Launcher>>> MakeLaunchers(LauncherOptions& la
       if (host.ssh.host.empty()) {
         if (i >= allocation->nodes().size()) {
           return Status::Backend(
-              "slurm", StrFormat("job %s has %zu node(s), the recipe %zu",
-                                 allocation->job_id().c_str(), allocation->nodes().size(),
-                                 launcher.hosts.size()));
+              "slurm",
+              StrFormat("job %s has %zu node(s), the recipe %zu", allocation->job_id().c_str(),
+                        allocation->nodes().size(), launcher.hosts.size()));
         }
         host.ssh.host = allocation->nodes()[i];
       }

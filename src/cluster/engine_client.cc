@@ -169,9 +169,7 @@ HttpRequest EngineClient::Generate(const GenerateRequest& request) const {
     if (request.ignore_eos) body.Set("ignore_eos", true);
     if (request.seed) body.Set("seed", *request.seed);
     if (!request.request_id.empty()) body.Set("request_id", request.request_id);
-    body.Set("logprobs", 0)
-        .Set("return_token_ids", true)
-        .Set("return_tokens_as_token_ids", true);
+    body.Set("logprobs", 0).Set("return_token_ids", true).Set("return_tokens_as_token_ids", true);
     return PostJson(base_url_ + "/v1/completions", body, request.timeout_s);
   }
   JsonValue params = JsonValue::MakeObject()
@@ -230,11 +228,9 @@ Result<GenerateResult> EngineClient::ParseVllm(const GenerateRequest& request,
     const JsonValue& entry = (*entries)[i];
     const std::string path = StrFormat("%s[%zu]", list.c_str(), i);
     if (chat && !entry.is_object()) return reader.Error(path + " is " + entry.type_name());
-    LIBRA_ASSIGN_OR_RETURN(const JsonValue* value,
-                           chat ? reader.Member(entry, path, "logprob")
-                                : Result<const JsonValue*>(&entry));
-    LIBRA_ASSIGN_OR_RETURN(double logprob,
-                           reader.Logprob(*value, chat ? path + ".logprob" : path));
+    LIBRA_ASSIGN_OR_RETURN(const JsonValue* value, chat ? reader.Member(entry, path, "logprob")
+                                                        : Result<const JsonValue*>(&entry));
+    LIBRA_ASSIGN_OR_RETURN(double logprob, reader.Logprob(*value, chat ? path + ".logprob" : path));
     result.logprobs.push_back(logprob);
   }
   if (const JsonValue* ids = choice.Find("token_ids"); ids != nullptr && !ids->is_null()) {

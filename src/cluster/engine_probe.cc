@@ -48,23 +48,22 @@ struct Probe {
 
 void Generate(const std::shared_ptr<Probe>& probe, const GenerateRequest& request,
               std::function<void(Result<GenerateResult>)> then) {
-  probe->runtime->transport->Send(
-      probe->client.Generate(request),
-      [probe, request, then = std::move(then)](Result<HttpResponse> r) {
-        if (!r.ok()) return then(r.status());
-        then(probe->client.ParseGenerate(request, *r));
-      });
+  probe->runtime->transport->Send(probe->client.Generate(request),
+                                  [probe, request, then = std::move(then)](Result<HttpResponse> r) {
+                                    if (!r.ok()) return then(r.status());
+                                    then(probe->client.ParseGenerate(request, *r));
+                                  });
 }
 
 void Ack(const std::shared_ptr<Probe>& probe, const HttpRequest& request, Capability* into,
          std::function<void()> then) {
-  probe->runtime->transport->Send(request, [probe, request, into,
-                                            then = std::move(then)](Result<HttpResponse> r) {
-    const Status s = r.ok() ? probe->client.ParseAck(request, *r) : r.status();
-    into->present = s.ok();
-    if (!s.ok()) into->error = s.message();
-    then();
-  });
+  probe->runtime->transport->Send(
+      request, [probe, request, into, then = std::move(then)](Result<HttpResponse> r) {
+        const Status s = r.ok() ? probe->client.ParseAck(request, *r) : r.status();
+        into->present = s.ok();
+        if (!s.ok()) into->error = s.message();
+        then();
+      });
 }
 
 void Sleep(const std::shared_ptr<Probe>& probe) {
@@ -115,12 +114,12 @@ void ProbeEngine(Runtime& runtime, const EngineClient& client, const ProbePlan& 
     Generate(probe, stop, [probe, expected](Result<GenerateResult> second) {
       // ParseGenerate cuts an overshoot: a stopping engine generated no more than the cut.
       if (second.ok() && second->token_ids == expected) {
-        probe->found.stop_at_token_ids = {second->overshoot_tokens == 0,
-                                          second->overshoot_tokens == 0
-                                              ? ""
-                                              : StrFormat("generated %lld tokens past it",
-                                                          static_cast<long long>(
-                                                              second->overshoot_tokens))};
+        probe->found.stop_at_token_ids = {
+            second->overshoot_tokens == 0,
+            second->overshoot_tokens == 0
+                ? ""
+                : StrFormat("generated %lld tokens past it",
+                            static_cast<long long>(second->overshoot_tokens))};
       }
       Reload(probe);
     });

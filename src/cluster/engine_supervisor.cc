@@ -186,9 +186,8 @@ void EngineSupervisor::TrySleep(int64_t key, int attempt, Done done) {
         }
         if (engine.state == EngineState::kDead) return done(Status());  // it died meanwhile
         if (attempt < kSleepAttempts) {
-          runtime_.loop->AddTimer(kSleepBackoff * attempt, [this, key, attempt, done] {
-            TrySleep(key, attempt + 1, done);
-          });
+          runtime_.loop->AddTimer(kSleepBackoff * attempt,
+                                  [this, key, attempt, done] { TrySleep(key, attempt + 1, done); });
           return;
         }
         // It keeps its memory: stop it, so that whoever takes its GPUs finds them free.
@@ -233,9 +232,8 @@ void EngineSupervisor::Stop(int64_t key) {
 }
 
 void EngineSupervisor::Restart(int64_t key, Done done) {
-  StopAndWait(key, [this, key, done = std::move(done)](Status) mutable {
-    Launch(key, std::move(done));
-  });
+  StopAndWait(
+      key, [this, key, done = std::move(done)](Status) mutable { Launch(key, std::move(done)); });
 }
 
 void EngineSupervisor::StopAndWait(int64_t key, Done done) {

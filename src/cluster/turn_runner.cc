@@ -210,11 +210,11 @@ void TurnRunner::Retry(const backend::StartTurn& turn, const std::string& why) {
   failures_.erase(turn.trajectory);
   trajectories_.erase(turn.trajectory);
   ++dropped_;
-  runtime_.Emit(backend::TurnFailed{turn.trajectory, turn.instance,
-                                    StrFormat("turn %d failed %d times (last: %s)", turn.turn,
-                                              failed, why.c_str()),
-                                    true},
-                true);
+  runtime_.Emit(
+      backend::TurnFailed{
+          turn.trajectory, turn.instance,
+          StrFormat("turn %d failed %d times (last: %s)", turn.turn, failed, why.c_str()), true},
+      true);
   const int64_t ended = finished_ + dropped_;
   if (static_cast<double>(dropped_) >
       options.max_dropped_fraction * static_cast<double>(std::max<int64_t>(ended, 100))) {
@@ -256,7 +256,7 @@ void TurnRunner::FinishTrajectory(const backend::StartTurn& turn, int64_t genera
         if (!json.ok()) return runtime_.Fail(json.status());
         Result<double> reward = ReplyReader(name).Number(*json, "", "reward");
         if (!reward.ok()) return runtime_.Fail(reward.status());
-    ++finished_;
+        ++finished_;
         backend::TurnDone done;
         done.trajectory = turn.trajectory;
         done.instance = turn.instance;

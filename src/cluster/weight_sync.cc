@@ -160,12 +160,12 @@ void WeightSync::Distribute(int version, Done done) {
   // An engine that refuses to join fails the sync at once: the trainer's rendezvous would wait
   // for it until its timeout.
   RunAllFailFast(*runtime_.loop, std::move(steps),
-         [this, wanted, members, tensors, version, done = std::move(done)](Status s) {
-           if (!s.ok()) return done(s);
-           members_ = wanted;
-           tensors_ = *tensors;
-           Broadcast(members, version, done);
-         });
+                 [this, wanted, members, tensors, version, done = std::move(done)](Status s) {
+                   if (!s.ok()) return done(s);
+                   members_ = wanted;
+                   tensors_ = *tensors;
+                   Broadcast(members, version, done);
+                 });
 }
 
 }  // namespace libra::cluster

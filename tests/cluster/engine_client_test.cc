@@ -224,11 +224,10 @@ TEST(EngineClientTest, ParsesRealShapedReplies) {
 TEST(EngineClientTest, ParsesLengthAndAbortFinishes) {
   // A length finish has no matched token; an abort keeps the partial output, even none.
   // (It ends on a token that is not a stop token: one that is would be a stop.)
-  const std::string length =
-      Edit(Edit(Edit(kSglangReply, R"({"type":"stop","matched":6})",
-                     R"({"type":"length","length":3})"),
-                "[5,19,6]", "[5,19,7]"),
-           "[0.0,6,null]", "[0.0,7,null]");
+  const std::string length = Edit(
+      Edit(Edit(kSglangReply, R"({"type":"stop","matched":6})", R"({"type":"length","length":3})"),
+           "[5,19,6]", "[5,19,7]"),
+      "[0.0,6,null]", "[0.0,7,null]");
   const auto parsed = Sglang().ParseGenerate(TurnRequest(), Reply(length));
   ASSERT_OK(parsed);
   EXPECT_EQ(parsed->finish_reason, FinishReason::kLength);
@@ -413,9 +412,8 @@ TEST(EngineContractTest, EverySamplingParameterAndA64BitSeedGoOut) {
   for (const EngineClient& client : {Vllm(), Sglang()}) {
     const auto body = ParseJson(client.Generate(turn).body);
     ASSERT_OK(body);
-    const JsonValue* params = client.dialect() == EngineDialect::kVllm
-                                  ? &*body
-                                  : body->Find("sampling_params");
+    const JsonValue* params =
+        client.dialect() == EngineDialect::kVllm ? &*body : body->Find("sampling_params");
     ASSERT_NE(params, nullptr);
     for (const char* key : {"temperature", "top_p", "top_k", "min_p"}) {
       EXPECT_NE(params->Find(key), nullptr) << EngineDialectName(client.dialect()) << " " << key;
@@ -475,8 +473,7 @@ TEST(EngineContractTest, OvershootPastAStopTokenIsCutAndCounted) {
     "usage":{"prompt_tokens":4,"completion_tokens":3}})";
   const std::string sglang = R"({"meta_info":{"finish_reason":{"type":"length","length":3},
     "output_token_logprobs":[[-0.25,5],[-0.5,6],[-1.0,9]]}})";
-  for (const auto& [client, body] :
-       {std::pair{Vllm(), vllm}, std::pair{Sglang(), sglang}}) {
+  for (const auto& [client, body] : {std::pair{Vllm(), vllm}, std::pair{Sglang(), sglang}}) {
     const auto parsed = client.ParseGenerate(TurnRequest(), Reply(body));
     ASSERT_OK(parsed);
     EXPECT_EQ(parsed->token_ids, (std::vector<TokenId>{5, 6}));

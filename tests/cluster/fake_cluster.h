@@ -415,8 +415,8 @@ class FakeClusterBackend {
     cluster::ClusterBackend::Overrides overrides;
     overrides.launchers.push_back(std::make_unique<FakeLauncher>(&asked_));
     overrides.loop = std::move(*loop);
-    auto backend = cluster::ClusterBackend::Create(recipe::Recipe{}, options_, dir_.File("run"),
-                                                   0, std::move(overrides));
+    auto backend = cluster::ClusterBackend::Create(recipe::Recipe{}, options_, dir_.File("run"), 0,
+                                                   std::move(overrides));
     ASSERT_TRUE(backend.ok()) << backend.status().message();
     backend_ = std::move(*backend);
   }
