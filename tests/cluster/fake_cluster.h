@@ -198,6 +198,8 @@ class FakeTrainer {
   }
 
   std::function<bool()> alive = [] { return true; };
+  /// The reply to a request on `path` instead of the protocol's, when set and it returns one.
+  std::function<std::optional<TestHttpReply>(const std::string& path)> control;
   /// When set, every request is appended as "trainer <path>".
   std::vector<std::string>* timeline = nullptr;
   int version = 0;
@@ -228,6 +230,9 @@ class FakeTrainer {
     }
     received.push_back(r);
     if (timeline != nullptr) timeline->push_back("trainer " + request.path);
+    if (control) {
+      if (std::optional<TestHttpReply> reply = control(request.path)) return *reply;
+    }
     const JsonValue& body = r.body;
     if (request.path == "/health") {
       return Json(JsonValue::MakeObject().Set("status", "ok").Set("version", version));
