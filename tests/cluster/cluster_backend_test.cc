@@ -102,6 +102,46 @@ class ClusterBackendTest : public ::testing::Test {
     };
   }
 
+  // Starts `libra run <recipe>` for 50 steps in a child process and waits (up to `timeout`)
+  // until its engine-1 serves; the child's pid, or -1 (the test has failed then).
+  pid_t StartUntilEnginesServe(const std::string& recipe, std::chrono::seconds timeout,
+                               int* trainer_port = nullptr) {
+    std::vector<std::string> argv = {LIBRA_BINARY, "run", SourcePath(recipe), "--db",
+                                     dir_.File("r.db")};
+    for (const std::string& o : TestOverrides(50, trainer_port)) {
+      argv.push_back("--set");
+      argv.push_back(o);
+    }
+    const pid_t pid = fork();
+    if (pid < 0) {
+      ADD_FAILURE() << "fork failed";
+      return -1;
+    }
+    if (pid == 0) {
+      std::vector<char*> args;
+      for (std::string& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      freopen("/dev/null", "w", stdout);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    // Engines run once they log that they listen.
+    const bool serving = Eventually(
+        [&] {
+          return ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/engine-1.out")
+                     .find("listening") != std::string::npos;
+        },
+        timeout);
+    if (!serving) {
+      ADD_FAILURE() << "engine-1 did not serve; the trainer said: "
+                    << ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/trainer.err");
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      return -1;
+    }
+    return pid;
+  }
+
   ScopedTempDir dir_;
 };
 
@@ -249,29 +289,8 @@ TEST_F(ClusterBackendTest, CpuSlurmRunsEveryProcessAsAJobStep) {
 
 TEST_F(ClusterBackendTest, CtrlCOnSlurmLeavesNoStepBehind) {
   if (auto why = SlurmUnavailable()) GTEST_SKIP() << *why;
-  std::vector<std::string> argv = {LIBRA_BINARY, "run", SourcePath("recipes/cpu-slurm.toml"),
-                                   "--db", dir_.File("r.db")};
-  for (const std::string& o : TestOverrides(50)) {
-    argv.push_back("--set");
-    argv.push_back(o);
-  }
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    freopen("/dev/null", "w", stdout);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/engine-1.out")
-                   .find("listening") != std::string::npos;
-      },
-      std::chrono::seconds(180)))
-      << ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/trainer.err");
+  const pid_t pid = StartUntilEnginesServe("recipes/cpu-slurm.toml", std::chrono::seconds(180));
+  ASSERT_GT(pid, 0);
   const std::string run_dir = RunOneFolder(dir_.File("runs"));
   ASSERT_FALSE(LibraJobsAndSteps().empty());
   ASSERT_EQ(kill(pid, SIGINT), 0);
@@ -467,31 +486,10 @@ TEST_F(ClusterBackendTest, AnInterruptedRunResumesFromItsLastCheckpoint) {
 TEST_F(ClusterBackendTest, CtrlCLeavesNoProcessBehind) {
   // SIGINT once the engines serve: libra exits 130, records the run as
   // interrupted, and every process it started is gone.
-  std::vector<std::string> argv = {LIBRA_BINARY, "run", SourcePath("recipes/cpu-local.toml"),
-                                   "--db", dir_.File("r.db")};
   int trainer_port = 0;
-  for (const std::string& o : TestOverrides(50, &trainer_port)) {
-    argv.push_back("--set");
-    argv.push_back(o);
-  }
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    freopen("/dev/null", "w", stdout);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  // Engines run once they log that they listen.
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/engine-1.out")
-                   .find("listening") != std::string::npos;
-      },
-      std::chrono::seconds(120)))
-      << ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/trainer.err");
+  const pid_t pid =
+      StartUntilEnginesServe("recipes/cpu-local.toml", std::chrono::seconds(120), &trainer_port);
+  ASSERT_GT(pid, 0);
   const std::string run_dir = RunOneFolder(dir_.File("runs"));
   ASSERT_FALSE(ProcessesMentioning(run_dir).empty());
   ASSERT_EQ(kill(pid, SIGINT), 0);
