@@ -44,6 +44,20 @@ std::vector<std::string> TestOverrides(int steps, int* trainer_port = nullptr) {
           "trainer.port=" + std::to_string(trainer)};
 }
 
+// `run <recipe> --db <db>` with TestOverrides(steps) and `extra` as --set arguments.
+std::vector<std::string> RunArgs(const std::string& recipe, const std::string& db, int steps,
+                                 int* trainer_port = nullptr,
+                                 const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"run", SourcePath(recipe), "--db", db};
+  std::vector<std::string> sets = TestOverrides(steps, trainer_port);
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  for (const std::string& o : sets) {
+    args.push_back("--set");
+    args.push_back(o);
+  }
+  return args;
+}
+
 // The folder of run 1 under `runs` (runs/<database>-1-<random>, beside the database), or a path
 // that does not exist before the run has made it.
 std::string RunOneFolder(const std::string& runs) {
@@ -106,12 +120,8 @@ class ClusterBackendTest : public ::testing::Test {
   // until its engine-1 serves; the child's pid, or -1 (the test has failed then).
   pid_t StartUntilEnginesServe(const std::string& recipe, std::chrono::seconds timeout,
                                int* trainer_port = nullptr) {
-    std::vector<std::string> argv = {LIBRA_BINARY, "run", SourcePath(recipe), "--db",
-                                     dir_.File("r.db")};
-    for (const std::string& o : TestOverrides(50, trainer_port)) {
-      argv.push_back("--set");
-      argv.push_back(o);
-    }
+    std::vector<std::string> argv = RunArgs(recipe, dir_.File("r.db"), 50, trainer_port);
+    argv.insert(argv.begin(), LIBRA_BINARY);
     const pid_t pid = fork();
     if (pid < 0) {
       ADD_FAILURE() << "fork failed";
@@ -148,13 +158,7 @@ class ClusterBackendTest : public ::testing::Test {
 TEST_F(ClusterBackendTest, CpuLocalRunsEndToEndAndRecordsEverything) {
   // libra run on the CPU recipe: multi-turn tool use, C-MLFQ moves, a role
   // switch, weight syncs and real rewards, all in the store.
-  std::vector<std::string> args = {"run", SourcePath("recipes/cpu-local.toml"), "--db",
-                                   dir_.File("r.db")};
-  for (const std::string& o : TestOverrides(3)) {
-    args.push_back("--set");
-    args.push_back(o);
-  }
-  const CommandResult r = RunLibra(args);
+  const CommandResult r = RunLibra(RunArgs("recipes/cpu-local.toml", dir_.File("r.db"), 3));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
 
   auto store = store::Store::Open(dir_.File("r.db"));
@@ -214,17 +218,11 @@ TEST_F(ClusterBackendTest, CpuSshRunsOverSshToAPrivateSshd) {
             "Host localhost\n  HostName " + at.host + "\n  Port " + std::to_string(at.port) +
                 "\n  User " + at.user + "\n  IdentityFile " + at.identity_file +
                 "\n  IdentitiesOnly yes\n  UserKnownHostsFile " + at.known_hosts_file + "\n");
-  std::vector<std::string> args = {
-      "run",   SourcePath("recipes/cpu-ssh.toml"),
-      "--db",  dir_.File("r.db"),
-      "--set", "launcher.ssh_config=\"" + dir_.File("ssh_config") + "\"",
-      "--set", "launcher.strict_host_key_checking=\"yes\""};
   int trainer_port = 0;
-  for (const std::string& o : TestOverrides(2, &trainer_port)) {
-    args.push_back("--set");
-    args.push_back(o);
-  }
-  const CommandResult r = RunLibra(args);
+  const CommandResult r =
+      RunLibra(RunArgs("recipes/cpu-ssh.toml", dir_.File("r.db"), 2, &trainer_port,
+                       {"launcher.ssh_config=\"" + dir_.File("ssh_config") + "\"",
+                        "launcher.strict_host_key_checking=\"yes\""}));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << (*sshd)->Log();
   auto store = store::Store::Open(dir_.File("r.db"));
   ASSERT_TRUE(store.ok());
@@ -268,13 +266,7 @@ TEST_F(ClusterBackendTest, CpuSlurmRunsEveryProcessAsAJobStep) {
   // recipes/cpu-slurm.toml on the local Slurm: libra requests the allocation, runs the engines
   // and the trainer as steps, records the run, and leaves no job or step behind.
   if (auto why = SlurmUnavailable()) GTEST_SKIP() << *why;
-  std::vector<std::string> args = {"run", SourcePath("recipes/cpu-slurm.toml"), "--db",
-                                   dir_.File("r.db")};
-  for (const std::string& o : TestOverrides(2)) {
-    args.push_back("--set");
-    args.push_back(o);
-  }
-  const CommandResult r = RunLibra(args);
+  const CommandResult r = RunLibra(RunArgs("recipes/cpu-slurm.toml", dir_.File("r.db"), 2));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto store = store::Store::Open(dir_.File("r.db"));
   ASSERT_TRUE(store.ok());
@@ -620,10 +612,7 @@ TEST_F(ClusterBackendFakeTest, AnEngineThatCannotSleepIsStoppedNotRecordedAsAsle
   engines_->control = [refusing](int port,
                                  const std::string& path) -> std::optional<TestHttpReply> {
     if (port != refusing || path != "/release_memory_occupation") return std::nullopt;
-    TestHttpReply reply;
-    reply.status = 404;
-    reply.body = R"({"detail": "Not Found"})";
-    return reply;
+    return FakeEngines::NotFound();
   };
   const std::optional<pid_t> pid = backend_->EnginePid(InstanceId(3));
   ASSERT_TRUE(pid.has_value());
@@ -730,10 +719,7 @@ TEST_F(ClusterBackendFakeTest, TheFirstEnginesCapabilitiesAreProbedAndRecorded) 
 TEST_F(ClusterBackendFakeTest, ARecipeNeedingACapabilityTheEngineLacksIsRefusedBeforeTraining) {
   engines_->control = [](int, const std::string& path) -> std::optional<TestHttpReply> {
     if (path != "/update_weights_from_disk") return std::nullopt;
-    TestHttpReply reply;
-    reply.status = 404;
-    reply.body = R"({"detail": "Not Found"})";
-    return reply;
+    return FakeEngines::NotFound();
   };
   Status failure;
   Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})}, &failure);

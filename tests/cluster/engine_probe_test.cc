@@ -66,10 +66,7 @@ TEST_F(EngineProbeTest, AnEngineThatRunsPastStopTokensIsFound) {
 TEST_F(EngineProbeTest, AnEngineWithoutReloadIsFound) {
   engines_.control = [](int, const std::string& path) -> std::optional<TestHttpReply> {
     if (path != "/update_weights_from_disk") return std::nullopt;
-    TestHttpReply reply;
-    reply.status = 404;
-    reply.body = R"({"detail": "Not Found"})";
-    return reply;
+    return FakeEngines::NotFound();
   };
   cluster::ProbePlan plan;
   plan.reload = true;

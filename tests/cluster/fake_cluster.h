@@ -134,6 +134,14 @@ class FakeEngines {
     return reply;
   }
 
+  /// A route the engine does not have, as FastAPI answers it.
+  static TestHttpReply NotFound() {
+    TestHttpReply reply;
+    reply.status = 404;
+    reply.body = R"({"detail": "Not Found"})";
+    return reply;
+  }
+
   /// Requests received so far on `path` (every port).
   int Count(const std::string& path) const {
     int n = 0;

@@ -99,10 +99,7 @@ TEST_F(WeightSyncTest, AnEngineThatRefusesTheGroupFailsTheSyncWithoutWaitingForT
   };
   engines_.control = [](int, const std::string& path) -> std::optional<TestHttpReply> {
     if (path != "/init_weights_update_group") return std::nullopt;
-    TestHttpReply refused;
-    refused.status = 404;
-    refused.body = R"({"detail": "Not Found"})";
-    return refused;
+    return FakeEngines::NotFound();
   };
   const Status s = Sync(1);
   EXPECT_FALSE(s.ok());
