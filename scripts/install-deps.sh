@@ -25,6 +25,10 @@ packages=(
   "zlib1g-dev:tests decode the PNG renders"
   "python3-protobuf:tests decode libra's TensorBoard event files with an independent protobuf reader"
   "zsh:tests check the zsh completion script (libra completion zsh)"
+  "slurm-client:the Slurm launcher (srun, salloc, squeue, scancel, scontrol)"
+  "slurmctld:the Slurm launcher's tests run a one-node Slurm on this machine"
+  "slurmd:the Slurm launcher's tests run a one-node Slurm on this machine"
+  "munge:authentication between the Slurm commands and daemons of those tests"
 )
 
 missing=()

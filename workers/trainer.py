@@ -109,7 +109,7 @@ class Trainer:
             started = time.monotonic()
             self.model.train()
             self.optimizer.zero_grad()
-            totals = {"loss": 0.0, "kl": 0.0, "clipped": 0.0}
+            totals = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "logprob_diff": 0.0}
             # Data parallelism: each replica's shard contributes its part of the token mean,
             # so the summed gradients equal the whole batch's.
             shards = [sequences[i::len(self.replicas)] for i in range(len(self.replicas))]
@@ -129,7 +129,8 @@ class Trainer:
             self.train_seconds += seconds
             self.last_step = {
                 "step": step, "version": self.version, "loss": totals["loss"],
-                "kl": totals["kl"], "clip_fraction": totals["clipped"], "grad_norm": grad_norm,
+                "kl": totals["kl"], "clip_fraction": totals["clipped"],
+                "logprob_diff": totals["logprob_diff"], "grad_norm": grad_norm,
                 "tokens": trained, "sequences": len(sequences), "seconds": seconds,
             }
             return dict(self.last_step)
@@ -163,8 +164,11 @@ class Trainer:
         loss = ((policy + self.kl_coef * kl) * mask).sum() / trained
         loss.backward()
         was_clipped = ((ratio - clipped).abs() > 1e-6).float()
+        # How far the trainer's log-probabilities (before the update) are from the engine's.
+        diff = (log_ratio.detach().abs() * mask).sum()
         return {"loss": float(loss), "kl": float((kl.detach() * mask).sum()) / trained,
-                "clipped": float((was_clipped * mask).sum()) / trained}
+                "clipped": float((was_clipped * mask).sum()) / trained,
+                "logprob_diff": float(diff) / trained}
 
     def save_weights(self, request: Request) -> Dict[str, Any]:
         path = field(request.body, "path", "str")

@@ -121,6 +121,10 @@ struct TurnFailed {
   TrajectoryId trajectory;
   InstanceId instance;
   std::string reason;
+  /// The backend gave up on the trajectory (its turn failed every retry): the coordinator drops
+  /// it (a "fault" event) and draws its sample again as a new trajectory, so that its group
+  /// stays whole.
+  bool dropped = false;
 };
 
 /// An instance stopped (up = false) or resumed taking turns: an engine died and is being
@@ -150,6 +154,13 @@ struct ToolDone {
 struct TrainDone {
   int step = 0;
   double started_at = 0;
+  /// Real trainers: how far the trainer's log-probabilities of the trained tokens were from the
+  /// engines' (StepRecord::logprob_diff, clip_fraction); unset when unknown.
+  std::optional<double> logprob_diff{};
+  std::optional<double> clip_fraction{};
+  /// Non-empty when the run must stop after recording this step (they diverged past the
+  /// recipe's threshold): the error to stop with.
+  std::string halt{};
 };
 
 struct SyncDone {

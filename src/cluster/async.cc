@@ -5,11 +5,14 @@
 
 namespace libra::cluster {
 
-void RunAll(EventLoop& loop, std::vector<AsyncStep> steps, Done then) {
+namespace {
+
+void Join(EventLoop& loop, std::vector<AsyncStep> steps, Done then, bool fail_fast) {
   struct Join {
     size_t left = 0;
     Status first;
     Done then;
+    bool answered = false;
   };
   auto join = std::make_shared<Join>();
   join->left = steps.size();
@@ -19,11 +22,24 @@ void RunAll(EventLoop& loop, std::vector<AsyncStep> steps, Done then) {
     return;
   }
   for (AsyncStep& step : steps) {
-    step([join](Status status) {
+    step([join, fail_fast](Status status) {
       if (!status.ok() && join->first.ok()) join->first = std::move(status);
-      if (--join->left == 0) join->then(join->first);
+      const bool last = --join->left == 0;
+      if (join->answered || !(last || (fail_fast && !join->first.ok()))) return;
+      join->answered = true;
+      join->then(join->first);
     });
   }
+}
+
+}  // namespace
+
+void RunAll(EventLoop& loop, std::vector<AsyncStep> steps, Done then) {
+  Join(loop, std::move(steps), std::move(then), false);
+}
+
+void RunAllFailFast(EventLoop& loop, std::vector<AsyncStep> steps, Done then) {
+  Join(loop, std::move(steps), std::move(then), true);
 }
 
 }  // namespace libra::cluster

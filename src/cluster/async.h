@@ -19,5 +19,9 @@ using AsyncStep = std::function<void(Done)>;
 /// Starts every step at once; `then` gets the first error, or OK once every step has answered
 /// (at the loop's next turn when there are none, never inside RunAll).
 void RunAll(EventLoop& loop, std::vector<AsyncStep> steps, Done then);
+/// Like RunAll, but `then` gets the first error as soon as it comes (the other steps run on,
+/// their outcomes unheard): for steps that block on each other, such as the members of a
+/// rendezvous, where one refusal means the others would wait for nothing.
+void RunAllFailFast(EventLoop& loop, std::vector<AsyncStep> steps, Done then);
 
 }  // namespace libra::cluster

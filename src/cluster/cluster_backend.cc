@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cluster/engine_probe.h"
 #include "cluster/layout_assignment.h"
 #include "common/strings.h"
 
@@ -180,29 +181,88 @@ std::optional<pid_t> ClusterBackend::TrainerPid() const { return trainer_->Pid()
 // ---- Layout ------------------------------------------------------------------------------------
 
 void ClusterBackend::ApplyLayout(const backend::Layout& layout) {
-  auto apply = [this, layout] {
-    trainer_->SetReplicas(ReplicasOf(layout), !engines_->instances().empty(),
-                          [this, layout](Status joined) {
-                            if (!joined.ok()) return Fail(joined);
-                            ApplyEngines(layout);
-                          });
-  };
-  if (started_) return apply();
+  if (started_) return Relayout(layout);
   started_ = true;
   if (layout.train.gpus() != layout.train_gpus) {
     return Fail(Status::Backend("cluster", "the layout's trainer does not use its GPUs"));
   }
   trainer_->Start();
-  trainer_->WhenReady([this, apply] {
+  trainer_->WhenReady([this, layout] {
     // The start version on disk: what every engine starts from.
-    sync_->SaveInitial(start_version_, [this, apply](Status saved) {
+    sync_->SaveInitial(start_version_, [this, layout](Status saved) {
       if (!saved.ok()) return Fail(saved);
-      apply();
+      Relayout(layout);
     });
   });
 }
 
-void ClusterBackend::ApplyEngines(const backend::Layout& layout) {
+void ClusterBackend::Relayout(const backend::Layout& layout) {
+  // GPUs change hands in order: the trainer's replicas that leave go first, then the engines
+  // that leave release their memory (they sleep, or stop), then engines start or wake, and only
+  // then do joining replicas take their GPUs. A trainer restart in between sends it all again
+  // (the parts already done are no-ops the second time).
+  const uint64_t attempt = ++layout_attempt_;
+  trainer_->SetJob([this, layout] { Relayout(layout); });
+  const int replicas = ReplicasOf(layout);
+  const bool announce = !engines_->instances().empty();
+  auto current = [this, attempt] { return attempt == layout_attempt_; };
+  auto finish = [this, current, layout, replicas, announce] {
+    trainer_->SetReplicas(replicas, announce, [this, current](Status joined) {
+      if (!current()) return;
+      if (!joined.ok()) return Fail(joined);
+      trainer_->EndJob();
+      LayoutDone();
+    });
+  };
+  if (replicas >= trainer_->replicas()) {
+    return ApplyEngines(layout, [current, finish](Status) {
+      if (current()) finish();
+    });
+  }
+  trainer_->SetReplicas(replicas, announce, [this, current, layout, finish](Status left) {
+    if (!current()) return;
+    if (!left.ok()) return Fail(left);
+    ApplyEngines(layout, [current, finish](Status) {
+      if (current()) finish();
+    });
+  });
+}
+
+void ClusterBackend::ProbeCapabilities(Done done) {
+  const Engine* e = engines_->Serving(InstanceId(0));
+  if (e == nullptr) return done(Status());
+  ProbePlan plan;
+  plan.prompt_token = options_.agent.tool_call_token;
+  plan.reload = options_.trainer.weight_sync == "disk";
+  plan.version = versions_.policy;
+  plan.sleep = layout_.colocated;
+  const std::string name = e->name;
+  const EngineClient client = *e->client;
+  const double started = runtime_.Now();
+  ProbeEngine(
+      runtime_, client, plan, [this, name, client, started, done](EngineCapabilities found) {
+        const Status refused = CheckCapabilities(name, client, found, options_, layout_.colocated);
+        if (!refused.ok()) return Fail(refused);
+        Emit(backend::Incident{"capabilities", name, found.ToString(), started}, false);
+        done(Status());
+      });
+}
+
+void ClusterBackend::LayoutDone() {
+  Emit(backend::LayoutApplied{}, true);
+  // Instances whose engine was dropped while starting are down from the start.
+  const std::vector<int64_t>& serving = engines_->instances();
+  for (size_t i = 0; i < serving.size(); ++i) {
+    const Engine& e = engines_->at(serving[i]);
+    if (e.state == EngineState::kDead) {
+      Emit(backend::InstanceHealth{InstanceId(static_cast<int64_t>(i)), false,
+                                   e.name + " could not be started"},
+           false);
+    }
+  }
+}
+
+void ClusterBackend::ApplyEngines(const backend::Layout& layout, Done done) {
   const double started = runtime_.Now();
   const bool first = engines_->instances().empty();
   std::vector<EngineView> views;
@@ -212,8 +272,11 @@ void ClusterBackend::ApplyEngines(const backend::Layout& layout) {
   }
   const LayoutAssignment assignment = AssignEngines(engines_->instances(), views, layout.instances);
   for (int64_t key : engines_->instances()) engines_->at(key).in_layout = false;
-  std::vector<AsyncStep> steps;
-  std::vector<std::string> changes;
+  // Releasing steps (sleeps, stops) end before acquiring ones (wakes, starts) begin, so that no
+  // two processes hold one GPU's memory at once.
+  std::vector<AsyncStep> release, acquire;
+  // What happened to each engine, in the order decided; written as the steps end.
+  auto changes = std::make_shared<std::vector<std::string>>();
   std::vector<int64_t> next(layout.instances.size());
   for (size_t i = 0; i < layout.instances.size(); ++i) {
     if (!assignment.serving[i]) continue;
@@ -223,27 +286,36 @@ void ClusterBackend::ApplyEngines(const backend::Layout& layout) {
     next[i] = e.key;
   }
   for (const EngineChange& change : assignment.changes) {
+    const size_t slot = changes->size();
     switch (change.kind) {
       case EngineChange::Kind::kSleep:
-        changes.push_back(engines_->at(change.engine).name + " sleeps");
-        steps.push_back(
-            [this, key = change.engine](Done d) { engines_->Sleep(key, std::move(d)); });
+        changes->push_back(engines_->at(change.engine).name + " sleeps");
+        release.push_back([this, key = change.engine, changes, slot](Done d) {
+          engines_->Sleep(key, [this, key, changes, slot, d = std::move(d)](Status s) {
+            if (engines_->at(key).state != EngineState::kSleeping) {
+              (*changes)[slot] = engines_->at(key).name + " stops (it could not sleep)";
+            }
+            d(s);
+          });
+        });
         break;
       case EngineChange::Kind::kWake:
-        changes.push_back(engines_->at(change.engine).name + " wakes");
-        steps.push_back([this, key = change.engine](Done d) { engines_->Wake(key, std::move(d)); });
+        changes->push_back(engines_->at(change.engine).name + " wakes");
+        acquire.push_back(
+            [this, key = change.engine](Done d) { engines_->Wake(key, std::move(d)); });
         break;
       case EngineChange::Kind::kStop:
-        changes.push_back(engines_->at(change.engine).name + " stops");
-        engines_->Stop(change.engine);
+        changes->push_back(engines_->at(change.engine).name + " stops");
+        release.push_back(
+            [this, key = change.engine](Done d) { engines_->StopAndWait(key, std::move(d)); });
         break;
       case EngineChange::Kind::kStart: {
         const backend::InstanceSpec& spec = layout.instances[static_cast<size_t>(change.instance)];
         Engine& e = engines_->Add(spec);
         e.in_layout = true;
         next[static_cast<size_t>(change.instance)] = e.key;
-        changes.push_back(e.name + StrFormat(" starts (tp %d)", spec.tp));
-        steps.push_back([this, key = e.key](Done d) { engines_->Launch(key, std::move(d)); });
+        changes->push_back(e.name + StrFormat(" starts (tp %d)", spec.tp));
+        acquire.push_back([this, key = e.key](Done d) { engines_->Launch(key, std::move(d)); });
         break;
       }
     }
@@ -252,23 +324,16 @@ void ClusterBackend::ApplyEngines(const backend::Layout& layout) {
   layout_ = layout;
   trainer_->set_layout_replicas(ReplicasOf(layout));
   sync_->Invalidate();  // the serving set may have changed: a new group at the next sync
-  RunAll(*loop_, std::move(steps), [this, first, started, changes = std::move(changes)](Status s) {
+  auto acquired = [this, first, started, changes, done](Status s) {
     if (!s.ok() && first) return Fail(s);
-    if (!first) {
-      Emit(backend::Incident{"switch", "cluster", StrJoin(changes, ", "), started}, false);
-    }
-    Emit(backend::LayoutApplied{}, true);
-    // Instances whose engine was dropped while starting are down from the start.
-    const std::vector<int64_t>& serving = engines_->instances();
-    for (size_t i = 0; i < serving.size(); ++i) {
-      const Engine& e = engines_->at(serving[i]);
-      if (e.state == EngineState::kDead) {
-        Emit(backend::InstanceHealth{InstanceId(static_cast<int64_t>(i)), false,
-                                     e.name + " could not be started"},
-             false);
-      }
-    }
-  });
+    if (first) return ProbeCapabilities(done);
+    Emit(backend::Incident{"switch", "cluster", StrJoin(*changes, ", "), started}, false);
+    done(Status());
+  };
+  RunAll(*loop_, std::move(release),
+         [this, acquire = std::move(acquire), acquired = std::move(acquired)](Status) mutable {
+           RunAll(*loop_, std::move(acquire), std::move(acquired));
+         });
 }
 
 // ---- Training and sync -------------------------------------------------------------------------
@@ -284,6 +349,9 @@ void ClusterBackend::Train(const backend::Train& train) {
                                  sequences.status().message()));
   }
   request->sequences = std::move(*sequences);
+  if (std::optional<backend::Incident> overshoot = turns_->TakeOvershoot()) {
+    Emit(std::move(*overshoot), false);
+  }
   const double started = runtime_.Now();
   if (!layout_.colocated) return SendTrainStep(request, started);
   // Colocated: the engines give their memory to training for the step.
@@ -311,6 +379,7 @@ void ClusterBackend::SendTrainStep(std::shared_ptr<TrainStepRequest> request, do
       Result<TrainStepResult> result = trainer_->client().ParseTrainStep(*request, *response);
       if (!result.ok()) return Fail(result.status());
       const int version = result->version;
+      const TrainStepResult step_result = *result;
       // A checkpoint of every version: a restarted trainer resumes from it.
       const std::string path = runtime_.CheckpointPath(version);
       runtime_.Control(
@@ -318,13 +387,13 @@ void ClusterBackend::SendTrainStep(std::shared_ptr<TrainStepRequest> request, do
           [this, path](const HttpResponse& r) {
             return trainer_->client().ParseSaveWeights(path, r).status();
           },
-          [this, request, started_at, version, path](Status saved) {
+          [this, request, started_at, version, path, step_result](Status saved) {
             if (!saved.ok()) return trainer_->RequestFailed(saved);
             trainer_->Checkpointed(version, path);
             trainer_->EndJob();
-            auto done = [this, request, started_at] {
-              Emit(backend::TrainDone{request->step, started_at}, true);
-            };
+            backend::TrainDone train_done{request->step, started_at, step_result.logprob_diff,
+                                          step_result.clip_fraction, Diverged(step_result)};
+            auto done = [this, train_done] { Emit(train_done, true); };
             if (!layout_.colocated) return done();
             WakeColocated([this, done](Status s) {
               if (!s.ok()) return Fail(s);
@@ -335,11 +404,48 @@ void ClusterBackend::SendTrainStep(std::shared_ptr<TrainStepRequest> request, do
   });
 }
 
+std::string ClusterBackend::Diverged(const TrainStepResult& result) const {
+  const TrainerOptions& t = options_.trainer;
+  const char* why =
+      "the engines do not sample from the weights the trainer trains (a weight sync that did "
+      "not load, other sampling settings than the trainer assumes, or numerics that differ)";
+  if (t.max_logprob_diff > 0 && result.logprob_diff && *result.logprob_diff > t.max_logprob_diff) {
+    return StrFormat(
+        "train step %d: the trainer's log-probabilities of the trained tokens differ from the "
+        "engines' by %.3g on average, more than [trainer] max_logprob_diff = %g allows: %s",
+        result.step, *result.logprob_diff, t.max_logprob_diff, why);
+  }
+  if (t.max_clip_fraction > 0 && result.clip_fraction &&
+      *result.clip_fraction > t.max_clip_fraction) {
+    return StrFormat(
+        "train step %d: the trainer clipped %.1f%% of the trained tokens, more than [trainer] "
+        "max_clip_fraction = %g allows: %s",
+        result.step, 100 * *result.clip_fraction, t.max_clip_fraction, why);
+  }
+  return "";
+}
+
 void ClusterBackend::WakeColocated(Done done) {
   std::vector<AsyncStep> steps;
   for (int64_t key : engines_->instances()) {
     engines_->Resume(key);
-    if (engines_->at(key).state != EngineState::kSleeping) continue;
+    Engine& e = engines_->at(key);
+    if (e.stopped_to_free) {
+      // It could not sleep and was stopped: its GPUs serve again, so it starts again.
+      e.stopped_to_free = false;
+      steps.push_back([this, key](Done d) {
+        engines_->Launch(key, [this, key, d = std::move(d)](Status s) {
+          const Engine& engine = engines_->at(key);
+          if (s.ok()) {
+            Emit(backend::InstanceHealth{engine.spec.id, true, engine.name + " started again"},
+                 false);
+          }
+          d(s);
+        });
+      });
+      continue;
+    }
+    if (e.state != EngineState::kSleeping) continue;
     steps.push_back([this, key](Done d) { engines_->Wake(key, std::move(d)); });
   }
   RunAll(*loop_, std::move(steps), std::move(done));
@@ -348,6 +454,19 @@ void ClusterBackend::WakeColocated(Done done) {
 void ClusterBackend::Sync(const backend::SyncWeights& sync) {
   const double started = runtime_.Now();
   const int version = sync.version;
+  if (options_.trainer.weight_sync == "none") {
+    // Rollout or evaluation only: the engines keep the weights they started with.
+    if (version == start_version_ + 1 || !warned_no_sync_) {
+      warned_no_sync_ = true;
+      Emit(backend::Incident{"sync", "trainer",
+                             "weight_sync = \"none\": the engines keep the weights they started "
+                             "with; trained versions stay in weights/ only",
+                             started},
+           false);
+    }
+    Emit(backend::SyncDone{version, started}, true);
+    return;
+  }
   trainer_->SetJob([this, sync] { Sync(sync); });
   trainer_->WhenReady([this, version, started] {
     sync_->Sync(version, [this, version, started](Status s) {

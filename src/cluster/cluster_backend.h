@@ -91,11 +91,22 @@ class ClusterBackend final : public backend::Backend, private EventSink {
   void Fail(Status error) override;
 
   void ApplyLayout(const backend::Layout& layout);
-  void ApplyEngines(const backend::Layout& layout);
+  /// Applies `layout` once the trainer serves: replicas that leave, engines, replicas that join.
+  void Relayout(const backend::Layout& layout);
+  /// Which engine serves each instance, and the sleeps, stops, wakes and starts that takes.
+  void ApplyEngines(const backend::Layout& layout, Done done);
+  /// Probes the first engine's capabilities (engine_probe.h); the run stops when the recipe
+  /// needs one it lacks.
+  void ProbeCapabilities(Done done);
+  /// The layout is in place: LayoutApplied, and instances without an engine are down.
+  void LayoutDone();
   void Train(const backend::Train& train);
   void SendTrainStep(std::shared_ptr<TrainStepRequest> request, double started_at);
   /// After a colocated train step: every engine takes turns again, the sleeping ones woken.
   void WakeColocated(Done done);
+  /// Why the run must stop after this train step (the trainer's and the engines'
+  /// log-probabilities diverged past the recipe's thresholds), or "".
+  std::string Diverged(const TrainStepResult& result) const;
   void Sync(const backend::SyncWeights& sync);
 
   recipe::Recipe recipe_;
@@ -119,6 +130,11 @@ class ClusterBackend final : public backend::Backend, private EventSink {
 
   backend::Layout layout_;
   bool started_ = false;
+  /// Counts layout applications; a continuation of an older one (sent again after a trainer
+  /// restart) stops.
+  uint64_t layout_attempt_ = 0;
+  /// weight_sync = "none" said so once.
+  bool warned_no_sync_ = false;
   std::vector<backend::Event> ready_;
   /// Actions submitted and not yet completed.
   int64_t in_flight_ = 0;

@@ -55,6 +55,28 @@ class Decoder {
     return *std::move(parsed);
   }
 
+  // An array of strings at `key` (extra arguments of a command).
+  std::vector<std::string> Strings(OptionReader& reader, const OptionTable& table,
+                                   const std::string& key) {
+    std::vector<std::string> out;
+    if (!reader.Has(key)) return out;
+    const OptionValue* value = table.Find(key);
+    if (value->kind != OptionValue::Kind::kArray) {
+      reader.Error(key, "expected an array of strings, got " + value->KindName());
+      return out;
+    }
+    for (size_t i = 0; i < value->array.size(); ++i) {
+      const OptionValue& item = value->array[i];
+      if (item.kind != OptionValue::Kind::kString) {
+        reader.Error(key,
+                     StrFormat("[%zu]: expected a string, got %s", i, item.KindName().c_str()));
+        continue;
+      }
+      out.push_back(item.string_value);
+    }
+    return out;
+  }
+
   // A table of strings at `key` (an environment).
   std::map<std::string, std::string> StringMap(OptionReader& reader, const OptionTable& table,
                                                const std::string& key) {
@@ -86,7 +108,13 @@ std::chrono::milliseconds Seconds(double s) {
 void DecodeLauncher(const recipe::Recipe& r, Decoder& d, LauncherOptions* out) {
   const OptionTable& table = r.cluster_backend.launcher;
   OptionReader reader(table);
-  out->kind = reader.String("kind", "local", {"local", "ssh"});
+  out->kind = reader.String("kind", "local", {"local", "ssh", "slurm"});
+  SlurmOptions& slurm = out->slurm;
+  slurm.job_id = reader.String("job_id", "");
+  slurm.salloc_args = d.Strings(reader, table, "salloc_args");
+  slurm.srun_args = d.Strings(reader, table, "srun_args");
+  slurm.allocation_timeout =
+      std::chrono::seconds(reader.Int("allocation_timeout_s", 600, 1, 86400 * 7));
   SshOptions& ssh = out->ssh;
   ssh.strict_host_key_checking =
       reader.String("strict_host_key_checking", "yes", {"yes", "accept-new", "no"});
@@ -144,10 +172,18 @@ void DecodeLauncher(const recipe::Recipe& r, Decoder& d, LauncherOptions* out) {
     reader.Error("hosts",
                  StrFormat("%zu hosts for %d node(s)", out->hosts.size(), r.cluster.nodes));
   }
+  if (out->kind == "slurm" && !out->hosts.empty() &&
+      out->hosts.size() != static_cast<size_t>(r.cluster.nodes)) {
+    reader.Error("hosts", StrFormat("%zu hosts for %d node(s): give one [[launcher.hosts]] per "
+                                    "node, or none (the allocation's nodes, in order)",
+                                    out->hosts.size(), r.cluster.nodes));
+  }
   out->hosts.resize(static_cast<size_t>(std::max(0, r.cluster.nodes)));
   for (HostOptions& host : out->hosts) {
     if (host.address.empty()) {
-      host.address = out->kind == "ssh" ? host.ssh.host : "127.0.0.1";
+      // Slurm nodes without an address are reached by their node name, set once the allocation
+      // is known (MakeLaunchers).
+      host.address = out->kind == "ssh" ? host.ssh.host : out->kind == "slurm" ? "" : "127.0.0.1";
     }
   }
   d.Add(reader.Finish());
@@ -174,7 +210,13 @@ void DecodeEngine(const recipe::Recipe& r, Decoder& d, EngineOptions* out) {
   out->max_context_tokens = reader.Int("max_context_tokens", 32768, 2, int64_t{1} << 30);
   out->temperature = reader.Double("temperature", 1.0, 0, 100);
   out->top_p = reader.Double("top_p", 1.0, 0, 1);
+  out->top_k = static_cast<int>(reader.Int("top_k", -1, -1, 1 << 24));
+  if (out->top_k == 0) reader.Error("top_k", "0 is no token; use -1 for every token");
+  out->min_p = reader.Double("min_p", 0, 0, 1);
   out->turn_timeout_s = reader.Double("turn_timeout_s", 600, 0, 86400);
+  out->turn_retries = static_cast<int>(reader.Int("turn_retries", 3, 0, 20));
+  out->retry_backoff_s = reader.Double("retry_backoff_s", 1, 0, 3600);
+  out->max_dropped_fraction = reader.Double("max_dropped_fraction", 0.05, 0, 1);
   out->max_connections = static_cast<int>(reader.Int("max_connections", 256, 0, 1 << 20));
   out->group_rank_per_gpu =
       reader.String("group_ranks", "per-gpu", {"per-gpu", "per-engine"}) == "per-gpu";
@@ -206,10 +248,13 @@ void DecodeTrainer(const recipe::Recipe& r, Decoder& d, TrainerOptions* out) {
   out->port = static_cast<int>(reader.Int("port", 18100, 1024, 65535));
   out->health_timeout = Seconds(reader.Double("health_timeout_s", 300, 0.1, 86400));
   out->restarts = static_cast<int>(reader.Int("restarts", 1, 0, 100));
-  out->weight_sync = reader.String("weight_sync", "disk", {"disk", "distributed"});
+  out->weight_sync =
+      reader.String("weight_sync", "disk", {"disk", "distributed", "restart", "none"});
   out->group_backend = reader.String("group_backend", "nccl", {"nccl", "gloo"});
   out->master_port = static_cast<int>(reader.Int("master_port", 18200, 1024, 65535));
   out->step_timeout_s = reader.Double("step_timeout_s", 0, 0, 86400 * 7);
+  out->max_logprob_diff = reader.Double("max_logprob_diff", 1, 0, 1000);
+  out->max_clip_fraction = reader.Double("max_clip_fraction", 0.9, 0, 1);
   d.Add(reader.Finish());
 }
 
@@ -248,8 +293,28 @@ void DecodeAgent(const recipe::Recipe& r, Decoder& d, AgentOptions* out) {
 
 }  // namespace
 
-Result<std::vector<std::unique_ptr<Launcher>>> MakeLaunchers(const LauncherOptions& launcher) {
+Result<std::vector<std::unique_ptr<Launcher>>> MakeLaunchers(LauncherOptions& launcher) {
   std::vector<std::unique_ptr<Launcher>> launchers;
+  if (launcher.kind == "slurm") {
+    LIBRA_ASSIGN_OR_RETURN(
+        std::shared_ptr<SlurmAllocation> allocation,
+        SlurmAllocation::Acquire(launcher.slurm, static_cast<int>(launcher.hosts.size())));
+    for (size_t i = 0; i < launcher.hosts.size(); ++i) {
+      HostOptions& host = launcher.hosts[i];
+      if (host.ssh.host.empty()) {
+        if (i >= allocation->nodes().size()) {
+          return Status::Backend(
+              "slurm",
+              StrFormat("job %s has %zu node(s), the recipe %zu", allocation->job_id().c_str(),
+                        allocation->nodes().size(), launcher.hosts.size()));
+        }
+        host.ssh.host = allocation->nodes()[i];
+      }
+      if (host.address.empty()) host.address = host.ssh.host;
+      launchers.push_back(std::make_unique<SlurmLauncher>(allocation, host.ssh.host));
+    }
+    return launchers;
+  }
   for (const HostOptions& host : launcher.hosts) {
     if (launcher.kind == "ssh") {
       LIBRA_ASSIGN_OR_RETURN(auto ssh, SshLauncher::Create(host.ssh, launcher.ssh));

@@ -14,6 +14,7 @@
 #include "cluster/launcher.h"
 #include "cluster/protocol.h"
 #include "cluster/sandbox.h"
+#include "cluster/slurm_launcher.h"
 #include "common/status.h"
 #include "recipe/recipe.h"
 
@@ -29,12 +30,15 @@ struct HostOptions {
 };
 
 struct LauncherOptions {
-  /// "local" or "ssh". Default: "local".
+  /// "local", "ssh" or "slurm". Default: "local".
   std::string kind = "local";
   /// One per recipe node ([cluster] nodes), in node order; the local launcher runs every node on
   /// this machine.
   std::vector<HostOptions> hosts{};
   SshOptions ssh{};
+  /// kind "slurm": the allocation and the Slurm commands; a host's `ssh.host` is its Slurm node
+  /// name (default: the allocation's nodes, in order).
+  SlurmOptions slurm{};
 };
 
 struct EngineOptions {
@@ -56,8 +60,20 @@ struct EngineOptions {
   int64_t max_context_tokens = 32768;
   double temperature = 1.0;
   double top_p = 1.0;
+  /// -1: every token. Default: -1.
+  int top_k = -1;
+  /// 0: no cut. Default: 0.
+  double min_p = 0;
   /// Timeout of one turn's request; 0 means none. Default: 600 s.
   double turn_timeout_s = 600;
+  /// Times a turn that got no reply or a server error (5xx) is sent again, after a backoff and
+  /// with another seed, before its trajectory is dropped. Default: 3.
+  int turn_retries = 3;
+  /// The first backoff; each retry doubles it. Default: 1 s.
+  double retry_backoff_s = 1;
+  /// The run stops once the dropped trajectories are more than this fraction of those ended
+  /// (counted over at least 100). Default: 0.05.
+  double max_dropped_fraction = 0.05;
   /// Connections open at once to one engine (or the trainer); more requests wait in libra, in
   /// order. An engine runs at most its max_num_seqs (vLLM and SGLang: 256) at once anyway, and
   /// libcurl's cost per request grows with the connections it holds. 0: no limit. Default: 256.
@@ -89,8 +105,10 @@ struct TrainerOptions {
   std::chrono::milliseconds health_timeout{300000};
   /// Times a trainer that died is started again (from the last checkpoint). Default: 1.
   int restarts = 1;
-  /// "disk" (save, then every engine reloads) or "distributed" (a broadcast from the trainer in a
-  /// process group with the engines). Default: "disk".
+  /// "disk" (save, then every engine reloads), "distributed" (a broadcast from the trainer in a
+  /// process group with the engines), "restart" (save, then every engine starts again on the new
+  /// weights: engines that cannot reload) or "none" (the engines keep their weights: rollout or
+  /// evaluation only). Default: "disk".
   std::string weight_sync = "disk";
   /// The group's backend for "distributed": "nccl" on GPUs, "gloo" on CPUs. Default: "nccl".
   std::string group_backend = "nccl";
@@ -98,6 +116,11 @@ struct TrainerOptions {
   int master_port = 18200;
   /// Timeout of one train step; 0 means none. Default: 0.
   double step_timeout_s = 0;
+  /// The run stops after a step whose logprob_diff (mean absolute difference of the trainer's
+  /// and the engines' log-probabilities of the trained tokens) exceeds this; 0: never. Default: 1.
+  double max_logprob_diff = 1;
+  /// The run stops after a step whose clip_fraction exceeds this; 0: never. Default: 0.9.
+  double max_clip_fraction = 0.9;
 };
 
 struct AgentOptions {
@@ -141,8 +164,9 @@ struct ClusterOptions {
 /// placeholders of every template). kInvalidRecipe listing every problem with its location.
 Result<ClusterOptions> DecodeClusterOptions(const recipe::Recipe& recipe);
 /// One launcher per node of `launcher`, in node order. kInvalidArgument / kBackend as
-/// SshLauncher::Create.
-Result<std::vector<std::unique_ptr<Launcher>>> MakeLaunchers(const LauncherOptions& launcher);
+/// SshLauncher::Create. With Slurm it joins (or requests) the allocation, and fills in each
+/// host's node name and address from it.
+Result<std::vector<std::unique_ptr<Launcher>>> MakeLaunchers(LauncherOptions& launcher);
 
 /// Just the [launcher] table (for commands that only run things on the nodes, as `libra probe
 /// --hosts` does); the same errors for it.

@@ -1,6 +1,8 @@
 #include "cluster/engine_client.h"
 
+#include <algorithm>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "common/strings.h"
@@ -69,6 +71,39 @@ Status CheckGenerated(const GenerateRequest& request, const ReplyReader& reader,
   return Status();
 }
 
+// An engine that does not stop at token ids goes on past them: what follows the first stop token
+// of the request is cut (and counted); a reply that ends on a stop token is a stop.
+void CutAtStop(const GenerateRequest& request, GenerateResult& result) {
+  if (request.stop_token_ids.empty() || result.finish_reason == FinishReason::kAbort) return;
+  for (size_t i = 0; i < result.token_ids.size(); ++i) {
+    const TokenId id = result.token_ids[i];
+    if (std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(), id) ==
+        request.stop_token_ids.end()) {
+      continue;
+    }
+    result.overshoot_tokens = static_cast<int64_t>(result.token_ids.size() - (i + 1));
+    result.token_ids.resize(i + 1);
+    result.logprobs.resize(i + 1);
+    result.finish_reason = FinishReason::kStop;
+    result.matched_stop = id;
+    return;
+  }
+}
+
+// The id in a vLLM logprobs token written "token_id:<id>" (return_tokens_as_token_ids).
+std::optional<int64_t> TokenIdOf(const JsonValue& token) {
+  if (!token.is_string()) return std::nullopt;
+  const std::string& text = token.as_string();
+  constexpr std::string_view kPrefix = "token_id:";
+  if (text.rfind(kPrefix, 0) != 0 || text.size() == kPrefix.size()) return std::nullopt;
+  int64_t id = 0;
+  for (size_t i = kPrefix.size(); i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9' || id > kMaxTokenId) return std::nullopt;
+    id = id * 10 + (text[i] - '0');
+  }
+  return id;
+}
+
 }  // namespace
 
 std::string_view EngineDialectName(EngineDialect dialect) {
@@ -128,17 +163,21 @@ HttpRequest EngineClient::Generate(const GenerateRequest& request) const {
         .Set("max_tokens", request.max_tokens)
         .Set("temperature", request.temperature)
         .Set("top_p", request.top_p)
+        .Set("top_k", request.top_k)
+        .Set("min_p", request.min_p)
         .Set("stop_token_ids", TokenIdsToJson(request.stop_token_ids));
     if (request.ignore_eos) body.Set("ignore_eos", true);
     if (request.seed) body.Set("seed", *request.seed);
     if (!request.request_id.empty()) body.Set("request_id", request.request_id);
-    body.Set("logprobs", 0).Set("return_token_ids", true);
+    body.Set("logprobs", 0).Set("return_token_ids", true).Set("return_tokens_as_token_ids", true);
     return PostJson(base_url_ + "/v1/completions", body, request.timeout_s);
   }
   JsonValue params = JsonValue::MakeObject()
                          .Set("max_new_tokens", request.max_tokens)
                          .Set("temperature", request.temperature)
                          .Set("top_p", request.top_p)
+                         .Set("top_k", request.top_k)
+                         .Set("min_p", request.min_p)
                          .Set("stop_token_ids", TokenIdsToJson(request.stop_token_ids));
   if (request.ignore_eos) params.Set("ignore_eos", true);
   if (request.seed) params.Set("sampling_seed", *request.seed);
@@ -159,7 +198,9 @@ Result<GenerateResult> EngineClient::ParseGenerate(const GenerateRequest& reques
   LIBRA_ASSIGN_OR_RETURN(GenerateResult result, dialect_ == EngineDialect::kVllm
                                                     ? ParseVllm(request, reader, reply)
                                                     : ParseSglang(reader, reply));
+  if (result.prompt_tokens < 0) result.prompt_tokens = static_cast<int64_t>(request.prompt.size());
   LIBRA_RETURN_IF_ERROR(CheckGenerated(request, reader, result));
+  CutAtStop(request, result);
   return result;
 }
 
@@ -175,23 +216,52 @@ Result<GenerateResult> EngineClient::ParseVllm(const GenerateRequest& request,
   if (!choice.is_object()) return reader.Error(at + " is " + choice.type_name());
 
   GenerateResult result;
-  LIBRA_ASSIGN_OR_RETURN(const JsonValue* ids, reader.Member(choice, at, "token_ids"));
-  LIBRA_ASSIGN_OR_RETURN(result.token_ids, reader.TokenIds(*ids, at + ".token_ids"));
   LIBRA_ASSIGN_OR_RETURN(const JsonValue* logprobs, reader.Object(choice, at, "logprobs"));
-  LIBRA_ASSIGN_OR_RETURN(const JsonValue::Array* token_logprobs,
-                         reader.Array(*logprobs, at + ".logprobs", "token_logprobs"));
-  if (token_logprobs->size() != result.token_ids.size()) {
-    return reader.Error(
-        StrFormat("%s.logprobs.token_logprobs has %zu entries but %s.token_ids "
-                  "has %zu",
-                  at.c_str(), token_logprobs->size(), at.c_str(), result.token_ids.size()));
-  }
-  for (size_t i = 0; i < token_logprobs->size(); ++i) {
-    LIBRA_ASSIGN_OR_RETURN(
-        double logprob,
-        reader.Logprob((*token_logprobs)[i],
-                       StrFormat("%s.logprobs.token_logprobs[%zu]", at.c_str(), i)));
+  // The completions format (token_logprobs, tokens) or the chat format (content[]).
+  const JsonValue* content = logprobs->Find("content");
+  const bool chat = content != nullptr && content->is_array() && !logprobs->Find("token_logprobs");
+  const std::string list = at + (chat ? ".logprobs.content" : ".logprobs.token_logprobs");
+  LIBRA_ASSIGN_OR_RETURN(
+      const JsonValue::Array* entries,
+      reader.Array(*logprobs, at + ".logprobs", chat ? "content" : "token_logprobs"));
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const JsonValue& entry = (*entries)[i];
+    const std::string path = StrFormat("%s[%zu]", list.c_str(), i);
+    if (chat && !entry.is_object()) return reader.Error(path + " is " + entry.type_name());
+    LIBRA_ASSIGN_OR_RETURN(const JsonValue* value, chat ? reader.Member(entry, path, "logprob")
+                                                        : Result<const JsonValue*>(&entry));
+    LIBRA_ASSIGN_OR_RETURN(double logprob, reader.Logprob(*value, chat ? path + ".logprob" : path));
     result.logprobs.push_back(logprob);
+  }
+  if (const JsonValue* ids = choice.Find("token_ids"); ids != nullptr && !ids->is_null()) {
+    LIBRA_ASSIGN_OR_RETURN(result.token_ids, reader.TokenIds(*ids, at + ".token_ids"));
+  } else {
+    // No token_ids: the ids the logprobs name (an "id" per chat entry, or tokens written
+    // "token_id:<id>"), else the engine cannot give libra what it generated.
+    const JsonValue* tokens = logprobs->Find("tokens");
+    for (size_t i = 0; i < entries->size(); ++i) {
+      std::optional<int64_t> id;
+      if (chat) {
+        if (const JsonValue* v = (*entries)[i].Find("id"); v != nullptr && v->is_int()) {
+          id = v->as_int();
+        } else if (const JsonValue* t = (*entries)[i].Find("token")) {
+          id = TokenIdOf(*t);
+        }
+      } else if (tokens != nullptr && tokens->is_array() && i < tokens->as_array().size()) {
+        id = TokenIdOf(tokens->as_array()[i]);
+      }
+      if (!id || *id < 0 || *id > kMaxTokenId) {
+        return reader.Error(at +
+                            ".token_ids is missing and its logprobs name no token ids: the "
+                            "engine does not return the ids it generated (vLLM does with "
+                            "return_token_ids, from 0.10.2)");
+      }
+      result.token_ids.push_back(static_cast<TokenId>(*id));
+    }
+  }
+  if (entries->size() != result.token_ids.size()) {
+    return reader.Error(StrFormat("%s has %zu entries but %s.token_ids has %zu", list.c_str(),
+                                  entries->size(), at.c_str(), result.token_ids.size()));
   }
   LIBRA_ASSIGN_OR_RETURN(std::string finish, reader.String(choice, at, "finish_reason"));
   LIBRA_ASSIGN_OR_RETURN(result.finish_reason,
@@ -211,10 +281,15 @@ Result<GenerateResult> EngineClient::ParseVllm(const GenerateRequest& request,
                     at.c_str(), echoed.size(), request.prompt.size()));
     }
   }
-  LIBRA_ASSIGN_OR_RETURN(const JsonValue* usage, reader.Object(reply, "", "usage"));
-  LIBRA_ASSIGN_OR_RETURN(result.prompt_tokens, reader.Int(*usage, "usage", "prompt_tokens"));
-  LIBRA_ASSIGN_OR_RETURN(result.completion_tokens,
-                         reader.Int(*usage, "usage", "completion_tokens"));
+  // usage is optional (the counts are checked when it is there).
+  result.prompt_tokens = static_cast<int64_t>(request.prompt.size());
+  result.completion_tokens = static_cast<int64_t>(result.token_ids.size());
+  if (const JsonValue* usage = reply.Find("usage"); usage != nullptr && !usage->is_null()) {
+    LIBRA_ASSIGN_OR_RETURN(usage, reader.Object(reply, "", "usage"));
+    LIBRA_ASSIGN_OR_RETURN(result.prompt_tokens, reader.Int(*usage, "usage", "prompt_tokens"));
+    LIBRA_ASSIGN_OR_RETURN(result.completion_tokens,
+                           reader.Int(*usage, "usage", "completion_tokens"));
+  }
   return result;
 }
 
@@ -271,9 +346,17 @@ Result<GenerateResult> EngineClient::ParseSglang(const ReplyReader& reader,
       }
     }
   }
-  LIBRA_ASSIGN_OR_RETURN(result.prompt_tokens, reader.Int(*meta, "meta_info", "prompt_tokens"));
-  LIBRA_ASSIGN_OR_RETURN(result.completion_tokens,
-                         reader.Int(*meta, "meta_info", "completion_tokens"));
+  // The counts are optional (checked when given).
+  result.completion_tokens = static_cast<int64_t>(result.token_ids.size());
+  if (const JsonValue* n = meta->Find("prompt_tokens"); n != nullptr && !n->is_null()) {
+    LIBRA_ASSIGN_OR_RETURN(result.prompt_tokens, reader.Int(*meta, "meta_info", "prompt_tokens"));
+  } else {
+    result.prompt_tokens = -1;
+  }
+  if (const JsonValue* n = meta->Find("completion_tokens"); n != nullptr && !n->is_null()) {
+    LIBRA_ASSIGN_OR_RETURN(result.completion_tokens,
+                           reader.Int(*meta, "meta_info", "completion_tokens"));
+  }
   if (const JsonValue* version = meta->Find("weight_version"); version && !version->is_null()) {
     LIBRA_ASSIGN_OR_RETURN(result.weight_version,
                            reader.String(*meta, "meta_info", "weight_version"));

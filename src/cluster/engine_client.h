@@ -57,6 +57,10 @@ struct GenerateRequest {
   double temperature = 1.0;
   /// Default: 1 (no nucleus cut).
   double top_p = 1.0;
+  /// Sample among the k likeliest tokens; -1: all (vLLM and SGLang both read -1 so). Default: -1.
+  int top_k = -1;
+  /// Drop tokens less likely than min_p times the likeliest; 0: none. Default: 0.
+  double min_p = 0;
   /// Tokens that end the turn (e.g. the end of a tool call), besides the model's EOS.
   std::vector<TokenId> stop_token_ids;
   /// Keep generating past the model's EOS. Default: false.
@@ -84,6 +88,9 @@ struct GenerateResult {
   int64_t completion_tokens = 0;
   /// The weights' version label (SGLang's weight_version); empty when the engine gives none.
   std::string weight_version;
+  /// Tokens the engine generated past a stop token of the request (it did not stop at token
+  /// ids): cut here, never trained on or sent again.
+  int64_t overshoot_tokens = 0;
   bool operator==(const GenerateResult&) const = default;
   /// "5 tokens, stop (matched 2), prompt 12", for test messages.
   std::string ToString() const;
@@ -118,15 +125,20 @@ class EngineClient {
   const std::string& base_url() const { return base_url_; }
   const EngineClientOptions& options() const { return options_; }
 
-  /// vLLM: POST /v1/completions {model?, prompt: [ids], max_tokens, temperature, top_p,
-  /// stop_token_ids, ignore_eos?, seed?, request_id?, logprobs: 0, return_token_ids: true}.
-  /// SGLang: POST /generate {input_ids, sampling_params: {max_new_tokens, temperature, top_p,
-  /// stop_token_ids, ignore_eos?, sampling_seed?}, return_logprob: true, rid?}.
+  /// Every sampling parameter is sent, so that no engine default changes what is sampled.
+  /// vLLM: POST /v1/completions {model?, prompt: [ids], max_tokens, temperature, top_p, top_k,
+  /// min_p, stop_token_ids, ignore_eos?, seed?, request_id?, logprobs: 0, return_token_ids: true,
+  /// return_tokens_as_token_ids: true}. SGLang: POST /generate {input_ids, sampling_params:
+  /// {max_new_tokens, temperature, top_p, top_k, min_p, stop_token_ids, ignore_eos?,
+  /// sampling_seed?}, return_logprob: true, rid?}.
   HttpRequest Generate(const GenerateRequest& request) const;
-  /// The reply to Generate(request). vLLM: choices[0].token_ids, .logprobs.token_logprobs,
-  /// .finish_reason, .stop_reason, usage. SGLang: meta_info.output_token_logprobs as [logprob,
-  /// id, text] triples (checked against output_ids when present), meta_info.finish_reason.type,
-  /// prompt_tokens, completion_tokens, weight_version.
+  /// The reply to Generate(request). vLLM: the ids from choices[0].token_ids, else from
+  /// logprobs.content[i].id or logprobs.tokens[i] written "token_id:<id>"; the logprobs from
+  /// logprobs.token_logprobs, else logprobs.content[i].logprob (the chat format); .finish_reason,
+  /// .stop_reason and usage when present. SGLang: meta_info.output_token_logprobs as [logprob,
+  /// id, text?] (checked against output_ids when present), meta_info.finish_reason.type,
+  /// prompt_tokens and completion_tokens when present, weight_version. Tokens after the first
+  /// stop token of the request are cut (overshoot_tokens), and a reply ending on one is a stop.
   Result<GenerateResult> ParseGenerate(const GenerateRequest& request,
                                        const HttpResponse& response) const;
 

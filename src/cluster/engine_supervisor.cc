@@ -8,6 +8,9 @@ namespace {
 constexpr std::chrono::milliseconds kCheckTimeout{5000};
 constexpr std::chrono::milliseconds kStopGrace{3000};
 constexpr std::chrono::milliseconds kFaultStopGrace{2000};
+// A sleep that fails is tried this often, waiting kSleepBackoff x attempt between tries.
+constexpr int kSleepAttempts = 3;
+constexpr std::chrono::milliseconds kSleepBackoff{1000};
 
 std::string GpuList(const backend::InstanceSpec& spec) {
   std::vector<std::string> gpus;
@@ -164,18 +167,43 @@ void EngineSupervisor::Drain(int64_t key, std::function<void()> done) {
 
 void EngineSupervisor::Resume(int64_t key) { engines_.at(key).paused = false; }
 
-void EngineSupervisor::Sleep(int64_t key, Done done) {
+void EngineSupervisor::Sleep(int64_t key, Done done) { TrySleep(key, 1, std::move(done)); }
+
+void EngineSupervisor::TrySleep(int64_t key, int attempt, Done done) {
   Engine& e = engines_.at(key);
+  if (e.state == EngineState::kDead) return done(Status());  // no process, no memory
   const HttpRequest release = e.client->ReleaseMemory();
   runtime_.Control(
       release,
       [this, key, release](const HttpResponse& r) {
         return engines_.at(key).client->ParseAck(release, r);
       },
-      [this, key, done = std::move(done)](Status s) {
+      [this, key, attempt, done = std::move(done)](Status s) mutable {
         Engine& engine = engines_.at(key);
-        if (s.ok()) engine.state = EngineState::kSleeping;
-        done(s);
+        if (s.ok()) {
+          engine.state = EngineState::kSleeping;
+          return done(s);
+        }
+        if (engine.state == EngineState::kDead) return done(Status());  // it died meanwhile
+        if (attempt < kSleepAttempts) {
+          runtime_.loop->AddTimer(kSleepBackoff * attempt,
+                                  [this, key, attempt, done] { TrySleep(key, attempt + 1, done); });
+          return;
+        }
+        // It keeps its memory: stop it, so that whoever takes its GPUs finds them free.
+        runtime_.Emit(backend::Incident{"fault", engine.name,
+                                        StrFormat("could not release its memory (%s) after %d "
+                                                  "attempts; stopping it",
+                                                  s.message().c_str(), attempt),
+                                        runtime_.Now()},
+                      false);
+        if (engine.in_layout) {
+          runtime_.Emit(backend::InstanceHealth{engine.spec.id, false,
+                                                engine.name + " could not release its memory"},
+                        false);
+        }
+        engine.stopped_to_free = true;
+        StopAndWait(key, std::move(done));
       });
 }
 
@@ -203,10 +231,30 @@ void EngineSupervisor::Stop(int64_t key) {
   if (e.process) runtime_.processes->Stop(*e.process, kStopGrace);
 }
 
+void EngineSupervisor::Restart(int64_t key, Done done) {
+  StopAndWait(
+      key, [this, key, done = std::move(done)](Status) mutable { Launch(key, std::move(done)); });
+}
+
+void EngineSupervisor::StopAndWait(int64_t key, Done done) {
+  Engine& e = engines_.at(key);
+  Stop(key);
+  if (!e.process) return done(Status());
+  e.on_stopped.push_back(std::move(done));
+}
+
 void EngineSupervisor::OnExit(int64_t key, const ExitStatus& status) {
   Engine& e = engines_.at(key);
   e.process.reset();
-  if (e.stopping || runtime_.shutting_down) return;
+  if (e.stopping) {
+    // Its turns in flight go back to the coordinator (none, when it was drained).
+    for (const auto& [trajectory, attempt] : std::exchange(e.turns, {})) {
+      runtime_.Emit(backend::TurnFailed{trajectory, e.spec.id, e.name + " was stopped"}, true);
+    }
+    for (Done& then : std::exchange(e.on_stopped, {})) then(Status());
+    return;
+  }
+  if (runtime_.shutting_down) return;
   const bool was_starting = e.state == EngineState::kStarting;
   e.state = EngineState::kDead;
   const std::optional<InstanceId> instance =

@@ -65,6 +65,10 @@ struct Engine {
   std::map<TrajectoryId, uint64_t> turns;
   /// Waiting for it to be started, woken or restarted (OK) or dropped (the error).
   std::vector<Done> on_ready;
+  /// Waiting for its process to exit after it was stopped on purpose.
+  std::vector<Done> on_stopped;
+  /// Stopped because it could not release its memory; started again when its GPUs serve.
+  bool stopped_to_free = false;
 };
 
 class EngineSupervisor {
@@ -79,12 +83,19 @@ class EngineSupervisor {
   /// Starts engine `key`; `ready` gets OK once it serves the current weights, or the error once
   /// it has been dropped (after its restarts).
   void Launch(int64_t key, Done ready);
-  /// Releases its GPU memory; it is then asleep.
+  /// Releases its GPU memory: it is then asleep, or, when it refused (or did not answer) three
+  /// times, stopped (a fault on record; its instance, if any, down). Either way its memory is
+  /// free when `done` runs, with OK; its state tells which.
   void Sleep(int64_t key, Done done);
   /// Takes its memory back and loads the current weights; `done` once it serves.
   void Wake(int64_t key, Done done);
   /// Stops it for good; its exit is no fault.
   void Stop(int64_t key);
+  /// Stops it for good; `done` once its process has exited.
+  void StopAndWait(int64_t key, Done done);
+  /// Stops it and starts it again (on policy.pt: weight_sync = "restart"); its turns in flight
+  /// go back to the coordinator. `done` once it serves again. No fault, no restart counted.
+  void Restart(int64_t key, Done done);
   /// Takes no new turn; `done` once its turns in flight have ended.
   void Drain(int64_t key, std::function<void()> done);
   /// Takes turns again after a Drain; its waiting turns run once it serves.
@@ -124,6 +135,7 @@ class EngineSupervisor {
   /// Runs the turns waiting for it (it serves) or fails them (it was dropped).
   void FlushWaiting(Engine& engine);
   void Relaunch(Engine& engine);
+  void TrySleep(int64_t key, int attempt, Done done);
 
   Runtime& runtime_;
   const WeightVersions& weights_;

@@ -45,7 +45,8 @@ Result<std::unique_ptr<NodeCommands>> NodeCommands::Create(const LauncherOptions
   LIBRA_ASSIGN_OR_RETURN(std::unique_ptr<EventLoop> loop, EventLoop::Create());
   auto commands =
       std::unique_ptr<NodeCommands>(new NodeCommands(std::move(loop), std::move(log_dir)));
-  LIBRA_ASSIGN_OR_RETURN(commands->launchers_, MakeLaunchers(launcher));
+  LauncherOptions hosts = launcher;
+  LIBRA_ASSIGN_OR_RETURN(commands->launchers_, MakeLaunchers(hosts));
   commands->processes_ = std::make_unique<ProcessSet>(commands->loop_.get());
   return commands;
 }

@@ -123,6 +123,15 @@ Result<TrainStepResult> TrainerClient::ParseTrainStep(const TrainStepRequest& re
   LIBRA_ASSIGN_OR_RETURN(result.grad_norm, NonNegative(reader, reply, "grad_norm"));
   LIBRA_ASSIGN_OR_RETURN(result.tokens, Count(reader, reply, "tokens"));
   LIBRA_ASSIGN_OR_RETURN(result.seconds, NonNegative(reader, reply, "seconds"));
+  for (auto [key, out] : {std::pair{"logprob_diff", &result.logprob_diff},
+                          std::pair{"clip_fraction", &result.clip_fraction}}) {
+    if (const JsonValue* v = reply.Find(key); v != nullptr && !v->is_null()) {
+      LIBRA_ASSIGN_OR_RETURN(*out, NonNegative(reader, reply, key));
+    }
+  }
+  if (result.clip_fraction && *result.clip_fraction > 1) {
+    return reader.Error(StrFormat("clip_fraction is %g, more than 1", *result.clip_fraction));
+  }
   if (result.step != request.step) {
     return reader.Error(
         StrFormat("the reply is for step %d, libra sent step %d", result.step, request.step));

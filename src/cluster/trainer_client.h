@@ -56,6 +56,11 @@ struct TrainStepResult {
   /// Tokens trained on (loss mask 1).
   int64_t tokens = 0;
   double seconds = 0;
+  /// Optional members: the mean absolute difference between the trainer's log-probability of
+  /// each trained token before the update and the engine's (`logprob_diff`), and the fraction
+  /// of trained tokens whose ratio was clipped (`clip_fraction`).
+  std::optional<double> logprob_diff{};
+  std::optional<double> clip_fraction{};
   bool operator==(const TrainStepResult&) const = default;
 };
 

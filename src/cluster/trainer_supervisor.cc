@@ -80,22 +80,50 @@ void TrainerSupervisor::Launch() {
 }
 
 void TrainerSupervisor::WhenReady(std::function<void()> then) {
+  if (restarting_) return;
   if (ready_) return then();
   on_ready_.push_back(std::move(then));
 }
 
 void TrainerSupervisor::SetReplicas(int replicas, bool announce, Done done) {
+  // Sent to the trainer that serves (a restarted one included); a request that gets no reply
+  // goes the way of every trainer request: if the trainer died, its restart sends the job again.
+  const int asked_at = restarts_;
+  WhenReady([this, asked_at, replicas, announce, done = std::move(done)]() mutable {
+    // Restarted while it waited: the restart sets the replicas and sends the job again.
+    if (restarts_ != asked_at) return;
+    SendReplicas(replicas, announce, std::move(done));
+  });
+}
+
+void TrainerSupervisor::SendReplicas(int replicas, bool announce, Done done) {
+  const int restarts = restarts_;
+  auto no_reply = std::make_shared<bool>(false);
+  Members(replicas, announce, no_reply,
+          [this, restarts, no_reply, done = std::move(done)](Status s) {
+            if (s.ok() || !*no_reply) return done(s);
+            runtime_.loop->AddTimer(kExitSettle, [this, restarts, s, done] {
+              if (restarts_ != restarts || !ready_) return;  // restarted: sent again
+              done(s);
+            });
+          });
+}
+
+void TrainerSupervisor::Members(int replicas, bool announce, std::shared_ptr<bool> no_reply,
+                                Done done) {
   std::vector<AsyncStep> steps;
   const double started = runtime_.Now();
   const int from = replicas_;
-  auto member = [this](HttpRequest request) -> AsyncStep {
-    return [this, request](Done d) {
-      runtime_.Control(
-          request,
-          [this, request](const HttpResponse& r) {
-            return client_->ParseMembership(request, r).status();
-          },
-          std::move(d));
+  auto member = [this, no_reply](HttpRequest request) -> AsyncStep {
+    return [this, request, no_reply](Done d) {
+      runtime_.transport->Send(request,
+                               [this, request, no_reply, d = std::move(d)](Result<HttpResponse> r) {
+                                 if (!r.ok()) {
+                                   *no_reply = true;
+                                   return d(r.status());
+                                 }
+                                 d(client_->ParseMembership(request, *r).status());
+                               });
     };
   };
   for (int i = from; i < replicas; ++i) {
@@ -149,20 +177,25 @@ void TrainerSupervisor::OnExit(const ExitStatus& status) {
                                                         " restart(s); " + runtime_.LogHint(name)));
   }
   ++restarts_;
+  restarting_ = true;
   if (on_lost_) on_lost_();
   const double started = runtime_.Now();
   const int replicas = layout_replicas_;
   Launch();
-  WhenReady([this, started, replicas] {
-    SetReplicas(replicas, layout_known_, [this, started](Status s) {
+  // Not through WhenReady, which holds everything else back until the job is sent again.
+  on_ready_.push_back([this, started, replicas, restarts = restarts_] {
+    if (restarts_ != restarts) return;  // died again: that restart goes on
+    SendReplicas(replicas, layout_known_, [this, started](Status s) {
       if (!s.ok()) return runtime_.Fail(s);
+      restarting_ = false;
       runtime_.Emit(
           backend::Incident{
               "restart", "trainer",
               StrFormat("restarted from %s (version %d)", checkpoint_.c_str(), version_), started},
           false);
-      // The step or sync it was working on, again.
-      if (job_) job_();
+      // The step or sync it was working on, again. A copy runs: the job may set the next job,
+      // which would destroy the running one (and what it captured) under it.
+      if (const std::function<void()> job = job_) job();
     });
   });
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,14 +30,18 @@ class TrainerSupervisor {
   /// Runs the prepare_command when the initial weights are missing, then starts the trainer.
   /// Failures end the run.
   void Start();
-  /// Runs `then` once the trainer serves (at once when it does).
+  /// Runs `then` once the trainer serves (at once when it does). While a restarted trainer
+  /// takes its replicas again, `then` is dropped: the restart sends the job again when it is done,
+  /// and a second copy of the job's requests would race the first.
   void WhenReady(std::function<void()> then);
   bool ready() const { return ready_; }
   /// The client of the trainer running now. REQUIRES: Start() was called.
   const TrainerClient& client() const { return *client_; }
 
   /// Makes `replicas` data-parallel replicas ("replica-0" .. "replica-<n-1>") members, by joins
-  /// or leaves; with `announce`, a change is a "switch" incident.
+  /// or leaves, once the trainer serves; with `announce`, a change is a "switch" incident. A
+  /// request that gets no reply fails (after a moment) unless the trainer has died meanwhile:
+  /// then `done` never runs, and the job is sent again after the restart.
   void SetReplicas(int replicas, bool announce, Done done);
   int replicas() const { return replicas_; }
   /// The replicas a restarted trainer takes again: the current layout's.
@@ -67,6 +72,10 @@ class TrainerSupervisor {
 
  private:
   void Launch();
+  /// SetReplicas' requests; `no_reply` is set when one got no reply at all.
+  void Members(int replicas, bool announce, std::shared_ptr<bool> no_reply, Done done);
+  /// SetReplicas on a trainer that serves now.
+  void SendReplicas(int replicas, bool announce, Done done);
   void OnExit(const ExitStatus& status);
   std::string ProcessName() const;
 
@@ -75,6 +84,8 @@ class TrainerSupervisor {
   std::optional<ProcessId> process_;
   bool ready_ = false;
   bool stopping_ = false;
+  /// From the trainer's exit until its restart has sent the job again.
+  bool restarting_ = false;
   int restarts_ = 0;
   int version_ = 0;
   std::string checkpoint_;

@@ -112,9 +112,15 @@ void TurnRunner::Generate(const backend::StartTurn& turn) {
   request.max_tokens = static_cast<int>(std::min<int64_t>(options.max_tokens_per_turn, room));
   request.temperature = options.temperature;
   request.top_p = options.top_p;
+  request.top_k = options.top_k;
+  request.min_p = options.min_p;
   request.stop_token_ids = runtime_.options->agent.stop_token_ids;
-  request.seed = static_cast<int64_t>(
-      Mix(Mix(seed_, static_cast<uint64_t>(turn.trajectory.value)), turn.turn));
+  uint64_t seed = Mix(Mix(seed_, static_cast<uint64_t>(turn.trajectory.value)), turn.turn);
+  // A turn sent again is sampled again: another seed.
+  if (auto failed = failures_.find(turn.trajectory); failed != failures_.end()) {
+    seed = Mix(seed, static_cast<uint64_t>(failed->second));
+  }
+  request.seed = static_cast<int64_t>(seed);
   const uint64_t attempt = engines_.BeginTurn(e->key, turn.trajectory);
   request.request_id =
       StrFormat("libra-t%lld-%d-a%llu", static_cast<long long>(turn.trajectory.value), turn.turn,
@@ -133,23 +139,28 @@ void TurnRunner::OnGenerated(const backend::StartTurn& turn, int64_t engine_key,
                              Result<HttpResponse> response) {
   if (!engines_.EndTurn(engine_key, turn.trajectory, attempt)) return;  // engine died
   Engine& e = engines_.at(engine_key);
-  auto retry = [&](const std::string& why) {
-    runtime_.Emit(backend::TurnFailed{turn.trajectory, turn.instance, why}, true);
-  };
   if (!response.ok()) {
-    retry(response.status().message());
     engines_.Check(engine_key);
-    return;
+    return Retry(turn, response.status().message());
   }
   if (response->status >= 500) {
-    retry(StrFormat("%s answered HTTP %ld: %s", e.name.c_str(), response->status,
-                    ErrorMessageOf(response->body).c_str()));
     engines_.Check(engine_key);
-    return;
+    return Retry(turn, StrFormat("%s answered HTTP %ld: %s", e.name.c_str(), response->status,
+                                 ErrorMessageOf(response->body).c_str()));
   }
   Result<GenerateResult> result = e.client->ParseGenerate(request, *response);
   if (!result.ok()) return runtime_.Fail(result.status());
-  if (result->finish_reason == FinishReason::kAbort) return retry(e.name + " aborted the turn");
+  if (result->finish_reason == FinishReason::kAbort) {
+    // Aborted by libra (its engine is going away): the coordinator routes it again.
+    runtime_.Emit(backend::TurnFailed{turn.trajectory, turn.instance, e.name + " aborted the turn"},
+                  true);
+    return;
+  }
+  failures_.erase(turn.trajectory);
+  if (result->overshoot_tokens > 0) {
+    ++overshoot_turns_;
+    overshoot_tokens_ += result->overshoot_tokens;
+  }
   const AgentOptions& agent = runtime_.options->agent;
   Trajectory& t = trajectories_.at(turn.trajectory);
   t.completion.insert(t.completion.end(), result->token_ids.begin(), result->token_ids.end());
@@ -178,6 +189,47 @@ void TurnRunner::OnGenerated(const backend::StartTurn& turn, int64_t engine_key,
   FinishTrajectory(turn, generated, end, started_at);
 }
 
+void TurnRunner::Retry(const backend::StartTurn& turn, const std::string& why) {
+  const EngineOptions& options = runtime_.options->engine;
+  const int failed = ++failures_[turn.trajectory];
+  const std::string where = "instance " + turn.instance.ToString();
+  if (failed <= options.turn_retries) {
+    const double backoff = options.retry_backoff_s * static_cast<double>(1 << (failed - 1));
+    runtime_.Emit(backend::Incident{"retry", where,
+                                    StrFormat("trajectory %lld turn %d, attempt %d failed: %s; "
+                                              "again in %.1f s with another seed",
+                                              static_cast<long long>(turn.trajectory.value),
+                                              turn.turn, failed, why.c_str(), backoff),
+                                    runtime_.Now()},
+                  false);
+    runtime_.loop->AddTimer(std::chrono::duration_cast<EventLoop::Clock::duration>(
+                                std::chrono::duration<double>(backoff)),
+                            [this, turn] { Generate(turn); });
+    return;
+  }
+  failures_.erase(turn.trajectory);
+  trajectories_.erase(turn.trajectory);
+  ++dropped_;
+  runtime_.Emit(
+      backend::TurnFailed{
+          turn.trajectory, turn.instance,
+          StrFormat("turn %d failed %d times (last: %s)", turn.turn, failed, why.c_str()), true},
+      true);
+  const int64_t ended = finished_ + dropped_;
+  if (static_cast<double>(dropped_) >
+      options.max_dropped_fraction * static_cast<double>(std::max<int64_t>(ended, 100))) {
+    runtime_.Fail(Status::Backend(
+        "cluster", StrFormat("%lld of %lld trajectories were dropped after failed turns, more "
+                             "than [engine] max_dropped_fraction = %g allows (counted over at "
+                             "least 100 trajectories); the last: turn %d of trajectory %lld on "
+                             "%s failed %d times, last: %s",
+                             static_cast<long long>(dropped_), static_cast<long long>(ended),
+                             options.max_dropped_fraction, turn.turn,
+                             static_cast<long long>(turn.trajectory.value), where.c_str(), failed,
+                             why.c_str())));
+  }
+}
+
 JsonValue TurnRunner::TaskInput(TrajectoryId id) const {
   const Trajectory& t = trajectories_.at(id);
   return JsonValue::MakeObject()
@@ -204,6 +256,7 @@ void TurnRunner::FinishTrajectory(const backend::StartTurn& turn, int64_t genera
         if (!json.ok()) return runtime_.Fail(json.status());
         Result<double> reward = ReplyReader(name).Number(*json, "", "reward");
         if (!reward.ok()) return runtime_.Fail(reward.status());
+        ++finished_;
         backend::TurnDone done;
         done.trajectory = turn.trajectory;
         done.instance = turn.instance;
@@ -295,6 +348,19 @@ void TurnRunner::ToolFinished(TrajectoryId id, double started, const std::string
   t.mask.insert(t.mask.end(), tokens.size(), 0);
   done.output_tokens = static_cast<int64_t>(tokens.size());
   runtime_.Emit(std::move(done), true);
+}
+
+std::optional<backend::Incident> TurnRunner::TakeOvershoot() {
+  if (overshoot_tokens_ == 0) return std::nullopt;
+  backend::Incident incident{
+      "overshoot", "engines",
+      StrFormat("%lld turns generated %lld tokens past a stop token (the engines do not stop at "
+                "token ids); cut, never trained on",
+                static_cast<long long>(overshoot_turns_),
+                static_cast<long long>(overshoot_tokens_)),
+      runtime_.Now()};
+  overshoot_turns_ = overshoot_tokens_ = 0;
+  return incident;
 }
 
 Result<std::vector<TrainSequence>> TurnRunner::TakeSequences(

@@ -4,12 +4,17 @@
 // serves the turn's instance and generates until a stop token, runs the tool a turn called
 // (a sandboxed subprocess or an HTTP tool server) and scores a finished trajectory with the
 // reward_command. Nothing is re-tokenised. A turn whose engine fails goes back to the
-// coordinator (TurnFailed), which routes it again; nothing of it is kept.
+// coordinator (TurnFailed), which routes it again; nothing of it is kept. A turn that gets no
+// reply or a server error (5xx) is sent again to the same engine after a backoff with another
+// seed, up to [engine] turn_retries times; then the trajectory is dropped (TurnFailed with
+// `dropped`, a fault on record), and a run that drops more than [engine] max_dropped_fraction of
+// its trajectories stops.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +42,9 @@ class TurnRunner {
   /// are then forgotten here. kInternal for a trajectory without a transcript.
   Result<std::vector<TrainSequence>> TakeSequences(const std::vector<TrajectoryId>& trajectories,
                                                    const std::vector<double>& advantages);
+  /// The tokens engines generated past a stop token since the last call (cut, counted here), as
+  /// an "overshoot" incident; nullopt when there were none.
+  std::optional<backend::Incident> TakeOvershoot();
 
  private:
   struct Trajectory {
@@ -57,6 +65,9 @@ class TurnRunner {
   };
 
   void WithPrompt(int64_t prompt, std::function<void()> then);
+  /// The turn failed (no reply, or a server error): sent again after a backoff, or the
+  /// trajectory dropped once it has failed turn_retries + 1 times.
+  void Retry(const backend::StartTurn& turn, const std::string& why);
   void Generate(const backend::StartTurn& turn);
   void OnGenerated(const backend::StartTurn& turn, int64_t engine_key, uint64_t attempt,
                    double started_at, const GenerateRequest& request,
@@ -80,6 +91,14 @@ class TurnRunner {
   uint64_t seed_ = 0;
   std::map<TrajectoryId, Trajectory> trajectories_;
   std::map<int64_t, Prompt> prompts_;
+  /// Failed attempts of each trajectory's turn in flight.
+  std::map<TrajectoryId, int> failures_;
+  /// Trajectories finished (scored) and dropped.
+  int64_t finished_ = 0;
+  int64_t dropped_ = 0;
+  /// Turns that ran past a stop token, and the tokens cut, since TakeOvershoot.
+  int64_t overshoot_turns_ = 0;
+  int64_t overshoot_tokens_ = 0;
 };
 
 }  // namespace libra::cluster

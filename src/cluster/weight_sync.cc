@@ -44,6 +44,15 @@ void WeightSync::Sync(int version, Done done) {
         if (runtime_.options->trainer.weight_sync == "distributed") {
           return Distribute(version, done);
         }
+        if (runtime_.options->trainer.weight_sync == "restart") {
+          // Engines that cannot load weights: each serving one starts again on policy.pt.
+          std::vector<AsyncStep> restarts;
+          for (const auto& [key, e] : engines_.engines()) {
+            if (e.state != EngineState::kReady) continue;
+            restarts.push_back([this, key = key](Done d) { engines_.Restart(key, std::move(d)); });
+          }
+          return RunAll(*runtime_.loop, std::move(restarts), done);
+        }
         std::vector<AsyncStep> steps;
         for (const auto& [key, e] : engines_.engines()) {
           if (e.state != EngineState::kReady) continue;
@@ -148,13 +157,15 @@ void WeightSync::Distribute(int version, Done done) {
           std::move(d));
     });
   }
-  RunAll(*runtime_.loop, std::move(steps),
-         [this, wanted, members, tensors, version, done = std::move(done)](Status s) {
-           if (!s.ok()) return done(s);
-           members_ = wanted;
-           tensors_ = *tensors;
-           Broadcast(members, version, done);
-         });
+  // An engine that refuses to join fails the sync at once: the trainer's rendezvous would wait
+  // for it until its timeout.
+  RunAllFailFast(*runtime_.loop, std::move(steps),
+                 [this, wanted, members, tensors, version, done = std::move(done)](Status s) {
+                   if (!s.ok()) return done(s);
+                   members_ = wanted;
+                   tensors_ = *tensors;
+                   Broadcast(members, version, done);
+                 });
 }
 
 }  // namespace libra::cluster

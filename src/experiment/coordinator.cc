@@ -152,7 +152,7 @@ Status Coordinator::Handle(const backend::Event& event) {
         } else if constexpr (std::is_same_v<T, backend::InstanceHealth>) {
           return OnInstanceHealth(now, what);
         } else {
-          AddEvent(what.kind.c_str(), what.started_at, now, what.resource, std::nullopt,
+          AddEvent(what.kind.c_str(), Shifted(what.started_at), now, what.resource, std::nullopt,
                    next_train_step_, what.detail);
           return Status();
         }
@@ -318,7 +318,8 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
                                             done.generated_tokens, done.end});
   if (config_.record_events) {
     AddEvent(
-        "turn", done.started_at, now, "instance " + done.instance.ToString(), t.id.value, t.step,
+        "turn", Shifted(done.started_at), now, "instance " + done.instance.ToString(), t.id.value,
+        t.step,
         StrFormat("turn %d: %lld tokens, %s", t.turns - 1,
                   static_cast<long long>(done.generated_tokens), workload::TurnEndName(done.end)));
   }
@@ -327,7 +328,7 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   turn.trajectory = t.id.value;
   turn.turn = t.turns - 1;
   turn.instance = done.instance.value;
-  turn.start_s = done.started_at;
+  turn.start_s = Shifted(done.started_at);
   turn.end_s = now;
   turn.generated_tokens = done.generated_tokens;
   turn.end = workload::TurnEndName(done.end);
@@ -406,6 +407,24 @@ Status Coordinator::OnTurnFailed(double now, const backend::TurnFailed& failed) 
     instance->active = std::max(0, instance->active - 1);
     Changed(*instance);
   }
+  if (failed.dropped) {
+    // Its sample is drawn again as a new trajectory; the group waits for that one instead.
+    Trajectory again;
+    again.id = TrajectoryId(next_trajectory_++);
+    again.prompt = t.prompt;
+    again.sample = t.sample;
+    again.step = t.step;
+    again.prompt_tokens = again.context_tokens = workload_.Prompt(t.prompt).prompt_tokens;
+    AddEvent("fault", now, now, "instance " + failed.instance.ToString(), t.id.value, t.step,
+             StrFormat("trajectory dropped: %s; prompt %lld sample %d drawn again as trajectory "
+                       "%lld",
+                       failed.reason.c_str(), static_cast<long long>(t.prompt), t.sample,
+                       static_cast<long long>(again.id.value)));
+    live_.erase(it);
+    waiting_.push_back(again.id);
+    live_.emplace(again.id, std::move(again));
+    return RouteWaiting(now);
+  }
   if (!t.path.empty()) t.path.pop_back();
   t.instance = t.path.empty() ? InstanceId() : InstanceId(t.path.back());
   AddEvent("retry", now, now, "instance " + failed.instance.ToString(), t.id.value, t.step,
@@ -438,10 +457,10 @@ Status Coordinator::OnToolDone(double now, const backend::ToolDone& done) {
   store::TurnRecord& called = t.turn_records.back();
   called.tool_status = workload::ToolStatusName(done.status);
   called.tool_output_tokens = done.output_tokens;
-  called.tool_latency_s = now - done.started_at;
+  called.tool_latency_s = now - Shifted(done.started_at);
   t.last_tool = sched::ToolObservation{called.tool, done.status, done.output_tokens};
   if (config_.record_events) {
-    AddEvent("tool", done.started_at, now, "tools", t.id.value, t.step,
+    AddEvent("tool", Shifted(done.started_at), now, "tools", t.id.value, t.step,
              StrFormat("%s, %lld tokens", workload::ToolStatusName(done.status),
                        static_cast<long long>(done.output_tokens)));
   }
@@ -577,6 +596,8 @@ Status Coordinator::OnTrainDone(double now, const backend::TrainDone& done) {
   }
   trainer_busy_ = false;
   train_s_ = now - train_start_;
+  logprob_diff_ = done.logprob_diff;
+  clip_fraction_ = done.clip_fraction;
   // Samples of a group whose rewards are all equal carry no learning signal (zero advantage);
   // truncated samples are masked from the loss (DAPO's overlong filtering).
   std::vector<double> lags;
@@ -605,6 +626,11 @@ Status Coordinator::OnTrainDone(double now, const backend::TrainDone& done) {
            StrFormat("step %d", done.step));
   const int version = done.step + 1;
   step_open_ = true;
+  if (!done.halt.empty()) {
+    // The step is recorded, then the run stops (no sync: its weights are not to be used).
+    LIBRA_RETURN_IF_ERROR(FinishStep(now, 0));
+    return Status::Backend(std::string(backend_.Name()), done.halt);
+  }
   if (version < config_.steps && version % config_.sync_interval == 0) {
     return backend_.Submit(backend::SyncWeights{version});
   }
@@ -617,9 +643,9 @@ Status Coordinator::OnSyncDone(double now, const backend::SyncDone& done) {
                            StrFormat("unexpected sync done for version %d", done.version));
   }
   rollout_version_ = done.version;
-  AddEvent("sync", done.started_at, now, "trainer", std::nullopt, next_train_step_,
+  AddEvent("sync", Shifted(done.started_at), now, "trainer", std::nullopt, next_train_step_,
            StrFormat("weights v%d", done.version));
-  LIBRA_RETURN_IF_ERROR(FinishStep(now, now - done.started_at));
+  LIBRA_RETURN_IF_ERROR(FinishStep(now, now - Shifted(done.started_at)));
   Launch();
   return RouteWaiting(now);
 }
@@ -650,6 +676,8 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   record.rollout_gpus = layout_.rollout_gpus();
   record.train_gpus = layout_.train_gpus;
   record.predicted_step_s = predicted_step_s_;
+  record.logprob_diff = std::exchange(logprob_diff_, std::nullopt);
+  record.clip_fraction = std::exchange(clip_fraction_, std::nullopt);
   // The trained version's evaluation score, every eval interval and at the last step.
   if ((step + 1) % config_.eval_interval == 0 || step + 1 == config_.steps) {
     record.eval_score = skill_.EvalScore(step + 1, heldout_);

@@ -216,6 +216,9 @@ class Coordinator {
   /// Applies a draining transition once its instances are idle at a step boundary.
   Status AdvanceTransition(double now);
   Status FinishStep(double now, double sync_s);
+  /// A time the backend reported (an event's started_at) on the run's clock: a resumed run's
+  /// backend counts from its own start.
+  double Shifted(double backend_time) const { return backend_time + time_offset_; }
   void AddEvent(const char* kind, double start, double end, const std::string& resource,
                 std::optional<int64_t> trajectory, int step, const std::string& detail);
 
@@ -250,6 +253,8 @@ class Coordinator {
   double step_start_ = 0;
   double train_start_ = 0;
   double train_s_ = 0;
+  std::optional<double> logprob_diff_;  // of the step in training, from its TrainDone
+  std::optional<double> clip_fraction_;
   int64_t trained_ = 0;                      // trajectories trained so far
   std::optional<double> rollout_busy_mark_;  // backend's rollout GPU-seconds at the last step
   int steps_done_ = 0;

@@ -94,6 +94,11 @@ struct StepRecord {
   /// The evaluation score of the version this step trained (policy_version + 1) on held-out
   /// prompts: modelled in the simulator, measured on real runs; unset on steps not evaluated.
   std::optional<double> eval_score;
+  /// Real trainers: the mean absolute difference between the trainer's log-probability of each
+  /// trained token (before the step's update) and the engine's, and the fraction of trained
+  /// tokens whose probability ratio was clipped; unset when the trainer does not report them.
+  std::optional<double> logprob_diff{};
+  std::optional<double> clip_fraction{};
 
   bool operator==(const StepRecord&) const = default;
 };

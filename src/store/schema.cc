@@ -257,6 +257,13 @@ constexpr char kSchemaV10[] = R"sql(
 ALTER TABLE runs ADD COLUMN resolved_recipe TEXT;
 )sql";
 
+// Version 11: per train step, how far the trainer's log-probabilities of the trained tokens are
+// from the engines' (cluster runs; NULL elsewhere).
+constexpr char kSchemaV11[] = R"sql(
+ALTER TABLE steps ADD COLUMN logprob_diff REAL;
+ALTER TABLE steps ADD COLUMN clip_fraction REAL;
+)sql";
+
 Result<int> UserVersion(Db& db) {
   LIBRA_ASSIGN_OR_RETURN(const int64_t version,
                          db.QueryInt64("PRAGMA user_version", "read the schema version"));
@@ -281,6 +288,7 @@ const std::vector<Migration>& SchemaMigrations() {
        "runs.eval_initial, comparisons.tuned/sensitivity",
        kSchemaV9},
       {10, "runs.resolved_recipe", kSchemaV10},
+      {11, "steps.logprob_diff, steps.clip_fraction", kSchemaV11},
   };
   return *migrations;
 }

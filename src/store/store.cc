@@ -26,7 +26,7 @@ constexpr char kRunColumns[] =
 constexpr char kStepColumns[] =
     "step, start_s, end_s, rollout_s, train_s, sync_s, wait_s, trajectories, turns, tool_calls, "
     "prompt_tokens, generated_tokens, reward_mean, policy_version, max_lag, rollout_gpus, "
-    "train_gpus, gpu_util, idle_gpu_s, predicted_step_s, eval_score";
+    "train_gpus, gpu_util, idle_gpu_s, predicted_step_s, eval_score, logprob_diff, clip_fraction";
 constexpr char kTrajectoryColumns[] =
     "id, prompt, sample, step, version, turns, tool_calls, prompt_tokens, generated_tokens, "
     "start_s, end_s, reward, truncated, instances, migrations";
@@ -193,6 +193,8 @@ StepRecord ReadStep(const Statement& statement) {
   step.idle_gpu_s = row.OptionalDouble();
   step.predicted_step_s = row.OptionalDouble();
   step.eval_score = row.OptionalDouble();
+  step.logprob_diff = row.OptionalDouble();
+  step.clip_fraction = row.OptionalDouble();
   return step;
 }
 
@@ -635,7 +637,7 @@ Status Store::RecordStep(int64_t run_id, const StepBatch& batch) {
       run_id, s.step, s.start_s, s.end_s, s.rollout_s, s.train_s, s.sync_s, s.wait_s,
       s.trajectories, s.turns, s.tool_calls, s.prompt_tokens, s.generated_tokens, s.reward_mean,
       s.policy_version, s.max_lag, s.rollout_gpus, s.train_gpus, s.gpu_util, s.idle_gpu_s,
-      s.predicted_step_s, s.eval_score));
+      s.predicted_step_s, s.eval_score, s.logprob_diff, s.clip_fraction));
   LIBRA_RETURN_IF_ERROR(
       InsertRows(*impl_->insert_trajectory, *impl_->insert_trajectories, 16, batch.trajectories,
                  [run_id](Statement& statement, int first, const TrajectoryRecord& t) {

@@ -44,7 +44,20 @@ std::vector<std::string> TestOverrides(int steps, int* trainer_port = nullptr) {
           "trainer.port=" + std::to_string(trainer)};
 }
 
-// Every process whose command line mentions `needle`.
+// `run <recipe> --db <db>` with TestOverrides(steps) and `extra` as --set arguments.
+std::vector<std::string> RunArgs(const std::string& recipe, const std::string& db, int steps,
+                                 int* trainer_port = nullptr,
+                                 const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"run", SourcePath(recipe), "--db", db};
+  std::vector<std::string> sets = TestOverrides(steps, trainer_port);
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  for (const std::string& o : sets) {
+    args.push_back("--set");
+    args.push_back(o);
+  }
+  return args;
+}
+
 // The folder of run 1 under `runs` (runs/<database>-1-<random>, beside the database), or a path
 // that does not exist before the run has made it.
 std::string RunOneFolder(const std::string& runs) {
@@ -56,6 +69,7 @@ std::string RunOneFolder(const std::string& runs) {
   return runs + "/run-1-not-made-yet";
 }
 
+// Every process whose command line mentions `needle`.
 std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
   std::vector<pid_t> found;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
@@ -102,19 +116,49 @@ class ClusterBackendTest : public ::testing::Test {
     };
   }
 
+  // Starts `libra run <recipe>` for 50 steps in a child process and waits (up to `timeout`)
+  // until its engine-1 serves; the child's pid, or -1 (the test has failed then).
+  pid_t StartUntilEnginesServe(const std::string& recipe, std::chrono::seconds timeout,
+                               int* trainer_port = nullptr) {
+    std::vector<std::string> argv = RunArgs(recipe, dir_.File("r.db"), 50, trainer_port);
+    argv.insert(argv.begin(), LIBRA_BINARY);
+    const pid_t pid = fork();
+    if (pid < 0) {
+      ADD_FAILURE() << "fork failed";
+      return -1;
+    }
+    if (pid == 0) {
+      std::vector<char*> args;
+      for (std::string& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      freopen("/dev/null", "w", stdout);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    // Engines run once they log that they listen.
+    const bool serving = Eventually(
+        [&] {
+          return ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/engine-1.out")
+                     .find("listening") != std::string::npos;
+        },
+        timeout);
+    if (!serving) {
+      ADD_FAILURE() << "engine-1 did not serve; the trainer said: "
+                    << ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/trainer.err");
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      return -1;
+    }
+    return pid;
+  }
+
   ScopedTempDir dir_;
 };
 
 TEST_F(ClusterBackendTest, CpuLocalRunsEndToEndAndRecordsEverything) {
   // libra run on the CPU recipe: multi-turn tool use, C-MLFQ moves, a role
   // switch, weight syncs and real rewards, all in the store.
-  std::vector<std::string> args = {"run", SourcePath("recipes/cpu-local.toml"), "--db",
-                                   dir_.File("r.db")};
-  for (const std::string& o : TestOverrides(3)) {
-    args.push_back("--set");
-    args.push_back(o);
-  }
-  const CommandResult r = RunLibra(args);
+  const CommandResult r = RunLibra(RunArgs("recipes/cpu-local.toml", dir_.File("r.db"), 3));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
 
   auto store = store::Store::Open(dir_.File("r.db"));
@@ -174,17 +218,11 @@ TEST_F(ClusterBackendTest, CpuSshRunsOverSshToAPrivateSshd) {
             "Host localhost\n  HostName " + at.host + "\n  Port " + std::to_string(at.port) +
                 "\n  User " + at.user + "\n  IdentityFile " + at.identity_file +
                 "\n  IdentitiesOnly yes\n  UserKnownHostsFile " + at.known_hosts_file + "\n");
-  std::vector<std::string> args = {
-      "run",   SourcePath("recipes/cpu-ssh.toml"),
-      "--db",  dir_.File("r.db"),
-      "--set", "launcher.ssh_config=\"" + dir_.File("ssh_config") + "\"",
-      "--set", "launcher.strict_host_key_checking=\"yes\""};
   int trainer_port = 0;
-  for (const std::string& o : TestOverrides(2, &trainer_port)) {
-    args.push_back("--set");
-    args.push_back(o);
-  }
-  const CommandResult r = RunLibra(args);
+  const CommandResult r =
+      RunLibra(RunArgs("recipes/cpu-ssh.toml", dir_.File("r.db"), 2, &trainer_port,
+                       {"launcher.ssh_config=\"" + dir_.File("ssh_config") + "\"",
+                        "launcher.strict_host_key_checking=\"yes\""}));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << (*sshd)->Log();
   auto store = store::Store::Open(dir_.File("r.db"));
   ASSERT_TRUE(store.ok());
@@ -199,6 +237,62 @@ TEST_F(ClusterBackendTest, CpuSshRunsOverSshToAPrivateSshd) {
   EXPECT_TRUE(std::filesystem::exists(run_dir)) << run_dir;
   EXPECT_TRUE(Eventually([&] { return ProcessesMentioning(run_dir).empty(); }));
   EXPECT_TRUE(ProcessesMentioning("--port " + std::to_string(trainer_port)).empty());
+}
+
+// Slurm is up when SLURM_CONF names a controller that answers (scripts/slurm-local.sh).
+std::optional<std::string> SlurmUnavailable() {
+  if (std::getenv("SLURM_CONF") == nullptr) return "no SLURM_CONF (scripts/slurm-local.sh)";
+  if (std::system("sinfo -h >/dev/null 2>&1") != 0) return "sinfo fails: no Slurm controller";
+  return std::nullopt;
+}
+
+// The Slurm jobs and steps that libra processes left: "<id> <name>" lines.
+std::string LibraJobsAndSteps() {
+  std::string listed;
+  for (const char* command :
+       {"squeue -h -o '%i %j' 2>/dev/null", "squeue -h --steps -o '%i %j' 2>/dev/null"}) {
+    FILE* out = popen(command, "r");
+    if (out == nullptr) continue;
+    char line[512];
+    while (fgets(line, sizeof(line), out) != nullptr) {
+      if (std::string(line).find(" libra-") != std::string::npos) listed += line;
+    }
+    pclose(out);
+  }
+  return listed;
+}
+
+TEST_F(ClusterBackendTest, CpuSlurmRunsEveryProcessAsAJobStep) {
+  // recipes/cpu-slurm.toml on the local Slurm: libra requests the allocation, runs the engines
+  // and the trainer as steps, records the run, and leaves no job or step behind.
+  if (auto why = SlurmUnavailable()) GTEST_SKIP() << *why;
+  const CommandResult r = RunLibra(RunArgs("recipes/cpu-slurm.toml", dir_.File("r.db"), 2));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto store = store::Store::Open(dir_.File("r.db"));
+  ASSERT_TRUE(store.ok());
+  auto steps = (*store)->Steps(1);
+  ASSERT_TRUE(steps.ok());
+  EXPECT_EQ(steps->size(), 2u);
+  EXPECT_NE(ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/engine-0.out").find("listening"),
+            std::string::npos);
+  EXPECT_TRUE(Eventually([] { return LibraJobsAndSteps().empty(); }, std::chrono::seconds(60)))
+      << LibraJobsAndSteps();
+}
+
+TEST_F(ClusterBackendTest, CtrlCOnSlurmLeavesNoStepBehind) {
+  if (auto why = SlurmUnavailable()) GTEST_SKIP() << *why;
+  const pid_t pid = StartUntilEnginesServe("recipes/cpu-slurm.toml", std::chrono::seconds(180));
+  ASSERT_GT(pid, 0);
+  const std::string run_dir = RunOneFolder(dir_.File("runs"));
+  ASSERT_FALSE(LibraJobsAndSteps().empty());
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_TRUE(Eventually([] { return LibraJobsAndSteps().empty(); }, std::chrono::seconds(60)))
+      << LibraJobsAndSteps();
+  EXPECT_TRUE(ProcessesMentioning(run_dir).empty());
 }
 
 TEST_F(ClusterBackendTest, DistributedWeightSyncBroadcastsOverGloo) {
@@ -384,31 +478,10 @@ TEST_F(ClusterBackendTest, AnInterruptedRunResumesFromItsLastCheckpoint) {
 TEST_F(ClusterBackendTest, CtrlCLeavesNoProcessBehind) {
   // SIGINT once the engines serve: libra exits 130, records the run as
   // interrupted, and every process it started is gone.
-  std::vector<std::string> argv = {LIBRA_BINARY, "run", SourcePath("recipes/cpu-local.toml"),
-                                   "--db", dir_.File("r.db")};
   int trainer_port = 0;
-  for (const std::string& o : TestOverrides(50, &trainer_port)) {
-    argv.push_back("--set");
-    argv.push_back(o);
-  }
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    freopen("/dev/null", "w", stdout);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  // Engines run once they log that they listen.
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/engine-1.out")
-                   .find("listening") != std::string::npos;
-      },
-      std::chrono::seconds(120)))
-      << ReadIfExists(RunOneFolder(dir_.File("runs")) + "/logs/trainer.err");
+  const pid_t pid =
+      StartUntilEnginesServe("recipes/cpu-local.toml", std::chrono::seconds(120), &trainer_port);
+  ASSERT_GT(pid, 0);
   const std::string run_dir = RunOneFolder(dir_.File("runs"));
   ASSERT_FALSE(ProcessesMentioning(run_dir).empty());
   ASSERT_EQ(kill(pid, SIGINT), 0);
@@ -427,84 +500,10 @@ TEST_F(ClusterBackendTest, CtrlCLeavesNoProcessBehind) {
 
 // ---- The backend over fake engines and a fake trainer (no torch) --------------------------------
 
-// A ClusterBackend whose processes are the fake launcher's sleeping children, and whose engines
-// and trainer are FakeEngines and a FakeTrainer served on the backend's own loop.
-class ClusterBackendFakeTest : public ::testing::Test {
+class ClusterBackendFakeTest : public ::testing::Test, public FakeClusterBackend {
  protected:
-  void SetUp() override {
-    auto loop = cluster::EventLoop::Create();
-    ASSERT_TRUE(loop.ok());
-    options_ = FakeClusterOptions(dir_.path().string(), FreePorts(8), FreePort());
-    engines_ = std::make_unique<FakeEngines>(loop->get(), options_.engine.base_port, 8);
-    trainer_ = std::make_unique<FakeTrainer>(loop->get(), options_.trainer.port);
-    cluster::ClusterBackend::Overrides overrides;
-    overrides.launchers.push_back(std::make_unique<FakeLauncher>(&asked_));
-    overrides.loop = std::move(*loop);
-    auto backend = cluster::ClusterBackend::Create(recipe::Recipe{}, options_, dir_.File("run"), 0,
-                                                   std::move(overrides));
-    ASSERT_TRUE(backend.ok()) << backend.status().message();
-    backend_ = std::move(*backend);
-  }
-  void TearDown() override {
-    // The fakes live on the backend's loop: they go first.
-    engines_.reset();
-    trainer_.reset();
-    backend_.reset();
-  }
-
-  // Submits `action` and collects events until one of type T arrives (or the run fails).
-  template <typename T>
-  std::vector<backend::Event> Until(const backend::Action& action) {
-    EXPECT_TRUE(backend_->Submit(action).ok());
-    std::vector<backend::Event> seen;
-    for (;;) {
-      auto events = backend_->Wait();
-      if (!events.ok()) {
-        ADD_FAILURE() << events.status().message();
-        return seen;
-      }
-      if (events->empty()) {
-        ADD_FAILURE() << "nothing in flight";
-        return seen;
-      }
-      bool found = false;
-      for (backend::Event& e : *events) {
-        found = found || std::holds_alternative<T>(e.what);
-        seen.push_back(std::move(e));
-      }
-      if (found) return seen;
-    }
-  }
-
-  static std::vector<std::string> Incidents(const std::vector<backend::Event>& events,
-                                            const std::string& kind) {
-    std::vector<std::string> out;
-    for (const backend::Event& e : events) {
-      if (const auto* i = std::get_if<backend::Incident>(&e.what); i && i->kind == kind) {
-        out.push_back(i->resource + ": " + i->detail);
-      }
-    }
-    return out;
-  }
-
-  // One whole trajectory (a tool call, the tool, the answer) on instance 0.
-  void RunTrajectory(int64_t id) {
-    backend::StartTurn turn;
-    turn.trajectory = TrajectoryId(id);
-    turn.prompt = id;
-    turn.instance = InstanceId(0);
-    Until<backend::TurnDone>(turn);
-    Until<backend::ToolDone>(backend::RunTool{TrajectoryId(id), "tool"});
-    turn.turn = 1;
-    Until<backend::TurnDone>(turn);
-  }
-
-  ScopedTempDir dir_;
-  cluster::ClusterOptions options_;
-  std::vector<cluster::ProcessSpec> asked_;
-  std::unique_ptr<FakeEngines> engines_;
-  std::unique_ptr<FakeTrainer> trainer_;
-  std::unique_ptr<cluster::ClusterBackend> backend_;
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(Start()); }
+  void TearDown() override { Stop(); }
 };
 
 TEST_F(ClusterBackendFakeTest, TheFirstLayoutStartsTheTrainerThenEveryEngine) {
@@ -528,8 +527,8 @@ TEST_F(ClusterBackendFakeTest, LendingAndReclaimingTheTrainersGpus) {
                                       "cluster: engine-3 starts (tp 1), engine-4 starts (tp 1)"}));
   auto back = Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {2, 1, 1})});
   EXPECT_EQ(Incidents(back, "switch"),
-            (std::vector<std::string>{"trainer: data parallelism 1 -> 2 replicas",
-                                      "cluster: engine-3 sleeps, engine-4 sleeps"}));
+            (std::vector<std::string>{"cluster: engine-3 sleeps, engine-4 sleeps",
+                                      "trainer: data parallelism 1 -> 2 replicas"}));
   auto again =
       Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(0, {2, 1, 1, 1, 1}, false, 2)});
   EXPECT_EQ(Incidents(again, "switch"),
@@ -547,13 +546,14 @@ TEST_F(ClusterBackendFakeTest, AColocatedStepPutsTheEnginesToSleepAroundTraining
   train.trajectories = {TrajectoryId(0)};
   train.advantages = {1.0};
   Until<backend::TrainDone>(train);
-  EXPECT_EQ(engines_->Count("/release_memory_occupation"), 2);
-  EXPECT_EQ(engines_->Count("/resume_memory_occupation"), 2);
+  // One of each for the capability probe at the start, then two around the step.
+  EXPECT_EQ(engines_->Count("/release_memory_occupation"), 3);
+  EXPECT_EQ(engines_->Count("/resume_memory_occupation"), 3);
   EXPECT_EQ(trainer_->Count("/train_step"), 1);
   EXPECT_EQ(trainer_->version, 1);
   // Weights of version 1, synced to both engines from disk.
   Until<backend::SyncDone>(backend::SyncWeights{1});
-  EXPECT_EQ(engines_->Count("/update_weights_from_disk"), 2);
+  EXPECT_EQ(engines_->Count("/update_weights_from_disk"), 3);  // the probe's, then the sync
 }
 
 TEST_F(ClusterBackendFakeTest, AKilledEngineIsRestartedAndItsTurnFails) {
@@ -579,6 +579,183 @@ TEST_F(ClusterBackendFakeTest, AKilledEngineIsRestartedAndItsTurnFails) {
   all.insert(all.end(), again.begin(), again.end());
   EXPECT_EQ(Incidents(all, "restart"),
             (std::vector<std::string>{"engine-0: restarted (attempt 1)"}));
+}
+
+TEST_F(ClusterBackendFakeTest, EnginesReleaseTheirMemoryBeforeTheTrainerTakesItsGpusBack) {
+  // Issue 21, defect 3: taking the lent GPUs back, the engines on them sleep first, and only
+  // then does the trainer's replica join; lending them, the replica leaves before engines start.
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {2, 1, 1})});
+  timeline_.clear();
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(0, {2, 1, 1, 1, 1}, false, 2)});
+  ASSERT_GE(Position("trainer /leave"), 0);
+  ASSERT_GE(Position("engine " + std::to_string(options_.engine.base_port + 3) + " /health"), 0);
+  EXPECT_LT(Position("trainer /leave"),
+            Position("engine " + std::to_string(options_.engine.base_port + 3) + " /health"));
+  timeline_.clear();
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {2, 1, 1})});
+  const int join = Position("trainer /join");
+  ASSERT_GE(join, 0);
+  int released = 0;
+  for (int i = 0; i < join; ++i) {
+    released +=
+        timeline_[static_cast<size_t>(i)].find("/release_memory_occupation") != std::string::npos;
+  }
+  EXPECT_EQ(released, 2) << StrJoin(timeline_, "\n");
+}
+
+TEST_F(ClusterBackendFakeTest, AnEngineThatCannotSleepIsStoppedNotRecordedAsAsleep) {
+  // Issue 21, defect 2: an engine that refuses to release its memory is asked three times, then
+  // stopped; the switch says so, and the next lend starts a new engine on its GPUs.
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {2, 1, 1})});
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(0, {2, 1, 1, 1, 1}, false, 2)});
+  const int refusing = options_.engine.base_port + 3;  // engine-3's
+  engines_->control = [refusing](int port,
+                                 const std::string& path) -> std::optional<TestHttpReply> {
+    if (port != refusing || path != "/release_memory_occupation") return std::nullopt;
+    return FakeEngines::NotFound();
+  };
+  const std::optional<pid_t> pid = backend_->EnginePid(InstanceId(3));
+  ASSERT_TRUE(pid.has_value());
+  auto back = Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {2, 1, 1})});
+  EXPECT_EQ(Incidents(back, "switch")[0],
+            "cluster: engine-3 stops (it could not sleep), engine-4 sleeps");
+  ASSERT_EQ(Incidents(back, "fault").size(), 1u);
+  EXPECT_NE(Incidents(back, "fault")[0].find("could not release its memory"), std::string::npos);
+  EXPECT_EQ(engines_->Count("/release_memory_occupation"), 4);  // 3 for engine-3, 1 for engine-4
+  EXPECT_FALSE(IsAlive(*pid));
+  auto again =
+      Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(0, {2, 1, 1, 1, 1}, false, 2)});
+  EXPECT_EQ(Incidents(again, "switch")[1], "cluster: engine-5 starts (tp 1), engine-4 wakes");
+}
+
+TEST_F(ClusterBackendFakeTest, ATurnThatKeepsFailingIsRetriedWithNewSeedsThenDropped) {
+  // Issue 21, defect 1: a deterministic server error is retried a bounded number of times, each
+  // with another seed, then the trajectory is dropped (and the run goes on).
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
+  const size_t probed = engines_->received.size();  // the capability probe's requests
+  engines_->generate = [](int, const std::vector<int64_t>&) {
+    TestHttpReply reply;
+    reply.status = 500;
+    reply.body = R"({"error": {"message": "sampler failed"}})";
+    return reply;
+  };
+  backend::StartTurn turn;
+  turn.trajectory = TrajectoryId(0);
+  turn.instance = InstanceId(0);
+  auto seen = Until<backend::TurnFailed>(turn);
+  const auto& failed = std::get<backend::TurnFailed>(seen.back().what);
+  EXPECT_TRUE(failed.dropped);
+  EXPECT_NE(failed.reason.find("failed 4 times"), std::string::npos) << failed.reason;
+  EXPECT_NE(failed.reason.find("sampler failed"), std::string::npos) << failed.reason;
+  EXPECT_EQ(Incidents(seen, "retry").size(), 3u);
+  std::set<int64_t> seeds;
+  for (size_t i = probed; i < engines_->received.size(); ++i) {
+    const Received& r = engines_->received[i];
+    if (r.path == "/generate")
+      seeds.insert(r.body.Find("sampling_params")->Find("sampling_seed")->as_int());
+  }
+  EXPECT_EQ(seeds.size(), 4u);
+  // Another trajectory still runs.
+  engines_->generate = nullptr;
+  RunTrajectory(1);
+}
+
+TEST_F(ClusterBackendFakeTest, ARunThatDropsTooManyTrajectoriesStops) {
+  Stop();
+  ASSERT_NO_FATAL_FAILURE(Start([](cluster::ClusterOptions& o) {
+    o.engine.turn_retries = 0;
+    o.engine.max_dropped_fraction = 0.01;  // more than 1 in 100
+  }));
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
+  engines_->generate = [](int, const std::vector<int64_t>&) {
+    TestHttpReply reply;
+    reply.status = 503;
+    return reply;
+  };
+  backend::StartTurn turn;
+  turn.instance = InstanceId(0);
+  turn.trajectory = TrajectoryId(0);
+  Until<backend::TurnFailed>(turn);  // one drop in 100 is allowed
+  turn.trajectory = TrajectoryId(1);
+  Status failure;
+  Until<backend::LayoutApplied>(turn, &failure);
+  EXPECT_NE(failure.message().find("2 of 2 trajectories were dropped"), std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find("[engine] max_dropped_fraction = 0.01"), std::string::npos);
+}
+TEST_F(ClusterBackendFakeTest, EachStepReportsTheLogprobMismatchAndADivergedOneHalts) {
+  // Issue 21, defect 4: the trainer's mismatch with the engines' logprobs comes with each step;
+  // past [trainer] max_logprob_diff or max_clip_fraction the step says the run must stop.
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
+  trainer_->logprob_diff = 0.02;
+  trainer_->clip_fraction = 0.1;
+  RunTrajectory(0);
+  backend::Train train;
+  train.trajectories = {TrajectoryId(0)};
+  train.advantages = {1.0};
+  auto seen = Until<backend::TrainDone>(train);
+  const auto& ok = std::get<backend::TrainDone>(seen.back().what);
+  EXPECT_EQ(ok.logprob_diff, 0.02);
+  EXPECT_EQ(ok.clip_fraction, 0.1);
+  EXPECT_EQ(ok.halt, "");
+  trainer_->clip_fraction = 0.97;
+  RunTrajectory(1);
+  train.step = 1;
+  train.trajectories = {TrajectoryId(1)};
+  seen = Until<backend::TrainDone>(train);
+  const auto& diverged = std::get<backend::TrainDone>(seen.back().what);
+  EXPECT_NE(diverged.halt.find("clipped 97.0% of the trained tokens"), std::string::npos)
+      << diverged.halt;
+  EXPECT_NE(diverged.halt.find("[trainer] max_clip_fraction = 0.9"), std::string::npos);
+}
+
+TEST_F(ClusterBackendFakeTest, TheFirstEnginesCapabilitiesAreProbedAndRecorded) {
+  auto seen = Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
+  EXPECT_EQ(Incidents(seen, "capabilities"),
+            (std::vector<std::string>{"engine-0: token ids: yes, stop at token ids: yes, reload "
+                                      "from disk: yes, sleep / wake: not probed"}));
+}
+
+TEST_F(ClusterBackendFakeTest, ARecipeNeedingACapabilityTheEngineLacksIsRefusedBeforeTraining) {
+  engines_->control = [](int, const std::string& path) -> std::optional<TestHttpReply> {
+    if (path != "/update_weights_from_disk") return std::nullopt;
+    return FakeEngines::NotFound();
+  };
+  Status failure;
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})}, &failure);
+  EXPECT_EQ(failure.code(), StatusCode::kInvalidRecipe);
+  for (const char* part :
+       {"engine-0 (sglang engine at http://127.0.0.1:", "POST /update_weights_from_disk failed",
+        "Not Found", "[trainer] weight_sync = \"disk\"", "weight_sync = \"restart\""}) {
+    EXPECT_NE(failure.message().find(part), std::string::npos) << part << "\n" << failure.message();
+  }
+  EXPECT_EQ(trainer_->Count("/train_step"), 0);
+}
+
+TEST_F(ClusterBackendFakeTest, WeightSyncRestartStartsEveryEngineAgainOnTheNewWeights) {
+  Stop();
+  ASSERT_NO_FATAL_FAILURE(
+      Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = "restart"; }));
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1, 1})});
+  const std::optional<pid_t> before = backend_->EnginePid(InstanceId(0));
+  auto seen = Until<backend::SyncDone>(backend::SyncWeights{1});
+  const std::optional<pid_t> after = backend_->EnginePid(InstanceId(0));
+  ASSERT_TRUE(before && after);
+  EXPECT_NE(*before, *after);
+  EXPECT_EQ(engines_->Count("/update_weights_from_disk"), 0);
+  EXPECT_TRUE(Incidents(seen, "fault").empty());
+}
+
+TEST_F(ClusterBackendFakeTest, WeightSyncNoneLeavesTheEnginesAlone) {
+  Stop();
+  ASSERT_NO_FATAL_FAILURE(
+      Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = "none"; }));
+  Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
+  const int saves = trainer_->Count("/save_weights");
+  auto seen = Until<backend::SyncDone>(backend::SyncWeights{1});
+  EXPECT_EQ(trainer_->Count("/save_weights"), saves);
+  EXPECT_EQ(engines_->Count("/update_weights_from_disk"), 0);
+  EXPECT_EQ(Incidents(seen, "sync").size(), 1u);
 }
 
 }  // namespace

@@ -95,15 +95,17 @@ TEST(EngineClientTest, VllmGenerateRequestIsExact) {
   EXPECT_EQ(request.timeout_s, 30);
   EXPECT_EQ(request.body,
             R"({"model":"tiny-lm","prompt":[1,3,16,4],"max_tokens":3,"temperature":0.7,)"
-            R"("top_p":1.0,"stop_token_ids":[2,6],"seed":42,"request_id":"t-1","logprobs":0,)"
-            R"("return_token_ids":true})");
+            R"("top_p":1.0,"top_k":-1,"min_p":0.0,"stop_token_ids":[2,6],"seed":42,)"
+            R"("request_id":"t-1","logprobs":0,"return_token_ids":true,)"
+            R"("return_tokens_as_token_ids":true})");
 
   GenerateRequest plain;
   plain.prompt = {7};
   plain.ignore_eos = true;
   EXPECT_EQ(Vllm().Generate(plain).body,
-            R"({"prompt":[7],"max_tokens":16,"temperature":1.0,"top_p":1.0,"stop_token_ids":[],)"
-            R"("ignore_eos":true,"logprobs":0,"return_token_ids":true})");
+            R"({"prompt":[7],"max_tokens":16,"temperature":1.0,"top_p":1.0,"top_k":-1,)"
+            R"("min_p":0.0,"stop_token_ids":[],"ignore_eos":true,"logprobs":0,)"
+            R"("return_token_ids":true,"return_tokens_as_token_ids":true})");
 }
 
 TEST(EngineClientTest, SglangGenerateRequestIsExact) {
@@ -113,8 +115,8 @@ TEST(EngineClientTest, SglangGenerateRequestIsExact) {
   EXPECT_EQ(request.url, "http://127.0.0.1:8000/generate");
   EXPECT_EQ(request.body,
             R"({"input_ids":[1,3,16,4],"sampling_params":{"max_new_tokens":3,"temperature":0.7,)"
-            R"("top_p":1.0,"stop_token_ids":[2,6],"sampling_seed":42},"return_logprob":true,)"
-            R"("rid":"t-1"})");
+            R"("top_p":1.0,"top_k":-1,"min_p":0.0,"stop_token_ids":[2,6],"sampling_seed":42},)"
+            R"("return_logprob":true,"rid":"t-1"})");
 }
 
 TEST(EngineClientTest, ControlRequestsAreExact) {
@@ -221,8 +223,11 @@ TEST(EngineClientTest, ParsesRealShapedReplies) {
 
 TEST(EngineClientTest, ParsesLengthAndAbortFinishes) {
   // A length finish has no matched token; an abort keeps the partial output, even none.
-  const std::string length =
-      Edit(kSglangReply, R"({"type":"stop","matched":6})", R"({"type":"length","length":3})");
+  // (It ends on a token that is not a stop token: one that is would be a stop.)
+  const std::string length = Edit(
+      Edit(Edit(kSglangReply, R"({"type":"stop","matched":6})", R"({"type":"length","length":3})"),
+           "[5,19,6]", "[5,19,7]"),
+      "[0.0,6,null]", "[0.0,7,null]");
   const auto parsed = Sglang().ParseGenerate(TurnRequest(), Reply(length));
   ASSERT_OK(parsed);
   EXPECT_EQ(parsed->finish_reason, FinishReason::kLength);
@@ -309,7 +314,6 @@ TEST(EngineClientTest, RejectsMalformedVllmReplies) {
            "choices[0].finish_reason is missing"},
           {"unknown finish", 200, Edit(r, R"("finish_reason":"stop")", R"("finish_reason":"eos")"),
            R"(choices[0].finish_reason is "eos", not stop, length or abort)"},
-          {"no usage", 200, Edit(r, R"("usage")", R"("use")"), "usage is missing"},
           {"completion count", 200, Edit(r, R"("completion_tokens":3)", R"("completion_tokens":4)"),
            "the engine counted 4 completion tokens but returned 3"},
           {"prompt count", 200, Edit(r, R"("prompt_tokens":4)", R"("prompt_tokens":5)"),
@@ -393,6 +397,103 @@ TEST(EngineClientTest, AcknowledgementsReportRefusals) {
                 StartsWith("sglang engine POST http://127.0.0.1:8000/update_weights_from_disk: "));
     EXPECT_THAT(status.message(), HasSubstr(c.error));
   }
+}
+
+// ---- Contract fixtures: reply shapes from the engines' documentation, with the variants real
+// servers return (docs/cluster.md, "Engine contracts") ------------------------------------------
+
+TEST(EngineContractTest, EverySamplingParameterAndA64BitSeedGoOut) {
+  // top_k and min_p are sent even at their "off" values, so that no server default (some use
+  // top_k 40, min_p 0.05) changes what is sampled; a seed above 2^53 arrives exact.
+  GenerateRequest turn = TurnRequest();
+  turn.top_k = 50;
+  turn.min_p = 0.05;
+  turn.seed = (int64_t{1} << 62) + 12345;
+  for (const EngineClient& client : {Vllm(), Sglang()}) {
+    const auto body = ParseJson(client.Generate(turn).body);
+    ASSERT_OK(body);
+    const JsonValue* params =
+        client.dialect() == EngineDialect::kVllm ? &*body : body->Find("sampling_params");
+    ASSERT_NE(params, nullptr);
+    for (const char* key : {"temperature", "top_p", "top_k", "min_p"}) {
+      EXPECT_NE(params->Find(key), nullptr) << EngineDialectName(client.dialect()) << " " << key;
+    }
+    EXPECT_EQ(params->Find("top_k")->as_int(), 50);
+    const char* seed = client.dialect() == EngineDialect::kVllm ? "seed" : "sampling_seed";
+    EXPECT_EQ(params->Find(seed)->as_int(), (int64_t{1} << 62) + 12345);
+  }
+}
+
+TEST(EngineContractTest, VllmLogprobsInTheChatFormat) {
+  // logprobs.content[] with {token, logprob, bytes, top_logprobs} (the chat format, which some
+  // OpenAI-compatible servers return for completions too), with token_ids.
+  const std::string body = R"({"choices":[{"index":0,"text":"x","finish_reason":"stop",
+    "logprobs":{"content":[{"token":"<call>","logprob":-0.25,"bytes":[60],"top_logprobs":[]},
+    {"token":"d3","logprob":-1.5,"bytes":[100,51],"top_logprobs":[]},
+    {"token":"</call>","logprob":0.0,"bytes":[],"top_logprobs":[]}]},
+    "token_ids":[5,19,6]}],"usage":{"prompt_tokens":4,"completion_tokens":3}})";
+  const auto parsed = Vllm().ParseGenerate(TurnRequest(), Reply(body));
+  ASSERT_OK(parsed);
+  EXPECT_EQ(parsed->token_ids, (std::vector<TokenId>{5, 19, 6}));
+  EXPECT_EQ(parsed->logprobs, (std::vector<double>{-0.25, -1.5, 0.0}));
+}
+
+TEST(EngineContractTest, VllmTokenIdsFromTheLogprobsWhenTokenIdsAreMissing) {
+  // Without token_ids: an "id" per chat entry (llama.cpp's server), or tokens written
+  // "token_id:<id>" (vLLM's return_tokens_as_token_ids).
+  const std::string chat = R"({"choices":[{"index":0,"text":"x","finish_reason":"stop",
+    "logprobs":{"content":[{"id":5,"token":"a","logprob":-0.25},{"id":19,"token":"b",
+    "logprob":-1.5},{"id":6,"token":"c","logprob":0.0}]}}]})";
+  const std::string tokens = R"({"choices":[{"index":0,"text":"x","finish_reason":"stop",
+    "logprobs":{"tokens":["token_id:5","token_id:19","token_id:6"],
+    "token_logprobs":[-0.25,-1.5,0.0]}}]})";
+  for (const std::string& body : {chat, tokens}) {
+    const auto parsed = Vllm().ParseGenerate(TurnRequest(), Reply(body));
+    ASSERT_OK(parsed);
+    EXPECT_EQ(parsed->token_ids, (std::vector<TokenId>{5, 19, 6}));
+    EXPECT_EQ(parsed->prompt_tokens, 4);  // usage is optional
+    EXPECT_EQ(parsed->completion_tokens, 3);
+  }
+}
+
+TEST(EngineContractTest, AServerThatReturnsNoTokenIdsIsNamedForWhatItLacks) {
+  const std::string body = R"({"choices":[{"index":0,"text":"abc","finish_reason":"stop",
+    "logprobs":{"content":[{"token":"abc","logprob":-0.25}]}}]})";
+  const auto parsed = Vllm().ParseGenerate(TurnRequest(), Reply(body));
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("token_ids is missing"));
+  EXPECT_THAT(parsed.status().message(), HasSubstr("return_token_ids"));
+}
+
+TEST(EngineContractTest, OvershootPastAStopTokenIsCutAndCounted) {
+  // An engine that ignores stop_token_ids generates past the tool-call token 6: libra keeps the
+  // tokens up to it, reports a stop on it, and counts the rest.
+  const std::string vllm = R"({"choices":[{"index":0,"text":"x","finish_reason":"length",
+    "logprobs":{"token_logprobs":[-0.25,-0.5,-1.0]},"token_ids":[5,6,9]}],
+    "usage":{"prompt_tokens":4,"completion_tokens":3}})";
+  const std::string sglang = R"({"meta_info":{"finish_reason":{"type":"length","length":3},
+    "output_token_logprobs":[[-0.25,5],[-0.5,6],[-1.0,9]]}})";
+  for (const auto& [client, body] : {std::pair{Vllm(), vllm}, std::pair{Sglang(), sglang}}) {
+    const auto parsed = client.ParseGenerate(TurnRequest(), Reply(body));
+    ASSERT_OK(parsed);
+    EXPECT_EQ(parsed->token_ids, (std::vector<TokenId>{5, 6}));
+    EXPECT_EQ(parsed->logprobs, (std::vector<double>{-0.25, -0.5}));
+    EXPECT_EQ(parsed->finish_reason, FinishReason::kStop);
+    EXPECT_EQ(parsed->matched_stop, 6);
+    EXPECT_EQ(parsed->overshoot_tokens, 1);
+  }
+}
+
+TEST(EngineContractTest, SglangOptionalMembersMayBeMissing) {
+  // Pairs [logprob, id] without the text, and no counts, output_ids or weight_version.
+  const std::string body = R"({"text":"","meta_info":{"finish_reason":{"type":"stop",
+    "matched":6},"output_token_logprobs":[[-0.25,5],[-1.5,19],[0.0,6]]}})";
+  const auto parsed = Sglang().ParseGenerate(TurnRequest(), Reply(body));
+  ASSERT_OK(parsed);
+  EXPECT_EQ(parsed->token_ids, (std::vector<TokenId>{5, 19, 6}));
+  EXPECT_EQ(parsed->prompt_tokens, 4);
+  EXPECT_EQ(parsed->completion_tokens, 3);
+  EXPECT_EQ(parsed->weight_version, "");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/cluster_backend.h"
 #include "cluster/cluster_options.h"
 #include "cluster/runtime.h"
 #include "common/json.h"
@@ -133,6 +134,14 @@ class FakeEngines {
     return reply;
   }
 
+  /// A route the engine does not have, as FastAPI answers it.
+  static TestHttpReply NotFound() {
+    TestHttpReply reply;
+    reply.status = 404;
+    reply.body = R"({"detail": "Not Found"})";
+    return reply;
+  }
+
   /// Requests received so far on `path` (every port).
   int Count(const std::string& path) const {
     int n = 0;
@@ -143,6 +152,8 @@ class FakeEngines {
   Generator generate;
   Control control;
   std::vector<Received> received;
+  /// When set, every request is appended as "engine <port> <path>".
+  std::vector<std::string>* timeline = nullptr;
 
  private:
   TestHttpReply Answer(int port, const TestHttpRequest& request) {
@@ -152,6 +163,9 @@ class FakeEngines {
       if (body.ok()) r.body = *body;
     }
     received.push_back(r);
+    if (timeline != nullptr) {
+      timeline->push_back("engine " + std::to_string(port) + " " + request.path);
+    }
     if (request.path == "/generate") {
       std::vector<int64_t> prompt;
       if (const JsonValue* ids = r.body.Find("input_ids"); ids && ids->is_array()) {
@@ -192,8 +206,15 @@ class FakeTrainer {
   }
 
   std::function<bool()> alive = [] { return true; };
+  /// The reply to a request on `path` instead of the protocol's, when set and it returns one.
+  std::function<std::optional<TestHttpReply>(const std::string& path)> control;
+  /// When set, every request is appended as "trainer <path>".
+  std::vector<std::string>* timeline = nullptr;
   int version = 0;
   std::vector<std::string> replicas = {"replica-0"};
+  /// Reported by /train_step when set.
+  std::optional<double> logprob_diff;
+  std::optional<double> clip_fraction;
   std::vector<Received> received;
 
  private:
@@ -216,6 +237,10 @@ class FakeTrainer {
       if (body.ok()) r.body = *body;
     }
     received.push_back(r);
+    if (timeline != nullptr) timeline->push_back("trainer " + request.path);
+    if (control) {
+      if (std::optional<TestHttpReply> reply = control(request.path)) return *reply;
+    }
     const JsonValue& body = r.body;
     if (request.path == "/health") {
       return Json(JsonValue::MakeObject().Set("status", "ok").Set("version", version));
@@ -232,14 +257,17 @@ class FakeTrainer {
         for (const JsonValue& m : s.Find("loss_mask")->as_array()) tokens += m.as_int();
       }
       ++version;
-      return Json(JsonValue::MakeObject()
-                      .Set("step", body.Find("step")->as_int())
-                      .Set("version", version)
-                      .Set("loss", 0.0)
-                      .Set("kl", 0.0)
-                      .Set("grad_norm", 0.0)
-                      .Set("tokens", tokens)
-                      .Set("seconds", 0.0));
+      JsonValue reply = JsonValue::MakeObject()
+                            .Set("step", body.Find("step")->as_int())
+                            .Set("version", version)
+                            .Set("loss", 0.0)
+                            .Set("kl", 0.0)
+                            .Set("grad_norm", 0.0)
+                            .Set("tokens", tokens)
+                            .Set("seconds", 0.0);
+      if (logprob_diff) reply.Set("logprob_diff", *logprob_diff);
+      if (clip_fraction) reply.Set("clip_fraction", *clip_fraction);
+      return Json(reply);
     }
     if (request.path == "/join" || request.path == "/leave") {
       const std::string replica = body.Find("replica")->as_string();
@@ -381,5 +409,106 @@ inline backend::Layout FakeLayout(int train_gpus, const std::vector<int>& tps,
   }
   return layout;
 }
+
+/// A ClusterBackend whose processes are the fake launcher's sleeping children, and whose engines
+/// and trainer are FakeEngines and a FakeTrainer served on the backend's own loop.
+class FakeClusterBackend {
+ public:
+  /// Starts the backend; `adjust` may change the options first.
+  void Start(const std::function<void(cluster::ClusterOptions&)>& adjust = {}) {
+    auto loop = cluster::EventLoop::Create();
+    ASSERT_TRUE(loop.ok());
+    options_ = FakeClusterOptions(dir_.path().string(), FreePorts(8), FreePort());
+    options_.engine.retry_backoff_s = 0.01;
+    if (adjust) adjust(options_);
+    engines_ = std::make_unique<FakeEngines>(loop->get(), options_.engine.base_port, 8);
+    trainer_ = std::make_unique<FakeTrainer>(loop->get(), options_.trainer.port);
+    engines_->timeline = &timeline_;
+    trainer_->timeline = &timeline_;
+    cluster::ClusterBackend::Overrides overrides;
+    overrides.launchers.push_back(std::make_unique<FakeLauncher>(&asked_));
+    overrides.loop = std::move(*loop);
+    auto backend = cluster::ClusterBackend::Create(recipe::Recipe{}, options_, dir_.File("run"), 0,
+                                                   std::move(overrides));
+    ASSERT_TRUE(backend.ok()) << backend.status().message();
+    backend_ = std::move(*backend);
+  }
+  void Stop() {
+    // The fakes live on the backend's loop: they go first.
+    engines_.reset();
+    trainer_.reset();
+    backend_.reset();
+  }
+
+  /// Submits `action` and collects events until one of type T arrives (or the run fails:
+  /// `*failure` gets the error when given, else the test fails).
+  template <typename T>
+  std::vector<backend::Event> Until(const backend::Action& action, Status* failure = nullptr) {
+    const Status submitted = backend_->Submit(action);
+    EXPECT_TRUE(submitted.ok()) << submitted.message();
+    std::vector<backend::Event> seen;
+    for (;;) {
+      auto events = backend_->Wait();
+      if (!events.ok()) {
+        if (failure != nullptr) {
+          *failure = events.status();
+        } else {
+          ADD_FAILURE() << events.status().message();
+        }
+        return seen;
+      }
+      if (events->empty()) {
+        ADD_FAILURE() << "nothing in flight";
+        return seen;
+      }
+      bool found = false;
+      for (backend::Event& e : *events) {
+        found = found || std::holds_alternative<T>(e.what);
+        seen.push_back(std::move(e));
+      }
+      if (found) return seen;
+    }
+  }
+
+  static std::vector<std::string> Incidents(const std::vector<backend::Event>& events,
+                                            const std::string& kind) {
+    std::vector<std::string> out;
+    for (const backend::Event& e : events) {
+      if (const auto* i = std::get_if<backend::Incident>(&e.what); i && i->kind == kind) {
+        out.push_back(i->resource + ": " + i->detail);
+      }
+    }
+    return out;
+  }
+
+  /// One whole trajectory (a tool call, the tool, the answer) on instance 0.
+  void RunTrajectory(int64_t id) {
+    backend::StartTurn turn;
+    turn.trajectory = TrajectoryId(id);
+    turn.prompt = id;
+    turn.instance = InstanceId(0);
+    Until<backend::TurnDone>(turn);
+    Until<backend::ToolDone>(backend::RunTool{TrajectoryId(id), "tool"});
+    turn.turn = 1;
+    Until<backend::TurnDone>(turn);
+  }
+
+  /// The position of the first timeline entry starting with `prefix`; -1 when none.
+  int Position(const std::string& prefix) const {
+    for (size_t i = 0; i < timeline_.size(); ++i) {
+      if (timeline_[i].rfind(prefix, 0) == 0) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  ScopedTempDir dir_;
+  cluster::ClusterOptions options_;
+  std::vector<cluster::ProcessSpec> asked_;
+  /// Every request the fakes received, in order: "engine <port> <path>", "trainer <path>".
+  std::vector<std::string> timeline_;
+  std::unique_ptr<FakeEngines> engines_;
+  std::unique_ptr<FakeTrainer> trainer_;
+  std::unique_ptr<cluster::ClusterBackend> backend_;
+};
 
 }  // namespace libra::test

@@ -271,7 +271,8 @@ TEST_F(LauncherSshTest, StopKillsTheRemoteProcessGroup) {
   std::optional<ExitStatus> exit;
   const auto id = processes_->Spawn(*wrapped, [&](const ExitStatus& s) { exit = s; });
   ASSERT_OK(id);
-  ASSERT_TRUE(Eventually([&] { return RemotePids(logs_->File("pids")).size() == 3; }))
+  ASSERT_TRUE(Eventually([&] { return RemotePids(logs_->File("pids")).size() == 3; },
+                         std::chrono::seconds(60)))
       << Log("tree", ".err");
   const std::vector<pid_t> remote = RemotePids(logs_->File("pids"));
   for (const pid_t pid : remote) EXPECT_TRUE(IsAlive(pid)) << pid;
@@ -294,7 +295,8 @@ TEST_F(LauncherSshTest, LosingTheSshClientKillsTheRemoteProcessGroup) {
   std::optional<ExitStatus> exit;
   const auto id = processes_->Spawn(*wrapped, [&](const ExitStatus& s) { exit = s; });
   ASSERT_OK(id);
-  ASSERT_TRUE(Eventually([&] { return RemotePids(logs_->File("pids")).size() == 3; }))
+  ASSERT_TRUE(Eventually([&] { return RemotePids(logs_->File("pids")).size() == 3; },
+                         std::chrono::seconds(60)))
       << Log("tree", ".err");
   const std::vector<pid_t> remote = RemotePids(logs_->File("pids"));
 

@@ -1,6 +1,6 @@
 // WeightSync against fake engines and a fake trainer: the start version saved, a disk sync that
 // every serving engine reloads, and a distributed sync whose group is set up once per set of
-// serving engines. No torch needed.
+// serving engines, and one that an engine refuses failing at once. No torch needed.
 #include "cluster/weight_sync.h"
 
 #include "cluster/fake_cluster.h"
@@ -83,6 +83,27 @@ TEST_F(WeightSyncTest, DistributedSyncSetsUpItsGroupOncePerServingSet) {
   sync_.Invalidate();
   ASSERT_TRUE(Sync(3).ok());
   EXPECT_EQ(trainer_server_.Count("/init_weight_update_group"), 2);
+}
+
+TEST_F(WeightSyncTest, AnEngineThatRefusesTheGroupFailsTheSyncWithoutWaitingForTheTrainer) {
+  // Issue 21: the trainer's side of the group waits for every rank (a real one until its
+  // rendezvous timeout, minutes); an engine that refuses to join fails the sync at once.
+  f_.options.trainer.weight_sync = "distributed";
+  f_.options.engine.group_rank_per_gpu = false;
+  Started(0);
+  trainer_server_.control = [](const std::string& path) -> std::optional<TestHttpReply> {
+    if (path != "/init_weight_update_group") return std::nullopt;
+    TestHttpReply never;
+    never.kind = TestHttpReply::Kind::kSilent;
+    return never;
+  };
+  engines_.control = [](int, const std::string& path) -> std::optional<TestHttpReply> {
+    if (path != "/init_weights_update_group") return std::nullopt;
+    return FakeEngines::NotFound();
+  };
+  const Status s = Sync(1);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("/init_weights_update_group"), std::string::npos) << s.message();
 }
 
 }  // namespace

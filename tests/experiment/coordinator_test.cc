@@ -345,6 +345,86 @@ TEST(CoordinatorTest, PlanThatDoesNotFitFails) {
   EXPECT_EQ(summary.status().code(), StatusCode::kUnschedulable);
 }
 
+// A FakeBackend that fails the first turn of trajectory 0 for good (the backend gave up on it) and
+// asks the run to stop after train step `halt_step` (-1: never).
+class FaultyBackend : public backend::Backend {
+ public:
+  FaultyBackend(const workload::Workload& workload, int halt_step)
+      : inner_(workload, {}), halt_step_(halt_step) {}
+  std::string_view Name() const override { return "faulty"; }
+  Status Submit(const backend::Action& action) override {
+    if (const auto* turn = std::get_if<backend::StartTurn>(&action);
+        turn != nullptr && turn->trajectory == TrajectoryId(0) && !dropped_) {
+      dropped_ = true;
+      backend::Event failed;
+      failed.at = now_;
+      failed.what = backend::TurnFailed{turn->trajectory, turn->instance, "failed 4 times", true};
+      pending_.push_back(std::move(failed));
+      return Status();
+    }
+    return inner_.Submit(action);
+  }
+  Result<std::vector<backend::Event>> Wait() override {
+    if (!pending_.empty()) return std::exchange(pending_, {});
+    LIBRA_ASSIGN_OR_RETURN(std::vector<backend::Event> events, inner_.Wait());
+    for (backend::Event& e : events) {
+      now_ = e.at;
+      if (auto* done = std::get_if<backend::TrainDone>(&e.what); done && done->step == halt_step_) {
+        done->logprob_diff = 2.5;
+        done->halt = "the logprobs diverged";
+      }
+    }
+    return events;
+  }
+
+ private:
+  test::FakeBackend inner_;
+  int halt_step_;
+  bool dropped_ = false;
+  double now_ = 0;
+  std::vector<backend::Event> pending_;
+};
+
+TEST(CoordinatorTest, ADroppedTrajectoryIsAFaultAndItsSampleIsDrawnAgain) {
+  // Issue 21: a trajectory the backend gives up on is dropped, recorded as a fault, and its
+  // sample drawn again as a new trajectory: every group stays whole and the run goes on.
+  FixedWorkload workload;
+  FaultyBackend backend(workload, -1);
+  planner::StaticPlanner planner(std::optional<int>(4), std::vector<int>{1});
+  sched::LeastConnRouter router;
+  MemoryRecorder recorder;
+  Coordinator coordinator(Config(2, 0), workload, router, planner, backend, recorder);
+  ASSERT_OK(coordinator.Run({}, {}));
+  ASSERT_EQ(recorder.steps.size(), 2u);
+  EXPECT_EQ(recorder.steps[0].trajectories, 4);
+  std::string faults;
+  for (const store::EventRecord& e : recorder.events) {
+    if (e.kind == "fault") faults += e.detail + "\n";
+  }
+  EXPECT_NE(faults.find("trajectory dropped: failed 4 times; prompt 0 sample 0 drawn again"),
+            std::string::npos)
+      << faults;
+  for (const store::TrajectoryRecord& t : recorder.trajectories) EXPECT_NE(t.id, 0);
+}
+
+TEST(CoordinatorTest, AStepTheBackendHaltsOnIsRecordedThenTheRunStops) {
+  // Issue 21: a train step whose logprobs diverged past the recipe's threshold is recorded (with
+  // its mismatch), and the run stops with the backend's reason, before any sync.
+  FixedWorkload workload;
+  FaultyBackend backend(workload, 1);
+  planner::StaticPlanner planner(std::optional<int>(4), std::vector<int>{1});
+  sched::LeastConnRouter router;
+  MemoryRecorder recorder;
+  Coordinator coordinator(Config(4, 0), workload, router, planner, backend, recorder);
+  auto summary = coordinator.Run({}, {});
+  ASSERT_FALSE(summary.ok());
+  EXPECT_NE(summary.status().message().find("the logprobs diverged"), std::string::npos);
+  ASSERT_EQ(recorder.steps.size(), 2u);
+  EXPECT_EQ(recorder.steps[1].logprob_diff, 2.5);
+  EXPECT_FALSE(recorder.steps[0].logprob_diff.has_value());
+  EXPECT_DOUBLE_EQ(recorder.steps[1].sync_s, 0.0);
+}
+
 }  // namespace
 }  // namespace libra::experiment
 

@@ -219,7 +219,7 @@ TEST(StoreTest, ColumnsAreNamedAfterTheRecordFields) {
                    "trajectories",     "turns",       "tool_calls",     "prompt_tokens",
                    "generated_tokens", "reward_mean", "policy_version", "max_lag",
                    "rollout_gpus",     "train_gpus",  "gpu_util",       "idle_gpu_s",
-                   "predicted_step_s", "eval_score"}));
+                   "predicted_step_s", "eval_score",  "logprob_diff",   "clip_fraction"}));
   EXPECT_EQ(Columns(path, "trajectories"),
             (Names{"run_id", "id", "prompt", "sample", "step", "version", "turns", "tool_calls",
                    "prompt_tokens", "generated_tokens", "start_s", "end_s", "reward", "truncated",
