@@ -36,6 +36,13 @@ experiment::BackendFactory SimFactory() {
   };
 }
 
+/// A fraction shown as a signed percentage ("+11.1%"); the data formats carry the fraction.
+report::Cell SignedPercent(std::optional<double> fraction) {
+  report::Cell cell = report::Cell::Percent(fraction, 1);
+  if (fraction && *fraction >= 0) cell.text = "+" + cell.text;
+  return cell;
+}
+
 /// The columns of a check table; `with_system`: a system column first (the data table of every
 /// system).
 report::Table CheckTable(bool with_system) {
@@ -75,9 +82,9 @@ void AddCheckRows(const std::string& system, const planner::PhaseTimes& predicte
         report::Cell::Text(row.name),
         report::Cell::Number(row.predicted, 1),
         report::Cell::Number(row.measured, 1),
-        row.measured > 0 ? report::Cell::Text(StrFormat("%+.1f%%", 100 * diff / row.measured))
-                         : report::Cell::Missing(),
-        report::Cell::Text(StrFormat("%.0f%%", 100 * row.limit)),
+        SignedPercent(row.measured > 0 ? std::optional<double>(diff / row.measured)
+                                       : std::nullopt),
+        report::Cell::Percent(row.limit, 0),
         report::Cell::Text(within ? "yes" : "no")};
     shown->AddRow(cells);
     cells.insert(cells.begin(), report::Cell::Text(system));

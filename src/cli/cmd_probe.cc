@@ -398,7 +398,8 @@ int RunProbe(const ProbeOptions& options, const Io& io) {
       const int code = Fail(io, probed.status());
       if (!gpu::BuiltWithCuda()) {
         io.err << "libra: probes measured on another machine can be imported with "
-                  "`libra probe --import FILE`\n";
+                  "`libra probe --import FILE"
+               << DbFlag(options.db) << "`\n";
       }
       return code;
     }

@@ -251,7 +251,15 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
   columns.push_back({"final_eval", "eval mean", true});
   columns.push_back({"time_to_target_s", "to target s mean", true});
   columns.push_back({"time_to_target_s_sd", "sd", true});
-  columns.push_back({"reached", "reached", true});
+  using Shown = Column::Shown;
+  columns.push_back(
+      {.key = "reached", .header = "reached", .right_align = true, .shown = Shown::kReading});
+  columns.push_back({.key = "reached_target",
+                     .header = "reached target",
+                     .right_align = true,
+                     .shown = Shown::kData});
+  columns.push_back(
+      {.key = "evaluated", .header = "evaluated", .right_align = true, .shown = Shown::kData});
   columns.push_back({"configured_by", "config", false});
   columns.push_back({"configuration", "layout at start (first seed), staleness", false});
   // Throughput per (system, seed), and each system's first run.
@@ -331,6 +339,8 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
     row.push_back(Cell::Number(all ? stats(times[system]).first : std::nullopt, 1));
     row.push_back(Cell::Number(all ? stats(times[system]).second : std::nullopt, 1));
     row.push_back(Cell::Text(StrFormat("%zu/%d", times[system].size(), evaluated[system])));
+    row.push_back(Cell::Integer(static_cast<long long>(times[system].size())));
+    row.push_back(Cell::Integer(evaluated[system]));
     auto f = first.find(system);
     row.push_back(Cell::Text(f == first.end() ? "-" : ConfiguredBy(f->second->run)));
     row.push_back(Cell::Text(f == first.end() ? "-" : RunConfiguration(*f->second)));

@@ -54,7 +54,12 @@ TEST_F(CmdPlanTest, CheckSimulatesThePlanAndComparesEveryPhase) {
   ASSERT_TRUE(doc.ok()) << json.out;
   EXPECT_EQ(doc->Find("phases_outside_limits")->as_int(), 0);
   EXPECT_EQ(doc->Find("tables")->Find("check")->as_array().size() % 4, 0u);
-  EXPECT_GT(doc->Find("tables")->Find("check")->as_array().size(), 0u);
+  ASSERT_GT(doc->Find("tables")->Find("check")->as_array().size(), 0u);
+  // Errors and limits as numbers (fractions), not as the text's percentages.
+  const JsonValue& row = doc->Find("tables")->Find("check")->as_array().front();
+  EXPECT_EQ(row.Find("error")->type(), JsonValue::Type::kDouble);
+  EXPECT_EQ(row.Find("limit")->type(), JsonValue::Type::kDouble);
+  EXPECT_DOUBLE_EQ(row.Find("limit")->as_double(), 0.15);
 }
 
 TEST_F(CmdPlanTest, SystemsThatSearchAlikeShareOneTable) {

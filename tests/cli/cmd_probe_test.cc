@@ -129,7 +129,8 @@ TEST_F(CmdProbeTest, BadImportsAreUsageErrors) {
 }
 
 TEST_F(CmdProbeTest, WithoutCudaSaysHowToGetProbes) {
-  // The default build measures nothing: exit 1, how to build the probes, and --import.
+  // The default build measures nothing: exit 1, how to build the probes, and --import into the
+  // same --db.
   if (gpu::BuiltWithCuda()) GTEST_SKIP() << "built with CUDA: probing measures this node";
   const CommandResult r = Libra({"probe", "--db", "p.db"});
   EXPECT_EQ(r.exit_code, 1);
@@ -137,7 +138,7 @@ TEST_F(CmdProbeTest, WithoutCudaSaysHowToGetProbes) {
   EXPECT_EQ(r.err,
             "libra: error: gpu: built without CUDA (configure with -DLIBRA_WITH_CUDA=ON)\n"
             "libra: probes measured on another machine can be imported with `libra probe "
-            "--import FILE`\n");
+            "--import FILE --db p.db`\n");
 }
 
 // A two-node recipe of 8 x H100 each, both nodes on this machine (the local launcher).

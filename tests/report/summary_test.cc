@@ -387,11 +387,11 @@ TEST(SummaryTest, RepeatTableAveragesSeedsAndPairsSpeedupsBySeed) {
   EXPECT_EQ(t.Render(Format::kCsv),
             "system,runs,trajectories_per_s,trajectories_per_s_sd,trajectories_per_s_min,"
             "trajectories_per_s_max,speedup,final_eval,time_to_target_s,time_to_target_s_sd,"
-            "reached,configured_by,configuration\n"
-            "a,2,2.0,1.4142135623730951,1.0,3.0,2.0,,,,0/0,as written,-\n"
-            "b,2,1.0,0.0,1.0,1.0,1.0,,,,0/0,as written,-\n"
-            "c,1,2.0,,2.0,2.0,2.0,,,,0/0,as written,-\n"
-            "d,0,,,,,,,,,0/0,as written,-\n");
+            "reached_target,evaluated,configured_by,configuration\n"
+            "a,2,2.0,1.4142135623730951,1.0,3.0,2.0,,,,0,0,as written,-\n"
+            "b,2,1.0,0.0,1.0,1.0,1.0,,,,0,0,as written,-\n"
+            "c,1,2.0,,2.0,2.0,2.0,,,,0,0,as written,-\n"
+            "d,0,,,,,,,,,0,0,as written,-\n");
 }
 
 }  // namespace
