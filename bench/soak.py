@@ -107,7 +107,7 @@ class Soak:
         repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         # The recipe as shipped, its paths anchored in the repository.
         with open(os.path.join(repo, "recipes", "cpu-local.toml")) as f:
-            text = f.read().replace("{recipe_dir}/..", repo)
+            text = f.read()
         text = text.replace('initial_weights = "../results/cache/',
                             f'initial_weights = "{repo}/results/cache/')
         with open(self.recipe, "w") as f:

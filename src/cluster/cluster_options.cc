@@ -1,6 +1,7 @@
 #include "cluster/cluster_options.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "common/strings.h"
@@ -13,7 +14,8 @@ using recipe::OptionTable;
 using recipe::OptionValue;
 
 // The placeholders each template may use, besides the values every template gets.
-const std::vector<std::string> kCommon = {"recipe_dir", "run_dir", "model", "seed"};
+const std::vector<std::string> kCommon = {"recipe_dir", "workers_dir", "run_dir", "model",
+                                          "seed"};
 const std::vector<std::string> kEngine = {"port", "tp",      "gpus",    "node",
                                           "host", "weights", "dialect", "instance"};
 const std::vector<std::string> kTrainer = {"port", "node", "host", "weights", "version", "replica"};
@@ -346,6 +348,10 @@ Result<ClusterOptions> DecodeClusterOptions(const recipe::Recipe& recipe) {
                                   ? std::filesystem::current_path()
                                   : std::filesystem::absolute(recipe.cluster_backend.base_dir);
   options.values["recipe_dir"] = dir.lexically_normal().string();
+  // libra's CPU stand-in workers (workers/), wherever the recipe was copied to.
+  const char* workers = std::getenv("LIBRA_WORKERS_DIR");
+  options.values["workers_dir"] = workers != nullptr && *workers != '\0' ? workers
+                                                                          : LIBRA_WORKERS_DIR;
   options.values["model"] = recipe.model.name;
   options.values["seed"] = std::to_string(recipe.seed);
   return options;

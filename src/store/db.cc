@@ -100,9 +100,17 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const Options& opt
                             "--db)");
   }
   if (!exists) {
+    // One folder is made (results/ of the default path), never a tree: a typo in a path is an
+    // error, not a new directory tree somewhere.
     const fs::path parent = fs::path(path).parent_path();
-    if (!parent.empty()) {
-      fs::create_directories(parent, ec);
+    const fs::path grandparent = parent.parent_path();
+    if (!parent.empty() && !fs::exists(parent, ec)) {
+      if (!grandparent.empty() && !fs::is_directory(grandparent, ec)) {
+        return Status::Store(path, "the folder " + grandparent.string() +
+                                       " does not exist (libra makes the database's own folder, "
+                                       "not the folders above it)");
+      }
+      fs::create_directory(parent, ec);
       if (ec) {
         return Status::Store(path,
                              "cannot create the folder " + parent.string() + ": " + ec.message());

@@ -48,7 +48,8 @@ std::vector<std::string> TestOverrides(int steps, int* trainer_port = nullptr) {
 std::vector<std::string> RunArgs(const std::string& recipe, const std::string& db, int steps,
                                  int* trainer_port = nullptr,
                                  const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"run", SourcePath(recipe), "--db", db};
+  const std::string path = recipe.starts_with('/') ? recipe : SourcePath(recipe);
+  std::vector<std::string> args = {"run", path, "--db", db};
   std::vector<std::string> sets = TestOverrides(steps, trainer_port);
   sets.insert(sets.end(), extra.begin(), extra.end());
   for (const std::string& o : sets) {
@@ -157,8 +158,11 @@ class ClusterBackendTest : public ::testing::Test {
 
 TEST_F(ClusterBackendTest, CpuLocalRunsEndToEndAndRecordsEverything) {
   // libra run on the CPU recipe: multi-turn tool use, C-MLFQ moves, a role
-  // switch, weight syncs and real rewards, all in the store.
-  const CommandResult r = RunLibra(RunArgs("recipes/cpu-local.toml", dir_.File("r.db"), 3));
+  // switch, weight syncs and real rewards, all in the store. The recipe is a copy outside the
+  // source tree, as a user's would be: its commands find the workers through {workers_dir}.
+  std::filesystem::create_directories(dir_.File("mine"));
+  WriteFile(dir_.File("mine/cpu-local.toml"), ReadFile(SourcePath("recipes/cpu-local.toml")));
+  const CommandResult r = RunLibra(RunArgs(dir_.File("mine/cpu-local.toml"), dir_.File("r.db"), 3));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
 
   auto store = store::Store::Open(dir_.File("r.db"));

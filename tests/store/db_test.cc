@@ -33,14 +33,27 @@ int64_t Count(Db& db, const std::string& table) {
   return count.ok() ? *count : -1;
 }
 
-TEST(DbTest, CreatesTheFileAndItsParentFolders) {
-  // A path in folders that do not exist yet is created when create_if_missing is set.
+TEST(DbTest, CreatesTheFileAndItsFolder) {
+  // A path in a folder that does not exist yet (results/ by default) is created when
+  // create_if_missing is set.
   ScopedTempDir dir;
-  const std::string path = dir.File("a/b/results.db");
+  const std::string path = dir.File("a/results.db");
   auto db = Db::Open(path, Db::Options());
   ASSERT_OK(db);
   EXPECT_EQ((*db)->path(), path);
   EXPECT_TRUE(std::filesystem::exists(path));
+}
+
+TEST(DbTest, NeverCreatesAFolderTree) {
+  // A mistyped path two folders deep is an error naming the missing folder; nothing is created.
+  ScopedTempDir dir;
+  const std::string path = dir.File("typo/b/results.db");
+  auto db = Db::Open(path, Db::Options());
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().message(), path + ": the folder " + dir.File("typo") +
+                                       " does not exist (libra makes the database's own folder, "
+                                       "not the folders above it)");
+  EXPECT_FALSE(std::filesystem::exists(dir.File("typo")));
 }
 
 TEST(DbTest, MissingFileWithoutCreateIsNotFound) {

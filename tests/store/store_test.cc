@@ -162,9 +162,9 @@ bool Contains(const Status& status, const std::string& text) {
 // --- Opening -------------------------------------------------------------------------------------
 
 TEST(StoreTest, FreshDatabaseIsAtLatestVersionWithAllTables) {
-  // A new file is created with its folders, migrated to the newest version, and has every table.
+  // A new file is created with its folder, migrated to the newest version, and has every table.
   ScopedTempDir dir;
-  const std::string path = dir.File("results/nested/libra.db");
+  const std::string path = dir.File("results/libra.db");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->schema_version(), SchemaMigrations().back().version);
