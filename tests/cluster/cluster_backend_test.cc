@@ -299,6 +299,24 @@ TEST_F(ClusterBackendTest, CtrlCOnSlurmLeavesNoStepBehind) {
   EXPECT_TRUE(ProcessesMentioning(run_dir).empty());
 }
 
+TEST_F(ClusterBackendTest, AKilledLibraOnSlurmLeavesNoStepBehind) {
+  // libra dies without cleaning up (SIGKILL): the allocation it requested ends with it (salloc's
+  // command reads a pipe only libra writes to), and Slurm ends the steps and their processes.
+  if (auto why = SlurmUnavailable()) GTEST_SKIP() << *why;
+  const pid_t pid = StartUntilEnginesServe("recipes/cpu-slurm.toml", std::chrono::seconds(180));
+  ASSERT_GT(pid, 0);
+  const std::string run_dir = RunOneFolder(dir_.File("runs"));
+  ASSERT_FALSE(LibraJobsAndSteps().empty());
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_TRUE(Eventually([] { return LibraJobsAndSteps().empty(); }, std::chrono::seconds(90)))
+      << LibraJobsAndSteps();
+  EXPECT_TRUE(Eventually([&] { return ProcessesMentioning(run_dir).empty(); },
+                         std::chrono::seconds(90)));
+}
+
 TEST_F(ClusterBackendTest, DistributedWeightSyncBroadcastsOverGloo) {
   // weight_sync = "distributed": the trainer broadcasts to the serving engines in a gloo group,
   // set up again when the lent engine joins or leaves; every step syncs.
