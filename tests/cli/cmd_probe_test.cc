@@ -2,6 +2,7 @@
 // tests/testdata/probes/example-h100x8.json is illustrative (plausible 8x H100 numbers), not a
 // measurement.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -249,6 +250,31 @@ TEST_F(CmdProbeHostsTest, ProbesEveryNodeThenNcclAcrossThem) {
   EXPECT_EQ(probes->back().kind, "broadcast_nodes");
   EXPECT_NE(ReadFile(dir_.File("h100.toml")).find("inter_node_gbps = 360"), std::string::npos)
       << ReadFile(dir_.File("h100.toml"));
+}
+
+TEST_F(CmdProbeHostsTest, ProbesTheNodesOfASlurmRecipeAsJobSteps) {
+  // --hosts through the Slurm launcher (scripts/slurm-local.sh: one node): libra probe runs as a
+  // job step of the allocation libra requests, and its probes are recorded under the node.
+  if (std::getenv("SLURM_CONF") == nullptr || std::system("sinfo -h >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "no local Slurm (SLURM_CONF, scripts/slurm-local.sh)";
+  }
+  WriteFakeLibra();
+  std::string recipe = kTwoNodes;
+  recipe.replace(recipe.find("nodes = 2"), 9, "nodes = 1");
+  recipe.replace(recipe.find("kind = \"local\""), 14,
+                 "kind = \"slurm\"\nsalloc_args = [\"--time=5\"]\n"
+                 "[[launcher.hosts]]\naddress = \"127.0.0.1\"");
+  WriteFile(dir_.File("slurm.toml"), recipe);
+  const CommandResult r = Libra(
+      {"probe", "slurm.toml", "--hosts", "--libra", dir_.File("fake-libra"), "--db", "probes.db"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Calls(), (std::vector<std::string>{"0 probe --no-record -q --json -"}));
+  auto store = store::Store::Open(dir_.File("probes.db"));
+  ASSERT_OK(store);
+  auto probes = (*store)->Probes();
+  ASSERT_OK(probes);
+  ASSERT_FALSE(probes->empty());
+  EXPECT_EQ(probes->front().host, "node-0");
 }
 
 TEST_F(CmdProbeHostsTest, ANodeThatPrintsNoIdIsAnErrorAndTheNodesProbesStayRecorded) {
