@@ -63,6 +63,16 @@ else
 fi
 
 export DEBIAN_FRONTEND=noninteractive
+# Installing starts no service: libra's tests start the daemons they need (sshd, Slurm, munge) in
+# folders of their own, and Slurm's packaged services fail to start without a configuration,
+# which would fail the install on a machine without a policy-rc.d (containers usually have one).
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# install-deps.sh: no service starts during the install\nexit 101\n' |
+    "${sudo[@]}" tee "$policy" >/dev/null
+  "${sudo[@]}" chmod 755 "$policy"
+  trap '"${sudo[@]}" rm -f "$policy"' EXIT
+fi
 if ! "${sudo[@]}" apt-get update -q; then
   echo "install-deps: error: 'apt-get update' failed (is a Debian mirror reachable?)" >&2
   exit 1
