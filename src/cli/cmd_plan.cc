@@ -43,16 +43,21 @@ report::Cell SignedPercent(std::optional<double> fraction) {
   return cell;
 }
 
-/// The columns of a check table; `with_system`: a system column first (the data table of every
-/// system).
-report::Table CheckTable(bool with_system) {
-  std::vector<report::Column> columns = {
-      {"phase", "phase", false},   {"predicted_s", "predicted s", true},
-      {"measured_s", "measured s", true}, {"error", "error", true},
-      {"limit", "limit", true},    {"within", "within", false},
-  };
+/// A table of `columns`; `with_system`: a system column first (the data table of every system).
+report::Table TableOf(std::vector<report::Column> columns, bool with_system) {
   if (with_system) columns.insert(columns.begin(), {"system", "system", false});
-  return report::Table(columns);
+  return report::Table(std::move(columns));
+}
+
+/// The columns of a check table.
+report::Table CheckTable(bool with_system) {
+  return TableOf({{"phase", "phase", false},
+                  {"predicted_s", "predicted s", true},
+                  {"measured_s", "measured s", true},
+                  {"error", "error", true},
+                  {"limit", "limit", true},
+                  {"within", "within", false}},
+                 with_system);
 }
 
 /// Predicted against measured, phase by phase, into `shown` (one system's) and `all` (every
@@ -82,8 +87,7 @@ void AddCheckRows(const std::string& system, const planner::PhaseTimes& predicte
         report::Cell::Text(row.name),
         report::Cell::Number(row.predicted, 1),
         report::Cell::Number(row.measured, 1),
-        SignedPercent(row.measured > 0 ? std::optional<double>(diff / row.measured)
-                                       : std::nullopt),
+        SignedPercent(row.measured > 0 ? std::optional<double>(diff / row.measured) : std::nullopt),
         report::Cell::Percent(row.limit, 0),
         report::Cell::Text(within ? "yes" : "no")};
     shown->AddRow(cells);
@@ -101,14 +105,15 @@ struct Search {
   std::vector<std::string> explain;
 };
 
-/// The candidates table; `with_system`: a system column first (the data table of every system).
+/// The candidates table.
 report::Table CandidateTable(bool with_system) {
-  std::vector<report::Column> columns = {
-      {"rank", "rank", true},       {"layout", "layout", false}, {"rollout_s", "rollout s", true},
-      {"train_s", "train s", true}, {"sync_s", "sync s", true},  {"step_s", "step s", true},
-  };
-  if (with_system) columns.insert(columns.begin(), {"system", "system", false});
-  return report::Table(columns);
+  return TableOf({{"rank", "rank", true},
+                  {"layout", "layout", false},
+                  {"rollout_s", "rollout s", true},
+                  {"train_s", "train s", true},
+                  {"sync_s", "sync s", true},
+                  {"step_s", "step s", true}},
+                 with_system);
 }
 
 }  // namespace
@@ -196,10 +201,10 @@ int RunPlan(const PlanOptions& options, const Io& io) {
         auto measured =
             experiment::MeasurePlan(*recipe, *system, *plan, planner->get(), SimFactory());
         if (!measured.ok()) {
-          return Fail(io, Status(measured.status().code(),
-                                 StrFormat("--check: simulating %s's plan: %s",
-                                           system->name.c_str(),
-                                           measured.status().message().c_str())));
+          return Fail(io,
+                      Status(measured.status().code(),
+                             StrFormat("--check: simulating %s's plan: %s", system->name.c_str(),
+                                       measured.status().message().c_str())));
         }
         ++checked;
         check.heading = StrFormat(
@@ -265,10 +270,11 @@ int RunPlan(const PlanOptions& options, const Io& io) {
     }
     if (!check.note.empty()) doc.AddNote(check.note);
   }
-  doc.AddNote(StrFormat(
-      "check: %d plan%s simulated; %d phase%s outside the limits (step 10%%, each phase 15%% or 2%% "
-      "of the step)",
-      checked, checked == 1 ? "" : "s", outside, outside == 1 ? "" : "s"));
+  doc.AddNote(
+      StrFormat("check: %d plan%s simulated; %d phase%s outside the limits (step 10%%, each phase "
+                "15%% or 2%% "
+                "of the step)",
+                checked, checked == 1 ? "" : "s", outside, outside == 1 ? "" : "s"));
   doc.AddField("phases_outside_limits", outside);
   const int printed = Print(io, doc, options.common.output);
   if (printed != kExitOk) return printed;
