@@ -86,6 +86,29 @@ std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
   return found;
 }
 
+// Slurm is up when SLURM_CONF names a controller that answers (scripts/slurm-local.sh).
+std::optional<std::string> SlurmUnavailable() {
+  if (std::getenv("SLURM_CONF") == nullptr) return "no SLURM_CONF (scripts/slurm-local.sh)";
+  if (std::system("sinfo -h >/dev/null 2>&1") != 0) return "sinfo fails: no Slurm controller";
+  return std::nullopt;
+}
+
+// The Slurm jobs and steps that libra processes left: "<id> <name>" lines.
+std::string LibraJobsAndSteps() {
+  std::string listed;
+  for (const char* command :
+       {"squeue -h -o '%i %j' 2>/dev/null", "squeue -h --steps -o '%i %j' 2>/dev/null"}) {
+    FILE* out = popen(command, "r");
+    if (out == nullptr) continue;
+    char line[512];
+    while (fgets(line, sizeof(line), out) != nullptr) {
+      if (std::string(line).find(" libra-") != std::string::npos) listed += line;
+    }
+    pclose(out);
+  }
+  return listed;
+}
+
 class ClusterBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -151,6 +174,17 @@ class ClusterBackendTest : public ::testing::Test {
       return -1;
     }
     return pid;
+  }
+
+  // Starts recipes/cpu-slurm.toml until its engines serve as job steps, sends libra `signal` and
+  // reaps it: its wait status into `status`, its run folder into `run_dir`.
+  void SignalSlurmRun(int signal, int* status, std::string* run_dir) {
+    const pid_t pid = StartUntilEnginesServe("recipes/cpu-slurm.toml", std::chrono::seconds(180));
+    ASSERT_GT(pid, 0);
+    *run_dir = RunOneFolder(dir_.File("runs"));
+    ASSERT_FALSE(LibraJobsAndSteps().empty());
+    ASSERT_EQ(kill(pid, signal), 0);
+    ASSERT_EQ(waitpid(pid, status, 0), pid);
   }
 
   ScopedTempDir dir_;
@@ -243,29 +277,6 @@ TEST_F(ClusterBackendTest, CpuSshRunsOverSshToAPrivateSshd) {
   EXPECT_TRUE(ProcessesMentioning("--port " + std::to_string(trainer_port)).empty());
 }
 
-// Slurm is up when SLURM_CONF names a controller that answers (scripts/slurm-local.sh).
-std::optional<std::string> SlurmUnavailable() {
-  if (std::getenv("SLURM_CONF") == nullptr) return "no SLURM_CONF (scripts/slurm-local.sh)";
-  if (std::system("sinfo -h >/dev/null 2>&1") != 0) return "sinfo fails: no Slurm controller";
-  return std::nullopt;
-}
-
-// The Slurm jobs and steps that libra processes left: "<id> <name>" lines.
-std::string LibraJobsAndSteps() {
-  std::string listed;
-  for (const char* command :
-       {"squeue -h -o '%i %j' 2>/dev/null", "squeue -h --steps -o '%i %j' 2>/dev/null"}) {
-    FILE* out = popen(command, "r");
-    if (out == nullptr) continue;
-    char line[512];
-    while (fgets(line, sizeof(line), out) != nullptr) {
-      if (std::string(line).find(" libra-") != std::string::npos) listed += line;
-    }
-    pclose(out);
-  }
-  return listed;
-}
-
 TEST_F(ClusterBackendTest, CpuSlurmRunsEveryProcessAsAJobStep) {
   // recipes/cpu-slurm.toml on the local Slurm: libra requests the allocation, runs the engines
   // and the trainer as steps, records the run, and leaves no job or step behind.
@@ -285,13 +296,9 @@ TEST_F(ClusterBackendTest, CpuSlurmRunsEveryProcessAsAJobStep) {
 
 TEST_F(ClusterBackendTest, CtrlCOnSlurmLeavesNoStepBehind) {
   if (auto why = SlurmUnavailable()) GTEST_SKIP() << *why;
-  const pid_t pid = StartUntilEnginesServe("recipes/cpu-slurm.toml", std::chrono::seconds(180));
-  ASSERT_GT(pid, 0);
-  const std::string run_dir = RunOneFolder(dir_.File("runs"));
-  ASSERT_FALSE(LibraJobsAndSteps().empty());
-  ASSERT_EQ(kill(pid, SIGINT), 0);
   int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  std::string run_dir;
+  ASSERT_NO_FATAL_FAILURE(SignalSlurmRun(SIGINT, &status, &run_dir));
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
   EXPECT_TRUE(Eventually([] { return LibraJobsAndSteps().empty(); }, std::chrono::seconds(60)))
@@ -303,18 +310,14 @@ TEST_F(ClusterBackendTest, AKilledLibraOnSlurmLeavesNoStepBehind) {
   // libra dies without cleaning up (SIGKILL): the allocation it requested ends with it (salloc's
   // command reads a pipe only libra writes to), and Slurm ends the steps and their processes.
   if (auto why = SlurmUnavailable()) GTEST_SKIP() << *why;
-  const pid_t pid = StartUntilEnginesServe("recipes/cpu-slurm.toml", std::chrono::seconds(180));
-  ASSERT_GT(pid, 0);
-  const std::string run_dir = RunOneFolder(dir_.File("runs"));
-  ASSERT_FALSE(LibraJobsAndSteps().empty());
-  ASSERT_EQ(kill(pid, SIGKILL), 0);
   int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  std::string run_dir;
+  ASSERT_NO_FATAL_FAILURE(SignalSlurmRun(SIGKILL, &status, &run_dir));
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_TRUE(Eventually([] { return LibraJobsAndSteps().empty(); }, std::chrono::seconds(90)))
       << LibraJobsAndSteps();
-  EXPECT_TRUE(Eventually([&] { return ProcessesMentioning(run_dir).empty(); },
-                         std::chrono::seconds(90)));
+  EXPECT_TRUE(
+      Eventually([&] { return ProcessesMentioning(run_dir).empty(); }, std::chrono::seconds(90)));
 }
 
 TEST_F(ClusterBackendTest, DistributedWeightSyncBroadcastsOverGloo) {
