@@ -94,7 +94,16 @@ struct SyncWeights {
   int version = 0;
 };
 
-using Action = std::variant<ApplyLayout, StartTurn, RunTool, Train, SyncWeights>;
+/// Scores policy `version` on held-out prompts, on backends that measure rewards
+/// (Backend::ScoresEvaluations): each prompt runs as a whole trajectory on the rollout engines
+/// and the reward command scores it. The engines load `version` first when they hold another.
+struct Evaluate {
+  int version = 0;
+  /// The held-out prompts (their ids, as the prompt command gets them).
+  std::vector<int64_t> prompts;
+};
+
+using Action = std::variant<ApplyLayout, StartTurn, RunTool, Train, SyncWeights, Evaluate>;
 
 // ---- Events (backend -> coordinator) -----------------------------------------------------------
 
@@ -170,8 +179,17 @@ struct SyncDone {
 
 struct LayoutApplied {};
 
+/// The outcome of an Evaluate: the mean reward of the held-out prompts; unset when the backend
+/// could not evaluate the version (`why` says so).
+struct EvalDone {
+  int version = 0;
+  std::optional<double> score;
+  std::string why{};
+  double started_at = 0;
+};
+
 using EventWhat = std::variant<TurnDone, ToolDone, TrainDone, SyncDone, LayoutApplied, TurnFailed,
-                               InstanceHealth, Incident>;
+                               InstanceHealth, Incident, EvalDone>;
 
 struct Event {
   /// Seconds since the run started (virtual in the simulator).
@@ -194,6 +212,9 @@ class Backend {
   virtual std::optional<int64_t> OracleTrajectoryTokens(const StartTurn& /*turn*/) const {
     return std::nullopt;
   }
+  /// Whether the backend measures evaluation scores (Evaluate). When it does not (a simulator),
+  /// the coordinator's skill model gives each version's score.
+  virtual bool ScoresEvaluations() const { return false; }
   /// GPU-seconds the rollout instances have spent working so far, when the backend knows it.
   virtual std::optional<double> RolloutBusyGpuSeconds() const { return std::nullopt; }
 };

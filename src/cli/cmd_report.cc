@@ -103,6 +103,7 @@ Status ExportTrajectories(store::Store& store, int64_t run_id, const std::string
 /// files written, in order.
 Result<std::vector<std::string>> WritePlots(store::Store& store,
                                             const std::vector<report::RunView>& views,
+                                            const report::Convergence& convergence,
                                             const std::string& dir, const std::string& flag) {
   LIBRA_RETURN_IF_ERROR(MakeFolder(dir, flag));
   std::vector<report::PlotRun> runs;
@@ -114,7 +115,7 @@ Result<std::vector<std::string>> WritePlots(store::Store& store,
     runs.push_back(std::move(run));
   }
   std::vector<std::string> names;
-  for (const report::PlotFile& plot : report::BuildPlots(runs)) {
+  for (const report::PlotFile& plot : report::BuildPlots(runs, convergence)) {
     LIBRA_RETURN_IF_ERROR(
         WriteFileAtomically((std::filesystem::path(dir) / plot.name).string(), plot.svg, "plot"));
     names.push_back(plot.name);
@@ -209,8 +210,9 @@ void AddSummary(const std::vector<report::RunView>& views, const Selection& sele
 Status WriteMarkdown(store::Store& store, const std::vector<report::RunView>& views,
                      const Selection& selection, std::optional<size_t> baseline,
                      const ReportOptions& options, const std::string& plots_dir, const Io& io) {
-  LIBRA_ASSIGN_OR_RETURN(std::vector<std::string> plots,
-                         WritePlots(store, views, plots_dir, "--plots"));
+  LIBRA_ASSIGN_OR_RETURN(
+      std::vector<std::string> plots,
+      WritePlots(store, views, ConvergenceOf(options, views), plots_dir, "--plots"));
   const std::filesystem::path base =
       std::filesystem::path(options.markdown).parent_path().lexically_normal();
   const std::filesystem::path link =
@@ -272,7 +274,7 @@ int WriteFiles(store::Store& store, const std::vector<report::RunView>& views,
     return Fail(io, WriteMarkdown(store, views, selection, baseline, options, plots_dir, io));
   }
   if (!options.plots.empty()) {
-    auto plots = WritePlots(store, views, options.plots, "--plots");
+    auto plots = WritePlots(store, views, ConvergenceOf(options, views), options.plots, "--plots");
     if (!plots.ok()) return Fail(io, plots.status());
     io.out << StrFormat("wrote %zu plots to %s: %s\n", plots->size(), options.plots.c_str(),
                         StrJoin(*plots, ", ").c_str());

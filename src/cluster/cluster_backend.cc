@@ -99,6 +99,10 @@ Result<std::unique_ptr<ClusterBackend>> ClusterBackend::Create(const recipe::Rec
                                                 backend->versions_);
   backend->turns_ =
       std::make_unique<TurnRunner>(runtime, *backend->engines_, *backend->sandbox_, recipe.seed);
+  EventSink& next = *backend;
+  backend->evaluator_ =
+      std::make_unique<Evaluator>(runtime, *backend->engines_, *backend->turns_, next);
+  runtime.sink = backend->evaluator_.get();  // it passes on every event that is not its own
   WeightSync* sync = backend->sync_.get();
   backend->engines_->set_on_lost([sync] { sync->Invalidate(); });
   backend->trainer_->set_on_lost([sync] { sync->Invalidate(); });
@@ -151,8 +155,10 @@ Status ClusterBackend::Submit(const backend::Action& action) {
           turns_->RunTool(a);
         } else if constexpr (std::is_same_v<T, backend::Train>) {
           Train(a);
-        } else {
+        } else if constexpr (std::is_same_v<T, backend::SyncWeights>) {
           Sync(a);
+        } else {
+          Evaluate(a);
         }
       },
       action);
@@ -250,6 +256,13 @@ void ClusterBackend::ProbeCapabilities(Done done) {
 
 void ClusterBackend::LayoutDone() {
   Emit(backend::LayoutApplied{}, true);
+  if (!layout_applied_) {
+    layout_applied_ = true;
+    if (!queued_evals_.empty()) {
+      Evaluate(queued_evals_.front());
+      queued_evals_.erase(queued_evals_.begin());
+    }
+  }
   // Instances whose engine was dropped while starting are down from the start.
   const std::vector<int64_t>& serving = engines_->instances();
   for (size_t i = 0; i < serving.size(); ++i) {
@@ -467,15 +480,60 @@ void ClusterBackend::Sync(const backend::SyncWeights& sync) {
     Emit(backend::SyncDone{version, started}, true);
     return;
   }
-  trainer_->SetJob([this, sync] { Sync(sync); });
-  trainer_->WhenReady([this, version, started] {
-    sync_->Sync(version, [this, version, started](Status s) {
+  if (evaluator_->busy() || !queued_evals_.empty()) {
+    // The engines keep the version being evaluated until its score is in.
+    waiting_syncs_.push_back(sync);
+    return;
+  }
+  LoadVersion(version, [this, version, started] {
+    Emit(backend::SyncDone{version, started}, true);
+  });
+}
+
+void ClusterBackend::LoadVersion(int version, std::function<void()> then) {
+  trainer_->SetJob([this, version, then] { LoadVersion(version, then); });
+  trainer_->WhenReady([this, version, then] {
+    sync_->Sync(version, [this, version, then](Status s) {
       if (!s.ok()) return trainer_->RequestFailed(s);
       trainer_->EndJob();
       versions_.synced = version;
-      Emit(backend::SyncDone{version, started}, true);
+      then();
     });
   });
+}
+
+void ClusterBackend::Evaluate(const backend::Evaluate& evaluate) {
+  if (!layout_applied_ || evaluator_->busy()) {
+    queued_evals_.push_back(evaluate);
+    return;
+  }
+  const double started = runtime_.Now();
+  const int version = evaluate.version;
+  if (version > start_version_ && options_.trainer.weight_sync == "none") {
+    Emit(backend::EvalDone{version, std::nullopt,
+                           "weight_sync = \"none\": the engines never load a trained version",
+                           started},
+         true);
+    return AfterEvaluation();
+  }
+  auto run = [this, evaluate, started] {
+    evaluator_->Run(evaluate, [this, version = evaluate.version, started](double score) {
+      Emit(backend::EvalDone{version, score, "", started}, true);
+      AfterEvaluation();
+    });
+  };
+  // The last version is never synced for rollout: the engines load it for its evaluation.
+  if (versions_.synced == version) return run();
+  LoadVersion(version, run);
+}
+
+void ClusterBackend::AfterEvaluation() {
+  if (!queued_evals_.empty()) {
+    const backend::Evaluate next = queued_evals_.front();
+    queued_evals_.erase(queued_evals_.begin());
+    return Evaluate(next);
+  }
+  for (const backend::SyncWeights& sync : std::exchange(waiting_syncs_, {})) Sync(sync);
 }
 
 }  // namespace libra::cluster

@@ -25,7 +25,8 @@
 //
 // It is the composition of its parts, each in its own file: EngineSupervisor (engines'
 // lifecycle, health, restarts), TrainerSupervisor (the trainer's), AssignEngines (which engine
-// serves each instance of a new layout; pure), TurnRunner (turns, tools, rewards) and WeightSync.
+// serves each instance of a new layout; pure), TurnRunner (turns, tools, rewards), Evaluator
+// (held-out prompts scored on the engines) and WeightSync.
 // What stays here: the actions' order (a layout: replicas, then engines; a colocated step: the
 // engines sleep, the trainer trains, the engines wake).
 #pragma once
@@ -38,6 +39,7 @@
 #include "backend/backend.h"
 #include "cluster/cluster_options.h"
 #include "cluster/engine_supervisor.h"
+#include "cluster/evaluator.h"
 #include "cluster/event_loop.h"
 #include "cluster/http_transport.h"
 #include "cluster/launcher.h"
@@ -74,6 +76,10 @@ class ClusterBackend final : public backend::Backend, private EventSink {
   ClusterBackend& operator=(const ClusterBackend&) = delete;
 
   std::string_view Name() const override { return "cluster"; }
+  /// Evaluations run on the engines: held-out prompts through turns, tools and the reward
+  /// command (cluster/evaluator.h). A sync waits for the evaluation in flight, so that every
+  /// score is of the version it is recorded for.
+  bool ScoresEvaluations() const override { return true; }
   Status Submit(const backend::Action& action) override;
   Result<std::vector<backend::Event>> Wait() override;
 
@@ -108,6 +114,11 @@ class ClusterBackend final : public backend::Backend, private EventSink {
   /// log-probabilities diverged past the recipe's thresholds), or "".
   std::string Diverged(const TrainStepResult& result) const;
   void Sync(const backend::SyncWeights& sync);
+  /// Has every serving engine load `version` (from the trainer), then `then`.
+  void LoadVersion(int version, std::function<void()> then);
+  void Evaluate(const backend::Evaluate& evaluate);
+  /// After an evaluation: the next queued one, else the syncs that waited for it.
+  void AfterEvaluation();
 
   recipe::Recipe recipe_;
   ClusterOptions options_;
@@ -127,6 +138,12 @@ class ClusterBackend final : public backend::Backend, private EventSink {
   std::unique_ptr<TrainerSupervisor> trainer_;
   std::unique_ptr<WeightSync> sync_;
   std::unique_ptr<TurnRunner> turns_;
+  std::unique_ptr<Evaluator> evaluator_;
+  /// Evaluations waiting for the first layout or for the one in flight, and the syncs waiting
+  /// for them (in order).
+  std::vector<backend::Evaluate> queued_evals_;
+  std::vector<backend::SyncWeights> waiting_syncs_;
+  bool layout_applied_ = false;
 
   backend::Layout layout_;
   bool started_ = false;

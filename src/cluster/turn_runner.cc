@@ -31,6 +31,13 @@ uint64_t Mix(uint64_t a, uint64_t b) {
 
 }  // namespace
 
+std::string TrajectoryName(TrajectoryId id) {
+  if (id.value >= kFirstEvalTrajectory) {
+    return StrFormat("eval-%lld", static_cast<long long>(id.value - kFirstEvalTrajectory));
+  }
+  return StrFormat("t%lld", static_cast<long long>(id.value));
+}
+
 TurnRunner::TurnRunner(Runtime& runtime, EngineSupervisor& engines, Sandbox& sandbox, uint64_t seed)
     : runtime_(runtime), engines_(engines), sandbox_(sandbox), seed_(seed) {}
 
@@ -123,7 +130,7 @@ void TurnRunner::Generate(const backend::StartTurn& turn) {
   request.seed = static_cast<int64_t>(seed);
   const uint64_t attempt = engines_.BeginTurn(e->key, turn.trajectory);
   request.request_id =
-      StrFormat("libra-t%lld-%d-a%llu", static_cast<long long>(turn.trajectory.value), turn.turn,
+      StrFormat("libra-%s-%d-a%llu", TrajectoryName(turn.trajectory).c_str(), turn.turn,
                 static_cast<unsigned long long>(attempt));
   request.timeout_s = options.turn_timeout_s;
   const double started = runtime_.Now();
@@ -246,7 +253,7 @@ JsonValue TurnRunner::TaskInput(TrajectoryId id) const {
 void TurnRunner::FinishTrajectory(const backend::StartTurn& turn, int64_t generated,
                                   workload::TurnEnd end, double started_at) {
   Result<SandboxCall> call =
-      TaskCall(StrFormat("reward-t%lld", static_cast<long long>(turn.trajectory.value)),
+      TaskCall("reward-" + TrajectoryName(turn.trajectory),
                runtime_.options->agent.reward_command, {}, ToJson(TaskInput(turn.trajectory)));
   if (!call.ok()) return runtime_.Fail(call.status());
   sandbox_.Run(
@@ -277,7 +284,7 @@ void TurnRunner::RunTool(const backend::RunTool& tool) {
   const AgentOptions& agent = runtime_.options->agent;
   if (!agent.tool_url.empty()) return RunHttpTool(tool, started);
   Result<SandboxCall> call =
-      TaskCall(StrFormat("tool-t%lld-%d", static_cast<long long>(tool.trajectory.value),
+      TaskCall(StrFormat("tool-%s-%d", TrajectoryName(tool.trajectory).c_str(),
                          trajectories_.at(tool.trajectory).turns),
                agent.tool_command, {}, ToJson(TaskInput(tool.trajectory)));
   if (!call.ok()) return runtime_.Fail(call.status());
@@ -290,7 +297,7 @@ void TurnRunner::RunTool(const backend::RunTool& tool) {
 
 void TurnRunner::RunHttpTool(const backend::RunTool& tool, double started) {
   const AgentOptions& agent = runtime_.options->agent;
-  const std::string name = StrFormat("tool-t%lld-%d", static_cast<long long>(tool.trajectory.value),
+  const std::string name = StrFormat("tool-%s-%d", TrajectoryName(tool.trajectory).c_str(),
                                      trajectories_.at(tool.trajectory).turns);
   const HttpRequest request =
       PostJson(agent.tool_url, TaskInput(tool.trajectory), agent.limits.timeout_s);
@@ -348,6 +355,11 @@ void TurnRunner::ToolFinished(TrajectoryId id, double started, const std::string
   t.mask.insert(t.mask.end(), tokens.size(), 0);
   done.output_tokens = static_cast<int64_t>(tokens.size());
   runtime_.Emit(std::move(done), true);
+}
+
+void TurnRunner::Forget(TrajectoryId trajectory) {
+  trajectories_.erase(trajectory);
+  failures_.erase(trajectory);
 }
 
 std::optional<backend::Incident> TurnRunner::TakeOvershoot() {

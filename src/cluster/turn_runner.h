@@ -27,6 +27,11 @@
 
 namespace libra::cluster {
 
+/// Trajectory ids from here on are evaluations' (cluster/evaluator.h), never trained on.
+inline constexpr int64_t kFirstEvalTrajectory = int64_t{1} << 50;
+/// "t12", or "eval-3" for an evaluation's trajectory: how calls and requests name it.
+std::string TrajectoryName(TrajectoryId id);
+
 class TurnRunner {
  public:
   /// REQUIRES: everything passed in outlives the runner.
@@ -42,6 +47,8 @@ class TurnRunner {
   /// are then forgotten here. kInternal for a trajectory without a transcript.
   Result<std::vector<TrainSequence>> TakeSequences(const std::vector<TrajectoryId>& trajectories,
                                                    const std::vector<double>& advantages);
+  /// Forgets a trajectory that will not be trained on (an evaluation's), keeping its prompt.
+  void Forget(TrajectoryId trajectory);
   /// The tokens engines generated past a stop token since the last call (cut, counted here), as
   /// an "overshoot" incident; nullopt when there were none.
   std::optional<backend::Incident> TakeOvershoot();

@@ -10,11 +10,15 @@
 
 namespace libra::experiment {
 
-std::vector<double> HeldOutDifficulties(const workload::Workload& workload, int count) {
+int64_t HeldOutPrompt(int index) {
   // Far beyond any prompt a run trains on (and the planner's startup profile).
   constexpr int64_t kFirstHeldOut = int64_t{1} << 41;
+  return kFirstHeldOut + index;
+}
+
+std::vector<double> HeldOutDifficulties(const workload::Workload& workload, int count) {
   std::vector<double> out;
-  for (int i = 0; i < count; ++i) out.push_back(workload.Prompt(kFirstHeldOut + i).difficulty);
+  for (int i = 0; i < count; ++i) out.push_back(workload.Prompt(HeldOutPrompt(i)).difficulty);
   return out;
 }
 
@@ -114,20 +118,30 @@ Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
   predicted_step_s_ = plan.predicted_step_s;
   pool_.emplace(layout_);
   LIBRA_RETURN_IF_ERROR(backend_.Submit(backend::ApplyLayout{layout_}));
+  // The initial score, measured: a resumed run has it (or evaluates where it resumes).
+  if (backend_.ScoresEvaluations() && !config_.resume) LIBRA_RETURN_IF_ERROR(SubmitEvaluation(0));
 
-  while (steps_done_ < config_.steps) {
+  // After the last step only its evaluation is awaited: the turns still in flight are left.
+  while (steps_done_ < config_.steps || evals_pending_ > 0) {
     if (interrupted && interrupted()) {
       return Status::Interrupted(
-          StrFormat("interrupted after %d of %d steps", steps_done_, config_.steps));
+          steps_done_ < config_.steps
+              ? StrFormat("interrupted after %d of %d steps", steps_done_, config_.steps)
+              : StrFormat("interrupted after %d steps, while evaluating", steps_done_));
     }
     LIBRA_ASSIGN_OR_RETURN(std::vector<backend::Event> events, backend_.Wait());
     if (events.empty()) {
       return Status::Internal(StrFormat(
           "the pipeline stalled after %d of %d steps: nothing is in flight and no step can "
-          "start (%zu trajectories waiting for an instance)",
-          steps_done_, config_.steps, waiting_.size()));
+          "start (%zu trajectories waiting for an instance, %d evaluations pending)",
+          steps_done_, config_.steps, waiting_.size(), evals_pending_));
     }
-    for (const backend::Event& event : events) LIBRA_RETURN_IF_ERROR(Handle(event));
+    for (const backend::Event& event : events) {
+      if (steps_done_ >= config_.steps && !std::holds_alternative<backend::EvalDone>(event.what)) {
+        continue;
+      }
+      LIBRA_RETURN_IF_ERROR(Handle(event));
+    }
   }
   return summary_;
 }
@@ -151,6 +165,8 @@ Status Coordinator::Handle(const backend::Event& event) {
           return OnTurnFailed(now, what);
         } else if constexpr (std::is_same_v<T, backend::InstanceHealth>) {
           return OnInstanceHealth(now, what);
+        } else if constexpr (std::is_same_v<T, backend::EvalDone>) {
+          return OnEvalDone(now, what);
         } else {
           AddEvent(what.kind.c_str(), Shifted(what.started_at), now, what.resource, std::nullopt,
                    next_train_step_, what.detail);
@@ -650,6 +666,23 @@ Status Coordinator::OnSyncDone(double now, const backend::SyncDone& done) {
   return RouteWaiting(now);
 }
 
+Status Coordinator::SubmitEvaluation(int version) {
+  backend::Evaluate evaluate{version, {}};
+  evaluate.prompts.reserve(static_cast<size_t>(config_.eval_prompts));
+  for (int i = 0; i < config_.eval_prompts; ++i) evaluate.prompts.push_back(HeldOutPrompt(i));
+  ++evals_pending_;
+  return backend_.Submit(evaluate);
+}
+
+Status Coordinator::OnEvalDone(double now, const backend::EvalDone& done) {
+  --evals_pending_;
+  AddEvent("eval", Shifted(done.started_at), now, "rollout", std::nullopt, next_train_step_,
+           done.score ? StrFormat("v%d: %.4f", done.version, *done.score)
+                      : StrFormat("v%d not evaluated: %s", done.version, done.why.c_str()));
+  if (!done.score) return Status();
+  return recorder_.RecordEval(done.version, *done.score);
+}
+
 Status Coordinator::FinishStep(double now, double sync_s) {
   const int step = next_train_step_;
   Batch& batch = *training_;
@@ -678,8 +711,10 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   record.predicted_step_s = predicted_step_s_;
   record.logprob_diff = std::exchange(logprob_diff_, std::nullopt);
   record.clip_fraction = std::exchange(clip_fraction_, std::nullopt);
-  // The trained version's evaluation score, every eval interval and at the last step.
-  if ((step + 1) % config_.eval_interval == 0 || step + 1 == config_.steps) {
+  // The trained version's modelled evaluation score, every eval interval and at the last step
+  // (a backend that measures scores records them when measured: SubmitEvaluation).
+  if (!backend_.ScoresEvaluations() &&
+      ((step + 1) % config_.eval_interval == 0 || step + 1 == config_.steps)) {
     record.eval_score = skill_.EvalScore(step + 1, heldout_);
   }
   // Utilisation: GPU-time generating or training over the cluster's GPU-time in the step.
@@ -715,6 +750,14 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   decisions_.clear();
   std::vector<planner::TrajectorySize> sizes = std::move(batch.sizes);
   training_.reset();
+  // Measured: versions the engines hold (synced) at each eval interval, and the last, which the
+  // engines load for it.
+  const int version = step + 1;
+  if (backend_.ScoresEvaluations() &&
+      ((version % config_.eval_interval == 0 && rollout_version_ == version) ||
+       version == config_.steps)) {
+    LIBRA_RETURN_IF_ERROR(SubmitEvaluation(version));
+  }
 
   step_open_ = false;
   trainer_free_since_ = now;

@@ -58,6 +58,10 @@ class Recorder {
   /// One finished step with the trajectories it trained on (and their turns), the events since
   /// the last step and the planner decisions since the last step.
   virtual Status RecordStep(const store::StepBatch& batch) = 0;
+  /// A measured evaluation score of policy `version` (a backend that ScoresEvaluations), which
+  /// arrives after its step was recorded: version 0 is the run's initial score. Recorders that
+  /// keep no evaluations ignore it.
+  virtual Status RecordEval(int /*version*/, double /*score*/) { return Status(); }
 };
 
 /// Where a run is, reported after every step.
@@ -124,6 +128,9 @@ struct RunSummary {
   int64_t rejected_groups = 0;
 };
 
+/// The id of held-out evaluation prompt `index` (from 0): 2^41 + index, a prompt no run trains on
+/// (a real backend's prompt command gets it as {prompt}).
+int64_t HeldOutPrompt(int index);
 /// The difficulties of the held-out evaluation prompts: `count` prompts no run trains on.
 std::vector<double> HeldOutDifficulties(const workload::Workload& workload, int count);
 
@@ -191,6 +198,10 @@ class Coordinator {
   Status OnInstanceHealth(double now, const backend::InstanceHealth& health);
   Status OnTrainDone(double now, const backend::TrainDone& done);
   Status OnSyncDone(double now, const backend::SyncDone& done);
+  Status OnEvalDone(double now, const backend::EvalDone& done);
+  /// On a backend that ScoresEvaluations: evaluates `version` when it is due (every eval
+  /// interval among the versions the engines hold, and the last).
+  Status SubmitEvaluation(int version);
   /// The instance with this id; null when the layout has none.
   sched::InstanceState* FindInstance(InstanceId id);
   /// Tells index_ that `instance` (an element of instances_) changed.
@@ -264,6 +275,8 @@ class Coordinator {
   int64_t decision_seq_ = 0;
   std::vector<store::EventRecord> events_;
   std::vector<store::DecisionRecord> decisions_;
+  /// Evaluations submitted and not yet done (a backend that ScoresEvaluations).
+  int evals_pending_ = 0;
   workload::SkillModel skill_;
   std::vector<double> heldout_;  // difficulties of the held-out evaluation prompts
   RunSummary summary_;

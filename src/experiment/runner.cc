@@ -23,6 +23,9 @@ class StoreRecorder : public Recorder {
   Status RecordStep(const store::StepBatch& batch) override {
     return store_.RecordStep(run_id_, batch);
   }
+  Status RecordEval(int version, double score) override {
+    return store_.RecordEval(run_id_, version, score);
+  }
 
  private:
   store::Store& store_;
@@ -52,6 +55,9 @@ class ReplayRecorder : public Recorder {
           static_cast<long long>(was.generated_tokens), was.end_s));
     }
     return Status();
+  }
+  Status RecordEval(int version, double score) override {
+    return inner_.RecordEval(version, score);
   }
 
  private:

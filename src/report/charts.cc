@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <regex>
@@ -104,9 +105,15 @@ class Svg {
         StrJoin(xy, " ").c_str(), stroke, Num(width).c_str(),
         opacity < 1 ? StrFormat(" stroke-opacity=\"%s\"", Num(opacity).c_str()).c_str() : "");
   }
-  void Polygon(const std::vector<std::pair<double, double>>& points, const char* fill) {
+  void Polygon(const std::vector<std::pair<double, double>>& points, const char* fill,
+               double opacity = 1) {
     std::vector<std::string> xy;
     for (const auto& [x, y] : points) xy.push_back(Num(x) + "," + Num(y));
+    if (opacity < 1) {
+      body_ += StrFormat("<polygon points=\"%s\" fill=\"%s\" fill-opacity=\"%s\"/>\n",
+                         StrJoin(xy, " ").c_str(), fill, Num(opacity).c_str());
+      return;
+    }
     // Stroked in its own colour, so that adjacent polygons show no seam.
     body_ += StrFormat("<polygon points=\"%s\" fill=\"%s\" stroke=\"%s\" stroke-width=\"0.5\"/>\n",
                        StrJoin(xy, " ").c_str(), fill, fill);
@@ -337,6 +344,22 @@ void DrawSeries(Svg& svg, const std::vector<std::pair<double, double>>& points, 
   svg.Polyline(map(MovingMean(points, smooth)), colour, 2, 1);
 }
 
+/// A series' band, faint in its colour: its high edge left to right, its low edge back.
+void DrawBand(Svg& svg, const std::vector<BandPoint>& band, const Axis& x, const Axis& y,
+              const char* colour) {
+  std::vector<std::pair<double, double>> outline;
+  for (const BandPoint& b : band) {
+    if (std::isfinite(b.x) && std::isfinite(b.high))
+      outline.emplace_back(x.Map(b.x), y.Map(b.high));
+  }
+  for (auto it = band.rbegin(); it != band.rend(); ++it) {
+    if (std::isfinite(it->x) && std::isfinite(it->low)) {
+      outline.emplace_back(x.Map(it->x), y.Map(it->low));
+    }
+  }
+  if (outline.size() >= 3) svg.Polygon(outline, colour, 0.18);
+}
+
 std::string SmoothingNote(const LineChart& chart) {
   if (chart.smooth <= 1) return chart.subtitle;
   return chart.subtitle +
@@ -379,6 +402,7 @@ std::string SmallMultiples(const LineChart& chart, double x_lo, double x_hi, dou
     for (size_t j = 0; j < n; ++j) {
       if (j != i) DrawSeries(svg, Finite(chart.series[j]), x, y, chart.smooth, "#c8c8c8", true);
     }
+    DrawBand(svg, chart.series[i].band, x, y, Colour(i));
     DrawSeries(svg, Finite(chart.series[i]), x, y, chart.smooth, Colour(i));
   }
   const double bottom = top + static_cast<double>(rows) * (title_h + panel_h + gap_y) - gap_y;
@@ -480,6 +504,11 @@ std::string RenderLineChart(const LineChart& chart) {
       y_lo = std::min(y_lo.value_or(y), y);
       y_hi = std::max(y_hi.value_or(y), y);
     }
+    for (const BandPoint& b : s.band) {
+      if (!y_lo || !std::isfinite(b.low) || !std::isfinite(b.high)) continue;
+      y_lo = std::min(*y_lo, b.low);
+      y_hi = std::max(*y_hi, b.high);
+    }
   }
   if (!x_lo) return NoData(chart.title, chart.subtitle);
   if (chart.y_from_zero) y_lo = std::min(0.0, *y_lo);
@@ -511,6 +540,9 @@ std::string RenderLineChart(const LineChart& chart) {
   Frame(svg, left, plot_top, right, plot_bottom);
   YTitle(svg, chart.y_label, plot_top, plot_bottom);
   svg.Text((left + right) / 2, plot_bottom + 38, chart.x_label, "middle");
+  for (size_t i = 0; i < chart.series.size(); ++i) {
+    DrawBand(svg, chart.series[i].band, x, y, Colour(i));
+  }
   for (size_t i = 0; i < chart.series.size(); ++i) {
     DrawSeries(svg, Finite(chart.series[i]), x, y, chart.smooth, Colour(i));
   }
@@ -1066,13 +1098,151 @@ StackedSteps AllocationOverTime(const PlotRun& run) {
   return chart;
 }
 
-std::vector<PlotFile> BuildPlots(const std::vector<PlotRun>& runs) {
+namespace {
+
+/// Runs grouped by system, in the order of each system's first run.
+std::vector<std::vector<const PlotRun*>> BySystem(const std::vector<PlotRun>& runs) {
+  std::vector<std::vector<const PlotRun*>> groups;
+  std::map<std::string, size_t> index;
+  for (const PlotRun& run : runs) {
+    auto [it, fresh] = index.try_emplace(run.view.run.system, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(&run);
+  }
+  return groups;
+}
+
+/// The curve's value at x, linear between its points. REQUIRES: curve[0].first <= x <= its last.
+double Interpolate(const std::vector<std::pair<double, double>>& curve, double x) {
+  for (size_t i = 1; i < curve.size(); ++i) {
+    if (x > curve[i].first) continue;
+    const auto& [x0, y0] = curve[i - 1];
+    const auto& [x1, y1] = curve[i];
+    return x1 > x0 ? y0 + (y1 - y0) * (x - x0) / (x1 - x0) : y1;
+  }
+  return curve.back().second;
+}
+
+std::string SeedsLabel(const std::vector<const PlotRun*>& group) {
+  if (group.size() == 1) return RunLabel(group[0]->view.run);
+  return StrFormat("%s (%zu seeds)", group[0]->view.run.system.c_str(), group.size());
+}
+
+}  // namespace
+
+LineChart EvalChart(const std::vector<PlotRun>& runs) {
+  LineChart chart;
+  const bool modelled = AnySimulated(runs);
+  chart.title =
+      modelled ? "Evaluation score over wall-clock (modelled)" : "Evaluation score over wall-clock";
+  chart.subtitle =
+      Names(runs) +
+      (modelled ? ": the skill model's expected reward on held-out prompts"
+                : ": mean reward of held-out prompts, generated by the engines and scored by "
+                  "the reward command") +
+      "; with several seeds, their mean up to the end of the shortest, the band their range";
+  chart.x_label = "wall-clock (s)";
+  chart.y_label = "evaluation score";
+  chart.y_from_zero = false;
+  size_t longest = 0;
+  for (const std::vector<const PlotRun*>& group : BySystem(runs)) {
+    std::vector<std::vector<std::pair<double, double>>> curves;
+    for (const PlotRun* run : group) {
+      std::vector<std::pair<double, double>> curve = EvalCurve(run->view);
+      if (!curve.empty()) curves.push_back(std::move(curve));
+    }
+    Series series{SeedsLabel(group), {}};
+    if (curves.size() == 1) {
+      series.points = curves[0];
+    } else if (curves.size() > 1) {
+      double start = 0;
+      double end = std::numeric_limits<double>::infinity();
+      std::vector<double> grid;
+      for (const auto& curve : curves) {
+        start = std::max(start, curve.front().first);
+        end = std::min(end, curve.back().first);
+        for (const auto& point : curve) grid.push_back(point.first);
+      }
+      std::sort(grid.begin(), grid.end());
+      grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+      for (double x : grid) {
+        if (x < start || x > end) continue;
+        double sum = 0;
+        double low = std::numeric_limits<double>::infinity();
+        double high = -low;
+        for (const auto& curve : curves) {
+          const double v = Interpolate(curve, x);
+          sum += v;
+          low = std::min(low, v);
+          high = std::max(high, v);
+        }
+        series.points.emplace_back(x, sum / static_cast<double>(curves.size()));
+        series.band.push_back({x, low, high});
+      }
+    }
+    longest = std::max(longest, series.points.size());
+    chart.series.push_back(std::move(series));
+  }
+  chart.smooth = SmoothingWindow(longest);
+  return chart;
+}
+
+HorizontalBars TimeToTargetChart(const std::vector<PlotRun>& runs, const Convergence& convergence) {
+  std::vector<RunView> views;
+  for (const PlotRun& run : runs) views.push_back(run.view);
+  const std::map<uint64_t, double> targets = EvalTargets(views, convergence);
+  HorizontalBars chart;
+  chart.title = "Time to the evaluation target";
+  chart.subtitle =
+      Names(runs) + ": " +
+      (convergence.target
+           ? StrFormat("when the evaluation score first reached %s",
+                       Num(*convergence.target).c_str())
+           : StrFormat("when the evaluation score first reached %s%% of the way from the initial "
+                       "score to the best final score among the runs of its seed",
+                       Num(100 * convergence.fraction).c_str())) +
+      " (interpolated between evaluations); the bar is the mean over the seeds that reached it, "
+      "the thin bar their range";
+  chart.x_label = "wall-clock (s)";
+  chart.parts = {"mean time to target", "range over seeds"};
+  for (const std::vector<const PlotRun*>& group : BySystem(runs)) {
+    HorizontalBars::Row row;
+    row.label = group.size() == 1 ? RunLabel(group[0]->view.run) : group[0]->view.run.system;
+    std::vector<double> reached;
+    for (const PlotRun* run : group) {
+      auto target = targets.find(run->view.run.seed);
+      if (target == targets.end()) continue;
+      if (std::optional<double> t = TimeToTarget(run->view, target->second)) reached.push_back(*t);
+    }
+    const std::string seeds =
+        group.size() == 1 ? "" : StrFormat(", %zu of %zu seeds", reached.size(), group.size());
+    if (reached.empty()) {
+      row.note = "not reached" + seeds;
+      chart.rows.push_back(std::move(row));
+      continue;
+    }
+    double sum = 0;
+    for (double t : reached) sum += t;
+    const double mean = sum / static_cast<double>(reached.size());
+    const auto [low, high] = std::minmax_element(reached.begin(), reached.end());
+    row.lanes.push_back({{0, mean, 0}});
+    if (reached.size() > 1) row.lanes.push_back({{*low, *high, 1}});
+    row.note = StrFormat("%s s", Num(mean).c_str()) + seeds;
+    chart.rows.push_back(std::move(row));
+  }
+  return chart;
+}
+
+std::vector<PlotFile> BuildPlots(const std::vector<PlotRun>& runs, const Convergence& convergence) {
   const std::string names = Names(runs);
   std::vector<PlotFile> files;
+  files.push_back({"eval.svg", RenderLineChart(EvalChart(runs))});
+  files.push_back(
+      {"time-to-target.svg", RenderHorizontalBars(TimeToTargetChart(runs, convergence))});
   LineChart reward;
-  reward.title =
-      AnySimulated(runs) ? "Reward over wall-clock (modelled)" : "Reward over wall-clock";
-  reward.subtitle = names + ": mean reward of each step's batch" +
+  reward.title = AnySimulated(runs) ? "Batch reward over wall-clock (modelled)"
+                                    : "Batch reward over wall-clock";
+  reward.subtitle = names + ": mean reward of each step's batch (eval.svg has the unbiased score)" +
                     (AnySimulated(runs) ? "; simulated runs draw it from the skill model" : "");
   reward.x_label = "wall-clock (s)";
   reward.y_label = "mean reward";

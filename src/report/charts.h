@@ -35,10 +35,19 @@ std::string AxisNumber(double value);
 /// The estimated width in pixels of `text` at `size` px (bold a tenth wider).
 double TextWidth(std::string_view text, double size, bool bold = false);
 
-/// One line: (x, y) points in x order.
+/// A band's edges at x: (x, low, high).
+struct BandPoint {
+  double x = 0;
+  double low = 0;
+  double high = 0;
+};
+
+/// One line: (x, y) points in x order, optionally inside a band (the spread over seeds), drawn
+/// faint in the line's colour.
 struct Series {
   std::string label;
   std::vector<std::pair<double, double>> points;
+  std::vector<BandPoint> band{};
 };
 
 struct LineChart {
@@ -112,10 +121,22 @@ struct PlotFile {
   std::string svg;
 };
 
-/// Every plot of `runs`: reward.svg, throughput.svg, breakdown.svg and gpu-seconds.svg over all
-/// runs, and allocation-run<id>.svg and lengths-run<id>.svg for each run. Rewards of simulated
+/// Every plot of `runs`: eval.svg, time-to-target.svg (targets as `convergence` says),
+/// reward.svg, throughput.svg, breakdown.svg and gpu-seconds.svg over all runs, and
+/// allocation-run<id>.svg and lengths-run<id>.svg for each run. Scores and rewards of simulated
 /// runs are labelled "modelled".
-std::vector<PlotFile> BuildPlots(const std::vector<PlotRun>& runs);
+std::vector<PlotFile> BuildPlots(const std::vector<PlotRun>& runs,
+                                 const Convergence& convergence = {});
+
+/// The evaluation score over wall-clock of each system (its runs are its seeds): with one run,
+/// its evaluations; with several, their mean, each seed's curve interpolated between its
+/// evaluations up to the end of the shortest, with the range over seeds as the band.
+LineChart EvalChart(const std::vector<PlotRun>& runs);
+
+/// Per system, when its runs first reached their seed's evaluation target (EvalTargets): a bar
+/// to the mean over the seeds that reached it, under it the range over those seeds, and a note
+/// saying how many seeds reached it.
+HorizontalBars TimeToTargetChart(const std::vector<PlotRun>& runs, const Convergence& convergence);
 
 /// The rollout GPUs of a layout string ("train 8 (...) | rollout tp1x4+tp4x2") by TP size, as
 /// (tp, gpus) pairs in TP order; empty when the text has no rollout part.

@@ -35,8 +35,11 @@ Status ClusterSim::Submit(const backend::Action& action) {
           return RunTool(a);
         } else if constexpr (std::is_same_v<T, backend::Train>) {
           return Train(a);
-        } else {
+        } else if constexpr (std::is_same_v<T, backend::SyncWeights>) {
           return Sync(a);
+        } else {
+          return Status::Internal(
+              "the simulator does not run evaluations (its skill model scores)");
         }
       },
       action);

@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -346,6 +347,8 @@ class Store::Impl {
   std::optional<Statement> insert_run;
   std::optional<Statement> finish_run;
   std::optional<Statement> set_run_folder;
+  std::optional<Statement> set_eval_initial;
+  std::optional<Statement> set_eval_score;
   std::optional<Statement> reopen_run;
   std::optional<Statement> insert_step;
   std::optional<Statement> insert_trajectory;
@@ -399,6 +402,11 @@ Status Store::Impl::PrepareStatements() {
                                 "finish the run"));
   LIBRA_RETURN_IF_ERROR(Prepare(set_run_folder, "UPDATE runs SET folder = ? WHERE id = ?",
                                 "set the folder of the run"));
+  LIBRA_RETURN_IF_ERROR(Prepare(set_eval_initial, "UPDATE runs SET eval_initial = ? WHERE id = ?",
+                                "set the initial evaluation score of the run"));
+  LIBRA_RETURN_IF_ERROR(Prepare(set_eval_score,
+                                "UPDATE steps SET eval_score = ? WHERE run_id = ? AND step = ?",
+                                "set the evaluation score of a step"));
   LIBRA_RETURN_IF_ERROR(Prepare(reopen_run,
                                 "UPDATE runs SET status = 'running', error = '', ended_at = NULL, "
                                 "owner_host = ?, owner_pid = ?, owner_start = ? WHERE id = ? AND "
@@ -692,6 +700,29 @@ Status Store::FinishRun(int64_t run_id, const std::string& status, const std::st
   LIBRA_RETURN_IF_ERROR(impl_->finish_run->Execute(status, error, NullIfEmpty(ended_at), run_id));
   if (db.Changes() == 0) {
     return RunNotFound(run_id, db.path());
+  }
+  return transaction.Commit();
+}
+
+Status Store::RecordEval(int64_t run_id, int version, double score) {
+  if (version < 0 || !std::isfinite(score)) {
+    return Status::InvalidArgument(StrFormat("RecordEval(run %lld): version %d, score %g",
+                                             static_cast<long long>(run_id), version, score));
+  }
+  Db& db = *impl_->db;
+  LIBRA_ASSIGN_OR_RETURN(Transaction transaction,
+                         Transaction::Begin(db, Transaction::Mode::kWrite));
+  if (version == 0) {
+    LIBRA_RETURN_IF_ERROR(impl_->set_eval_initial->Execute(score, run_id));
+    if (db.Changes() == 0) return RunNotFound(run_id, db.path());
+  } else {
+    LIBRA_RETURN_IF_ERROR(impl_->set_eval_score->Execute(score, run_id, version - 1));
+    if (db.Changes() == 0) {
+      return Status::NotFound(
+          StrFormat("%s: run %lld has no step %d to record the evaluation of "
+                    "version %d with",
+                    db.path().c_str(), static_cast<long long>(run_id), version - 1, version));
+    }
   }
   return transaction.Commit();
 }

@@ -70,6 +70,10 @@ class Store {
   Result<int64_t> BeginRun(const RunInfo& run);
   /// Records one step with its trajectories, turns, events and decisions in one transaction.
   Status RecordStep(int64_t run_id, const StepBatch& batch);
+  /// Records a measured evaluation score of policy `version` (measured after its step was
+  /// recorded): version 0 is the run's initial score (RunInfo::eval_initial), version v > 0 the
+  /// score of step v - 1. kNotFound when that step is not recorded.
+  Status RecordEval(int64_t run_id, int version, double score);
   /// Records decisions or events outside a step (for example the initial plan).
   Status RecordDecisions(int64_t run_id, const std::vector<DecisionRecord>& decisions);
   /// Sets the final status (kRunOk, kRunFailed, kRunInterrupted), error text and end time;

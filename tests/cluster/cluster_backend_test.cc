@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -41,7 +42,7 @@ std::vector<std::string> TestOverrides(int steps, int* trainer_port = nullptr) {
   if (trainer_port != nullptr) *trainer_port = trainer;
   return {"steps=" + std::to_string(steps), "trainer.initial_weights=\"" + WarmStart() + "\"",
           "engine.base_port=" + std::to_string(engine_port),
-          "trainer.port=" + std::to_string(trainer)};
+          "trainer.port=" + std::to_string(trainer), "eval.prompts=8"};
 }
 
 // `run <recipe> --db <db>` with TestOverrides(steps) and `extra` as --set arguments.
@@ -241,9 +242,45 @@ TEST_F(ClusterBackendTest, CpuLocalRunsEndToEndAndRecordsEverything) {
   EXPECT_GT(kinds.count("switch"), 0u) << "no role switch of real processes";
   EXPECT_GT(kinds.count("sync"), 0u);
   EXPECT_EQ(kinds.count("fault"), 0u) << faults;
+  // Issue 19: the evaluation score is measured on held-out prompts by the engines and the reward
+  // command (the initial version, every second one, the last), never taken from the model.
+  auto run = (*store)->GetRun(1);
+  ASSERT_TRUE(run.ok());
+  ASSERT_TRUE(run->eval_initial.has_value());
+  EXPECT_GE(*run->eval_initial, 0.0);
+  EXPECT_LE(*run->eval_initial, 1.0);
+  EXPECT_FALSE((*steps)[0].eval_score.has_value());
+  ASSERT_TRUE((*steps)[1].eval_score.has_value());
+  ASSERT_TRUE((*steps)[2].eval_score.has_value());
+  EXPECT_GT(kinds.count("eval"), 0u);
+  // Scored in multiples of 1/(8 prompts x up to 2 keys): a real reward, not a modelled one.
+  EXPECT_DOUBLE_EQ(std::round(*(*steps)[2].eval_score * 16) / 16, *(*steps)[2].eval_score);
   // Every process is gone.
   EXPECT_TRUE(Eventually([&] { return ProcessesMentioning(dir_.path().string()).empty(); }))
       << "left behind: " << ProcessesMentioning(dir_.path().string()).size();
+}
+
+TEST_F(ClusterBackendTest, ARewardCommandThatFailsDuringEvaluationFailsTheRun) {
+  // Issue 19: a version without its score would bias the comparison, so a reward command that
+  // fails on a held-out prompt (ids from 2^41) ends the run with an error naming the call.
+  WriteFile(dir_.File("reward.sh"),
+            "in=$(cat)\n"
+            "case \"$in\" in *'\"prompt\":21990232555'*) echo 'no reward here' >&2; exit 3;; "
+            "esac\n"
+            "printf '%s' \"$in\" | /usr/bin/python3 " +
+                SourcePath("workers/toy_task.py") + " reward\n");
+  const CommandResult r =
+      RunLibra(RunArgs("recipes/cpu-local.toml", dir_.File("r.db"), 2, nullptr,
+                       {"agent.reward_command=\"/bin/sh " + dir_.File("reward.sh") + "\""}));
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("reward-eval-"), std::string::npos) << r.err;
+  auto store = store::Store::Open(dir_.File("r.db"));
+  ASSERT_TRUE(store.ok());
+  auto run = (*store)->GetRun(1);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->status, store::kRunFailed);
+  EXPECT_FALSE(run->eval_initial.has_value());
+  EXPECT_TRUE(Eventually([&] { return ProcessesMentioning(dir_.path().string()).empty(); }));
 }
 
 TEST_F(ClusterBackendTest, CpuSshRunsOverSshToAPrivateSshd) {

@@ -53,7 +53,12 @@ class MemoryRecorder : public Recorder {
     decisions.insert(decisions.end(), batch.decisions.begin(), batch.decisions.end());
     return Status();
   }
+  Status RecordEval(int version, double score) override {
+    evals.emplace_back(version, score);
+    return Status();
+  }
   std::vector<store::StepRecord> steps;
+  std::vector<std::pair<int, double>> evals;
   std::vector<store::TrajectoryRecord> trajectories;
   std::vector<store::TurnRecord> turns;
   std::vector<store::EventRecord> events;
@@ -333,7 +338,7 @@ TEST(CoordinatorTest, StallIsAnErrorNotAHang) {
   EXPECT_EQ(summary.status().code(), StatusCode::kInternal);
   EXPECT_EQ(summary.status().message(),
             "the pipeline stalled after 0 of 1 steps: nothing is in flight and no step can "
-            "start (4 trajectories waiting for an instance)");
+            "start (4 trajectories waiting for an instance, 0 evaluations pending)");
 }
 
 TEST(CoordinatorTest, PlanThatDoesNotFitFails) {
@@ -405,6 +410,70 @@ TEST(CoordinatorTest, ADroppedTrajectoryIsAFaultAndItsSampleIsDrawnAgain) {
             std::string::npos)
       << faults;
   for (const store::TrajectoryRecord& t : recorder.trajectories) EXPECT_NE(t.id, 0);
+}
+
+/// A backend that measures evaluation scores (as the cluster backend does): each Evaluate ends a
+/// second later with the score 0.1 x version; every action is logged in order.
+class EvaluatingBackend : public backend::Backend {
+ public:
+  explicit EvaluatingBackend(const workload::Workload& workload) : inner_(workload, {}) {}
+  std::string_view Name() const override { return "evaluating"; }
+  bool ScoresEvaluations() const override { return true; }
+  Status Submit(const backend::Action& action) override {
+    if (const auto* evaluate = std::get_if<backend::Evaluate>(&action)) {
+      log.push_back(
+          StrFormat("eval v%d (%zu prompts)", evaluate->version, evaluate->prompts.size()));
+      prompts = evaluate->prompts;
+      backend::Event done;
+      done.at = now_ + 1;
+      done.what = backend::EvalDone{evaluate->version, 0.1 * evaluate->version, "", now_};
+      pending_.push_back(std::move(done));
+      return Status();
+    }
+    if (const auto* sync = std::get_if<backend::SyncWeights>(&action)) {
+      log.push_back(StrFormat("sync v%d", sync->version));
+    }
+    return inner_.Submit(action);
+  }
+  Result<std::vector<backend::Event>> Wait() override {
+    if (!pending_.empty()) return std::exchange(pending_, {});
+    LIBRA_ASSIGN_OR_RETURN(std::vector<backend::Event> events, inner_.Wait());
+    for (const backend::Event& e : events) now_ = e.at;
+    return events;
+  }
+  std::vector<std::string> log;
+  std::vector<int64_t> prompts;
+
+ private:
+  test::FakeBackend inner_;
+  double now_ = 0;
+  std::vector<backend::Event> pending_;
+};
+
+TEST(CoordinatorTest, ABackendThatScoresEvaluationsIsAskedForEveryDueVersion) {
+  // Issue 19: on a real backend the score is measured, not modelled: the initial version, every
+  // eval interval among the synced versions, and the last (which is never synced for rollout);
+  // the run ends once the last score is in.
+  FixedWorkload workload;
+  EvaluatingBackend backend(workload);
+  planner::StaticPlanner planner(std::optional<int>(4), std::vector<int>{1});
+  sched::LeastConnRouter router;
+  MemoryRecorder recorder;
+  CoordinatorConfig config = Config(5, 0);
+  config.eval_interval = 2;
+  config.eval_prompts = 3;
+  Coordinator coordinator(config, workload, router, planner, backend, recorder);
+  ASSERT_OK(coordinator.Run({}, {}));
+  EXPECT_EQ(StrJoin(backend.log, ", "),
+            "eval v0 (3 prompts), sync v1, sync v2, eval v2 (3 prompts), sync v3, sync v4, "
+            "eval v4 (3 prompts), eval v5 (3 prompts)");
+  EXPECT_EQ(backend.prompts,
+            (std::vector<int64_t>{HeldOutPrompt(0), HeldOutPrompt(1), HeldOutPrompt(2)}));
+  ASSERT_EQ(recorder.evals.size(), 4u);
+  EXPECT_EQ(recorder.evals[0], std::make_pair(0, 0.0));
+  EXPECT_EQ(recorder.evals[3], std::make_pair(5, 0.5));
+  // No modelled score beside the measured ones.
+  for (const store::StepRecord& step : recorder.steps) EXPECT_FALSE(step.eval_score.has_value());
 }
 
 TEST(CoordinatorTest, AStepTheBackendHaltsOnIsRecordedThenTheRunStops) {

@@ -117,6 +117,13 @@ std::vector<PlotRun> SmallComparison() {
                         Step(2, 20, 30, 8, 8, 0.35)};
   runs[1].view.steps = {Step(0, 0, 9, 8, 8, 0.2), Step(1, 9, 16, 4, 12, 0.3),
                         Step(2, 16, 23, 4, 12, 0.4)};
+  // Evaluation scores: the initial one, then every step.
+  for (int r = 0; r < 2; ++r) {
+    runs[r].view.run.eval_initial = 0.2;
+    for (int step = 0; step < 3; ++step) {
+      runs[r].view.steps[step].eval_score = 0.2 + 0.05 * (step + 1) * (r + 1);
+    }
+  }
   store::DecisionRecord initial;
   initial.applied = true;
   initial.layout = "train 8 (tp1 pp1 dp8 mb1) | rollout tp4x2";
@@ -152,15 +159,92 @@ TEST(ChartsTest, PlotsOfASmallComparisonAreWellFormedAndStable) {
     test::ExpectGolden("report/plot_" + plot.name, "BuildPlots of a fixed two-run comparison",
                        plot.svg);
   }
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"reward.svg", "throughput.svg", "breakdown.svg",
-                                      "gpu-seconds.svg", "allocation-run1.svg", "lengths-run1.svg",
-                                      "allocation-run2.svg", "lengths-run2.svg"}));
-  // Simulated rewards are labelled as modelled; the escaped name is in the legend.
-  EXPECT_NE(plots[0].svg.find("Reward over wall-clock (modelled)"), std::string::npos);
-  EXPECT_NE(plots[0].svg.find("split &lt;8/8&gt; (run 1)"), std::string::npos);
+  EXPECT_EQ(names, (std::vector<std::string>{"eval.svg", "time-to-target.svg", "reward.svg",
+                                             "throughput.svg", "breakdown.svg", "gpu-seconds.svg",
+                                             "allocation-run1.svg", "lengths-run1.svg",
+                                             "allocation-run2.svg", "lengths-run2.svg"}));
+  // Simulated scores and rewards are labelled as modelled, the batch reward as such; the escaped
+  // name is in the legend.
+  EXPECT_NE(plots[0].svg.find("Evaluation score over wall-clock (modelled)"), std::string::npos);
+  EXPECT_NE(plots[2].svg.find("Batch reward over wall-clock (modelled)"), std::string::npos);
+  EXPECT_NE(plots[2].svg.find("split &lt;8/8&gt; (run 1)"), std::string::npos);
   // The move shows as rollout by TP size after step 0.
-  EXPECT_NE(plots[6].svg.find("rollout TP2"), std::string::npos);
+  EXPECT_NE(plots[8].svg.find("rollout TP2"), std::string::npos);
+}
+
+/// `seeds` runs of one system: seed k's score rises from 0.2 by 0.1 x (k + 1) per 10 s step.
+std::vector<PlotRun> Seeds(const std::string& system, int seeds, int first_id) {
+  std::vector<PlotRun> runs(static_cast<size_t>(seeds));
+  for (int k = 0; k < seeds; ++k) {
+    store::RunInfo& run = runs[static_cast<size_t>(k)].view.run;
+    run.id = first_id + k;
+    run.name = "seeds";
+    run.system = system;
+    run.seed = static_cast<uint64_t>(k + 1);
+    run.backend = "cluster";
+    run.eval_initial = 0.2;
+    for (int step = 0; step < 3; ++step) {
+      store::StepRecord s = Step(step, 10 * step, 10 * (step + 1), 8, 8, 0.3);
+      s.eval_score = 0.2 + 0.1 * (k + 1) * (step + 1);
+      runs[static_cast<size_t>(k)].view.steps.push_back(s);
+    }
+  }
+  return runs;
+}
+
+TEST(ChartsTest, EvalChartDrawsTheMeanOfTheSeedsInsideTheirRange) {
+  // Issue 19: one line per system, the mean over its seeds, the band their range; a system with
+  // one run is drawn as its evaluations.
+  std::vector<PlotRun> runs = Seeds("libra", 3, 1);
+  std::vector<PlotRun> one = Seeds("verl-sync", 1, 4);
+  runs.insert(runs.end(), one.begin(), one.end());
+  const LineChart chart = EvalChart(runs);
+  EXPECT_EQ(chart.title, "Evaluation score over wall-clock");  // measured, not modelled
+  ASSERT_EQ(chart.series.size(), 2u);
+  EXPECT_EQ(chart.series[0].label, "libra (3 seeds)");
+  EXPECT_EQ(chart.series[1].label, "verl-sync (run 4)");
+  // At 20 s the seeds stand at 0.4, 0.6 and 0.8.
+  ASSERT_EQ(chart.series[0].points.size(), 4u);
+  EXPECT_DOUBLE_EQ(chart.series[0].points[2].first, 20);
+  EXPECT_DOUBLE_EQ(chart.series[0].points[2].second, 0.6);
+  ASSERT_EQ(chart.series[0].band.size(), 4u);
+  EXPECT_DOUBLE_EQ(chart.series[0].band[2].low, 0.4);
+  EXPECT_DOUBLE_EQ(chart.series[0].band[2].high, 0.8);
+  EXPECT_TRUE(chart.series[1].band.empty());
+  const std::string svg = RenderLineChart(chart);
+  EXPECT_EQ(XmlWellFormed(svg), "");
+  EXPECT_NE(svg.find("fill-opacity"), std::string::npos);  // the band
+}
+
+TEST(ChartsTest, TimeToTargetShowsTheMeanTheRangeAndTheSeedsThatReachedIt) {
+  // Targets per seed: 80% of the way from 0.2 to the seed's best final score. libra's seeds
+  // reach theirs; verl-sync (the slowest, 0.1 per step) never reaches seed 2's or 3's.
+  std::vector<PlotRun> runs = Seeds("libra", 3, 1);
+  std::vector<PlotRun> slow = Seeds("verl-sync", 3, 4);
+  for (PlotRun& run : slow) {
+    for (size_t step = 0; step < run.view.steps.size(); ++step) {
+      run.view.steps[step].eval_score = 0.2 + 0.1 * static_cast<double>(step + 1);
+    }
+  }
+  runs.insert(runs.end(), slow.begin(), slow.end());
+  const HorizontalBars chart = TimeToTargetChart(runs, Convergence{});
+  ASSERT_EQ(chart.rows.size(), 2u);
+  EXPECT_EQ(chart.rows[0].label, "libra");
+  ASSERT_EQ(chart.rows[0].lanes.size(), 2u);
+  // Each libra seed reaches 0.2 + 0.8 x 0.3 (k + 1) x 3... at 24 s (the same fraction of its
+  // own range); the range is then a point.
+  EXPECT_NEAR(chart.rows[0].lanes[0][0].to, 24, 1e-9);
+  EXPECT_EQ(chart.rows[0].note, "24 s, 3 of 3 seeds");
+  // verl-sync reaches seed 1's target (the best final score of seed 1 is its own and libra's
+  // 0.5) at 24 s, and none other.
+  EXPECT_EQ(chart.rows[1].note, "24 s, 1 of 3 seeds");
+  ASSERT_EQ(chart.rows[1].lanes.size(), 1u);
+  Convergence absolute;
+  absolute.target = 5;
+  const HorizontalBars never = TimeToTargetChart(runs, absolute);
+  EXPECT_TRUE(never.rows[0].lanes.empty());
+  EXPECT_EQ(never.rows[0].note, "not reached, 0 of 3 seeds");
+  EXPECT_EQ(XmlWellFormed(RenderHorizontalBars(chart)), "");
 }
 
 TEST(ChartsTest, BreakdownShowsOverlappingPhasesAsOverlap) {
