@@ -1227,7 +1227,7 @@ HorizontalBars TimeToTargetChart(const std::vector<PlotRun>& runs, const Converg
     const auto [low, high] = std::minmax_element(reached.begin(), reached.end());
     row.lanes.push_back({{0, mean, 0}});
     if (reached.size() > 1) row.lanes.push_back({{*low, *high, 1}});
-    row.note = StrFormat("%s s", Num(mean).c_str()) + seeds;
+    row.note = StrFormat("%.1f s", mean) + seeds;
     chart.rows.push_back(std::move(row));
   }
   return chart;

@@ -358,7 +358,7 @@ TEST_F(CmdReportTest, PlotsMarkdownAndTimeline) {
   std::filesystem::create_directories(dir_.File("out"));
   const CommandResult md = Libra({"report", "--markdown", "out/report.md"});
   ASSERT_EQ(md.exit_code, 0) << md.err;
-  EXPECT_EQ(md.out, "wrote out/report.md with 4 runs and 12 plots in out/report-plots\n");
+  EXPECT_EQ(md.out, "wrote out/report.md with 4 runs and 14 plots in out/report-plots\n");
   const std::string text = ReadFile(dir_.File("out/report.md"));
   EXPECT_EQ(text.rfind("# comparison 1: quickstart, 4 runs (", 0), 0u) << text;
   int linked = 0;
@@ -369,14 +369,14 @@ TEST_F(CmdReportTest, PlotsMarkdownAndTimeline) {
     EXPECT_EQ(XmlWellFormed(svg), "") << text.substr(at, end - at);
     ++linked;
   }
-  EXPECT_EQ(linked, 12);
+  EXPECT_EQ(linked, 14);
   EXPECT_NE(text.find("### planner decisions (grp)"), std::string::npos);
 
   const CommandResult plots = Libra({"report", "--plots", "p", "5"});
   ASSERT_EQ(plots.exit_code, 0) << plots.err;
   EXPECT_EQ(plots.out,
-            "wrote 6 plots to p: reward.svg, throughput.svg, breakdown.svg, gpu-seconds.svg, "
-            "allocation-run5.svg, lengths-run5.svg\n");
+            "wrote 8 plots to p: eval.svg, time-to-target.svg, reward.svg, throughput.svg, "
+            "breakdown.svg, gpu-seconds.svg, allocation-run5.svg, lengths-run5.svg\n");
 
   const CommandResult timeline = Libra({"report", "--timeline", "t.json", "libra"});
   ASSERT_EQ(timeline.exit_code, 0) << timeline.err;

@@ -360,9 +360,11 @@ TEST_F(ClusterBackendTest, AKilledLibraOnSlurmLeavesNoStepBehind) {
 TEST_F(ClusterBackendTest, DistributedWeightSyncBroadcastsOverGloo) {
   // weight_sync = "distributed": the trainer broadcasts to the serving engines in a gloo group,
   // set up again when the lent engine joins or leaves; every step syncs.
+  // Every new group (the serving set changed) takes the next port after master_port: keep the
+  // next 100 free of the engines' and the trainer's.
   const recipe::Recipe recipe =
       Recipe(3, {"trainer.weight_sync=\"distributed\"", "trainer.group_backend=\"gloo\"",
-                 "trainer.master_port=" + std::to_string(FreePort())});
+                 "trainer.master_port=" + std::to_string(FreePorts(100))});
   auto store = store::Store::Open(dir_.File("r.db"));
   ASSERT_TRUE(store.ok());
   cluster::ClusterBackend* backend = nullptr;
@@ -376,7 +378,7 @@ TEST_F(ClusterBackendTest, DistributedWeightSyncBroadcastsOverGloo) {
   ASSERT_TRUE(events.ok());
   int syncs = 0;
   for (const store::EventRecord& e : *events) syncs += e.kind == "sync";
-  EXPECT_EQ(syncs, 2);  // after steps 0 and 1, not after the last
+  EXPECT_EQ(syncs, 2);  // after steps 0 and 1, not after the last (loaded for its evaluation)
 }
 
 TEST_F(ClusterBackendTest, VllmDialectEndToEnd) {

@@ -231,13 +231,13 @@ TEST(ChartsTest, TimeToTargetShowsTheMeanTheRangeAndTheSeedsThatReachedIt) {
   ASSERT_EQ(chart.rows.size(), 2u);
   EXPECT_EQ(chart.rows[0].label, "libra");
   ASSERT_EQ(chart.rows[0].lanes.size(), 2u);
-  // Each libra seed reaches 0.2 + 0.8 x 0.3 (k + 1) x 3... at 24 s (the same fraction of its
-  // own range); the range is then a point.
+  // Each libra seed is the best of its seed and rises linearly, so it reaches 80% of its own
+  // rise at 24 s: the range is a point.
   EXPECT_NEAR(chart.rows[0].lanes[0][0].to, 24, 1e-9);
-  EXPECT_EQ(chart.rows[0].note, "24 s, 3 of 3 seeds");
+  EXPECT_EQ(chart.rows[0].note, "24.0 s, 3 of 3 seeds");
   // verl-sync reaches seed 1's target (the best final score of seed 1 is its own and libra's
   // 0.5) at 24 s, and none other.
-  EXPECT_EQ(chart.rows[1].note, "24 s, 1 of 3 seeds");
+  EXPECT_EQ(chart.rows[1].note, "24.0 s, 1 of 3 seeds");
   ASSERT_EQ(chart.rows[1].lanes.size(), 1u);
   Convergence absolute;
   absolute.target = 5;

@@ -304,9 +304,9 @@ TEST(SummaryTest, StepTableHasOneRowPerStep) {
   const std::string csv = table.Render(Format::kCsv);
   EXPECT_EQ(csv.substr(0, csv.find('\n', csv.find('\n') + 1) + 1),
             "step,start_s,end_s,step_s,rollout_s,train_s,sync_s,wait_s,trajectories,turns,"
-            "tool_calls,prompt_tokens,generated_tokens,reward_mean,policy_version,max_lag,"
-            "train_gpus,rollout_gpus,gpu_util,idle_gpu_s,predicted_step_s\n"
-            "0,0.0,10.0,10.0,6.0,3.0,1.0,2.0,8,20,0,0,1000,0.25,0,1,4,12,,,\n");
+            "tool_calls,prompt_tokens,generated_tokens,reward_mean,eval_score,policy_version,"
+            "max_lag,train_gpus,rollout_gpus,gpu_util,idle_gpu_s,predicted_step_s\n"
+            "0,0.0,10.0,10.0,6.0,3.0,1.0,2.0,8,20,0,0,1000,0.25,,0,1,4,12,,,\n");
   EXPECT_NE(table.Render(Format::kText).find("   4/12\n"), std::string::npos)
       << table.Render(Format::kText);
   EXPECT_EQ(StepTable(RunView()).rows(), 0u);
