@@ -272,9 +272,14 @@ void HttpTransport::Advance(int fd, int curl_events) {
     curl_multi_remove_handle(multi, easy);
     auto node = active_.extract(easy);
     std::unique_ptr<Transfer> t = std::move(node.mapped());
+    // A request that ran out of time is kTimeout (a tool call then counts as timed out), any
+    // other failure kBackend.
     Result<HttpResponse> result =
         code == CURLE_OK ? Result<HttpResponse>(HttpResponse{status, std::move(t->response)})
-                         : Result<HttpResponse>(Status::Backend(t->where, Reason(code, t->error)));
+        : code == CURLE_OPERATION_TIMEDOUT
+            ? Result<HttpResponse>(
+                  Status(StatusCode::kTimeout, t->where + ": " + Reason(code, t->error)))
+            : Result<HttpResponse>(Status::Backend(t->where, Reason(code, t->error)));
     HttpCallback callback = std::move(t->callback);
     t->headers.reset();
     idle_.push_back(std::move(t));

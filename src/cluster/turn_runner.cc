@@ -70,6 +70,15 @@ void TurnRunner::WithPrompt(int64_t prompt, std::function<void()> then) {
     Result<std::vector<TokenId>> ids = TokensOf(name, *json);
     if (!ids.ok()) return runtime_.Fail(ids.status());
     if (ids->empty()) return runtime_.Fail(Status::Backend(name, "the prompt has no tokens"));
+    // As verl does by default (truncation = "error"): a prompt that leaves no room to generate
+    // stops the run here, naming it, not at the train step.
+    const int64_t limit = runtime_.options->engine.max_context_tokens;
+    if (static_cast<int64_t>(ids->size()) >= limit) {
+      return runtime_.Fail(Status::Backend(
+          name, StrFormat("the prompt has %zu tokens, and [engine] max_context_tokens = %lld "
+                          "leaves no room to generate; raise it, or shorten or drop the prompt",
+                          ids->size(), static_cast<long long>(limit))));
+    }
     Prompt& loaded = prompts_[prompt];
     loaded.loaded = true;
     loaded.ids = std::move(*ids);
@@ -129,9 +138,8 @@ void TurnRunner::Generate(const backend::StartTurn& turn) {
   }
   request.seed = static_cast<int64_t>(seed);
   const uint64_t attempt = engines_.BeginTurn(e->key, turn.trajectory);
-  request.request_id =
-      StrFormat("libra-%s-%d-a%llu", TrajectoryName(turn.trajectory).c_str(), turn.turn,
-                static_cast<unsigned long long>(attempt));
+  request.request_id = StrFormat("libra-%s-%d-a%llu", TrajectoryName(turn.trajectory).c_str(),
+                                 turn.turn, static_cast<unsigned long long>(attempt));
   request.timeout_s = options.turn_timeout_s;
   const double started = runtime_.Now();
   runtime_.transport->Send(
@@ -253,8 +261,8 @@ JsonValue TurnRunner::TaskInput(TrajectoryId id) const {
 void TurnRunner::FinishTrajectory(const backend::StartTurn& turn, int64_t generated,
                                   workload::TurnEnd end, double started_at) {
   Result<SandboxCall> call =
-      TaskCall("reward-" + TrajectoryName(turn.trajectory),
-               runtime_.options->agent.reward_command, {}, ToJson(TaskInput(turn.trajectory)));
+      TaskCall("reward-" + TrajectoryName(turn.trajectory), runtime_.options->agent.reward_command,
+               {}, ToJson(TaskInput(turn.trajectory)));
   if (!call.ok()) return runtime_.Fail(call.status());
   sandbox_.Run(
       *call, [this, turn, generated, end, started_at, name = call->name](Result<std::string> out) {
@@ -304,10 +312,7 @@ void TurnRunner::RunHttpTool(const backend::RunTool& tool, double started) {
   runtime_.transport->Send(request, [this, id = tool.trajectory, started,
                                      name](Result<HttpResponse> response) {
     if (!response.ok()) {
-      // curl says "Timeout was reached" (or "timed out") when the tool took too long.
-      const std::string& why = response.status().message();
-      const bool timed_out =
-          why.find("imeout") != std::string::npos || why.find("timed out") != std::string::npos;
+      const bool timed_out = response.status().code() == StatusCode::kTimeout;
       return ToolFinished(id, started, name, response.status(), timed_out);
     }
     if (response->status < 200 || response->status >= 300) {

@@ -610,7 +610,8 @@ Status PrefixTree::NodeFromJson(const JsonValue& value, const std::string& where
   static const char* const kKnown[] = {
       "key",         "depth",  "mean_remaining_length", "p90_remaining_length",
       "visit_count", "weight", "remaining_lengths",     "children"};
-  for (const auto& [k, v] : value.as_object()) {
+  for (const auto& member : value.as_object()) {
+    const std::string& k = member.first;  // a structured binding: clang 14 cannot capture one
     if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* s) { return k == s; }) ==
         std::end(kKnown)) {
       return Bad(where, "unknown member '" + k + "'");
