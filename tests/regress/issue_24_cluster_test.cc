@@ -1,7 +1,10 @@
 // Regressions of issue 24 in the cluster backend's path (items 3 and 8).
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -9,8 +12,10 @@
 #include "cluster/cluster_test_util.h"
 #include "cluster/engine_supervisor.h"
 #include "cluster/fake_cluster.h"
+#include "cluster/launcher.h"
 #include "cluster/sandbox.h"
 #include "cluster/turn_runner.h"
+#include "common/strings.h"
 #include "experiment/coordinator.h"
 #include "gtest/gtest.h"
 #include "planner/static_planner.h"
@@ -163,6 +168,34 @@ TEST(Issue24Test, APromptLongerThanTheContextStopsTheRunNamingIt) {
             "prompt-7: the prompt has 3 tokens, and [engine] max_context_tokens = 3 leaves no room "
             "to generate; raise it, or shorten or drop the prompt");
   EXPECT_TRUE(engines.received.empty() || engines.received.back().path != "/generate");
+}
+
+TEST(Issue24Test, AKilledLibrasSshControlFolderIsRemovedByTheNext) {
+  // Smaller finding: a libra killed with SIGKILL left its ssh control-socket folder in /tmp for
+  // good. Each folder now carries its libra's pid; the next ssh launcher removes the folders of
+  // libras that no longer run, and leaves a running one's.
+  const pid_t dead = fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) _exit(0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path();
+  const std::filesystem::path stale =
+      tmp / StrFormat("libra-ssh-%d-test01", static_cast<int>(dead));
+  const std::filesystem::path live =
+      tmp / StrFormat("libra-ssh-%d-test02", static_cast<int>(getpid()));
+  std::filesystem::create_directories(stale);
+  std::filesystem::create_directories(live);
+  WriteFile((stale / "master").string(), "");
+  cluster::SshTarget target;
+  target.host = "node-1";
+  auto launcher = cluster::SshLauncher::Create(target, {});
+  ASSERT_TRUE(launcher.ok()) << launcher.status().message();
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_NE(
+      (*launcher)->control_dir().find(StrFormat("/libra-ssh-%d-", static_cast<int>(getpid()))),
+      std::string::npos);
+  std::filesystem::remove_all(live);
 }
 
 }  // namespace
