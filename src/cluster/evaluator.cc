@@ -61,31 +61,39 @@ void Evaluator::StartTurn(size_t index, InstanceId instance) {
   turns_.StartTurn(turn);
 }
 
+namespace {
+
+/// The trajectory an event is about, for the events of trajectories.
+std::optional<TrajectoryId> TrajectoryOf(const backend::EventWhat& what) {
+  if (const auto* done = std::get_if<backend::TurnDone>(&what)) return done->trajectory;
+  if (const auto* tool = std::get_if<backend::ToolDone>(&what)) return tool->trajectory;
+  if (const auto* failed = std::get_if<backend::TurnFailed>(&what)) return failed->trajectory;
+  return std::nullopt;
+}
+
+}  // namespace
+
 void Evaluator::Emit(backend::EventWhat what, bool completes) {
-  if (active_) {
-    if (const auto* done = std::get_if<backend::TurnDone>(&what); done && Owns(done->trajectory)) {
-      if (done->end == workload::TurnEnd::kToolCall) {
-        return turns_.RunTool(backend::RunTool{done->trajectory, done->tool});
-      }
-      turns_.Forget(done->trajectory);
-      active_->reward_sum += done->reward;
-      if (--active_->remaining > 0) return;
-      const double score = active_->reward_sum / static_cast<double>(active_->prompts.size());
-      std::function<void(double)> finished = std::move(active_->done);
-      active_.reset();
-      return finished(score);
-    }
-    if (const auto* tool = std::get_if<backend::ToolDone>(&what); tool && Owns(tool->trajectory)) {
-      const auto index = static_cast<size_t>(tool->trajectory.value - kFirstEvalTrajectory);
-      ++active_->turn[index];
-      return StartTurnAnywhere(index);
-    }
-    if (const auto* failed = std::get_if<backend::TurnFailed>(&what);
-        failed && Owns(failed->trajectory)) {
-      return OnTurnFailed(*failed);
-    }
+  const std::optional<TrajectoryId> id = TrajectoryOf(what);
+  if (!id || !Owns(*id)) return next_.Emit(std::move(what), completes);
+  if (!active_) return;  // a late word on an evaluation that ended
+  const auto index = static_cast<size_t>(id->value - kFirstEvalTrajectory);
+  if (const auto* failed = std::get_if<backend::TurnFailed>(&what)) return OnTurnFailed(*failed);
+  if (std::holds_alternative<backend::ToolDone>(what)) {
+    ++active_->turn[index];
+    return StartTurnAnywhere(index);
   }
-  next_.Emit(std::move(what), completes);
+  const auto& done = std::get<backend::TurnDone>(what);
+  if (done.end == workload::TurnEnd::kToolCall) {
+    return turns_.RunTool(backend::RunTool{done.trajectory, done.tool});
+  }
+  turns_.Forget(done.trajectory);
+  active_->reward_sum += done.reward;
+  if (--active_->remaining > 0) return;
+  const double score = active_->reward_sum / static_cast<double>(active_->prompts.size());
+  std::function<void(double)> finished = std::move(active_->done);
+  active_.reset();
+  finished(score);
 }
 
 void Evaluator::OnTurnFailed(const backend::TurnFailed& failed) {

@@ -6,11 +6,11 @@
 // by their luck.
 //
 // It sits in front of the backend's event sink: the events of its own trajectories (ids from
-// kFirstEvalTrajectory + the prompt's index) are its, everything else passes on. A turn that fails
-// (its engine died, slept or was stopped, or it failed every retry) runs again on another instance
-// after a backoff
-// ([engine] retry_backoff_s, doubling), up to kMaxEvalTurnFailures times; after that, as when the
-// reward command fails, the run fails: a missing score would bias the comparison it is for.
+// kFirstEvalTrajectory + the prompt's index) are its, everything else passes on. A turn that
+// fails (its engine died, slept or was stopped, or it failed every retry) runs again on another
+// instance after a backoff ([engine] retry_backoff_s, doubling), up to kMaxEvalTurnFailures
+// times; after that, as when the reward command fails, the run fails: a missing score would bias
+// the comparison it is for.
 #pragma once
 
 #include <cstdint>

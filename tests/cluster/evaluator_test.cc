@@ -104,6 +104,12 @@ TEST_F(EvaluatorTest, OtherEventsPassThrough) {
   EXPECT_EQ(f_.sink->Of<backend::TurnDone>().size(), 1u);
   EXPECT_EQ(f_.sink->Incidents("tool").size(), 1u);
   EXPECT_EQ(f_.sink->completed, 1);
+  // A late word on an evaluation trajectory (none is running) is not the coordinator's.
+  f_.runtime.Emit(backend::TurnFailed{TrajectoryId(cluster::kFirstEvalTrajectory + 2),
+                                      InstanceId(0), "engine-0 died"},
+                  true);
+  EXPECT_TRUE(f_.sink->Of<backend::TurnFailed>().empty());
+  EXPECT_EQ(f_.sink->completed, 1);
 }
 
 TEST_F(EvaluatorTest, ATurnThatFailsRunsAgainElsewhere) {
