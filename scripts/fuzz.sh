@@ -73,9 +73,9 @@ for h in "${harnesses[@]}"; do
     status=1
   fi
   seconds=$(( $(date +%s) - start ))
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${log}" | tail -1)
-  cov=$(grep -o 'cov: [0-9]*' "${log}" | tail -1 | cut -d' ' -f2)
-  corpus=$(grep -o 'corp: [0-9]*' "${log}" | tail -1 | cut -d' ' -f2)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${log}" | tail -1 || true)
+  cov=$(grep -o 'cov: [0-9]*' "${log}" | tail -1 | cut -d' ' -f2 || true)
+  corpus=$(grep -o 'corp: [0-9]*' "${log}" | tail -1 | cut -d' ' -f2 || true)
   rate=$(( ${execs:-0} / (seconds > 0 ? seconds : 1) ))
   summary+=("$(printf '%-14s %10s execs %7s s %7s/s  corpus %5s  cov %6s  %s' "${h}" \
     "${execs:-?}" "${seconds}" "${rate}" "${corpus:-?}" "${cov:-?}" "${result}")")
