@@ -378,119 +378,24 @@ double CmlfqRouter::DecodeSeconds(int tp, int sequences, int64_t context, double
 RouteDecision CmlfqRouter::Route(const RouteRequest& request,
                                  std::span<const InstanceState> instances) {
   IndexInstances(request, instances);
-  const uint64_t key = static_cast<uint64_t>(request.trajectory.value);
-  const uint32_t slot = episode_of_.Find(key);
-  if (slot == detail::FlatMap::kNone) {
-    // 1. A new episode starts in the shortest bucket.
-    const int bucket = sorted_.front();
-    const std::string& name = options_.buckets[static_cast<size_t>(bucket)].name;
-    const Pick pick = Select(bucket, instances);
-    if (pick.index == kNoPick) {
-      ++failed_routes_;
-      return RouteDecision{std::nullopt, "no_available_instance", name};
-    }
-    Commit(pick, instances);
-    uint32_t e;
-    if (!free_episodes_.empty()) {
-      e = free_episodes_.back();
-      free_episodes_.pop_back();
-    } else {
-      e = static_cast<uint32_t>(episodes_.size());
-      episodes_.emplace_back();
-    }
-    Episode& ep = episodes_[e];
-    episode_of_.Insert(key, e);
-    ep.prompt = request.prompt;
-    ep.bucket = bucket;
-    ep.instance = instances[pick.index].id;
-    ep.instance_index = pick.index;
-    ep.last_tool_turn = request.last_tool ? request.turn : -1;
-    ep.states.clear();
-    AddLoad(ep.instance, +1);
-    ++placements_;
-    CountRoute(bucket, pick);
-    return RouteDecision{ep.instance, Reason("cmlfq_initial_placement", pick), name};
-  }
-
+  const uint32_t slot = episode_of_.Find(static_cast<uint64_t>(request.trajectory.value));
+  if (slot == detail::FlatMap::kNone) return PlaceNewEpisode(request, instances);
   Episode& ep = episodes_[slot];
-  int target = ep.bucket;
-  const TreeNode* node = nullptr;
-  bool quantum = false;
-  if (request.last_tool && request.turn > ep.last_tool_turn) {
-    // 2.-4. A tool return: look the state sequence up and decide the target bucket.
-    ep.last_tool_turn = request.turn;
-    const ToolObservation& tool = *request.last_tool;
-    ep.states.push_back(tree_.states().Intern(
-        tool.tool.empty() ? std::string_view("unknown") : std::string_view(tool.tool),
-        extractor_.Classify(tool.output_tokens), tool.status));
-    node = tree_.Lookup(ep.prompt, ep.states);
-    if (node != nullptr) {
-      const int by_mean = BucketFor(node->mean);
-      const int by_p90 = BucketFor(node->p90);
-      if (by_mean != by_p90) {
-        ++disagree_;
-      } else {
-        target = by_mean;
-      }
-    } else {
-      ++no_evidence_;
-      if (options_.time_quantum &&
-          request.generated_tokens >= options_.buckets[static_cast<size_t>(ep.bucket)].max_tokens) {
-        const auto pos = static_cast<size_t>(std::find(sorted_.begin(), sorted_.end(), ep.bucket) -
-                                             sorted_.begin());
-        if (pos + 1 < sorted_.size()) {
-          target = sorted_[pos + 1];
-          quantum = true;
-        }
-      }
-    }
-  }
-
+  const Target target = TargetBucket(request, ep);
   const bool current_ok = ep.instance_index < instances.size() &&
                           instances[ep.instance_index].id == ep.instance &&
                           instances[ep.instance_index].available;
-  if (target != ep.bucket) {
-    const Pick pick = Select(target, instances);
-    bool move = pick.index != kNoPick;
-    if (!move) ++moves_failed_;
-    if (move && options_.cost_based_moves) {
-      // 5. Move only if re-prefill plus decode on the target beats decode where it is.
-      const double remaining =
-          node != nullptr
-              ? node->mean
-              : std::max(1.0, static_cast<double>(
-                                  options_.buckets[static_cast<size_t>(target)].max_tokens -
-                                  request.generated_tokens));
-      const int64_t context = std::max<int64_t>(1, request.context_tokens);
-      const InstanceState& to = instances[pick.index];
-      const double stay =
-          current_ok ? DecodeSeconds(instances[ep.instance_index].tp,
-                                     Load(instances[ep.instance_index]), context, remaining)
-                     : std::numeric_limits<double>::infinity();
-      const bool same = to.id == ep.instance;
-      const double go = (same ? 0.0 : cost_->PrefillTime(to.tp, context, 0)) +
-                        DecodeSeconds(to.tp, Load(to) + (same ? 0 : 1), context, remaining);
-      if (go < stay) {
-        ++moves_cost_;
-      } else {
-        ++cost_vetoes_;
-        move = false;
-      }
-    }
-    if (move) {
-      Commit(pick, instances);
-      AddLoad(ep.instance, -1);
-      ep.bucket = target;
-      ep.instance = instances[pick.index].id;
-      ep.instance_index = pick.index;
-      AddLoad(ep.instance, +1);
-      ++(quantum ? moves_quantum_ : moves_tree_);
-      CountRoute(target, pick);
+  if (target.bucket != ep.bucket) {
+    const Pick pick = Select(target.bucket, instances);
+    if (pick.index == kNoPick) {
+      ++moves_failed_;
+    } else if (MovePays(request, ep, target, pick, current_ok, instances)) {
+      Reassign(ep, target.bucket, pick, instances);
+      ++(target.quantum ? moves_quantum_ : moves_tree_);
       return RouteDecision{ep.instance, Reason("cmlfq_migration", pick),
-                           options_.buckets[static_cast<size_t>(target)].name};
+                           options_.buckets[static_cast<size_t>(target.bucket)].name};
     }
   }
-
   const std::string& name = options_.buckets[static_cast<size_t>(ep.bucket)].name;
   if (current_ok) {
     ++routes_[static_cast<size_t>(ep.bucket)];
@@ -502,14 +407,114 @@ RouteDecision CmlfqRouter::Route(const RouteRequest& request,
     ++failed_routes_;
     return RouteDecision{std::nullopt, "no_available_instance", name};
   }
+  Reassign(ep, ep.bucket, pick, instances);
+  ++reroutes_;
+  return RouteDecision{ep.instance, Reason("cmlfq_reroute", pick), name};
+}
+
+RouteDecision CmlfqRouter::PlaceNewEpisode(const RouteRequest& request,
+                                           std::span<const InstanceState> instances) {
+  // 1. A new episode starts in the shortest bucket.
+  const int bucket = sorted_.front();
+  const std::string& name = options_.buckets[static_cast<size_t>(bucket)].name;
+  const Pick pick = Select(bucket, instances);
+  if (pick.index == kNoPick) {
+    ++failed_routes_;
+    return RouteDecision{std::nullopt, "no_available_instance", name};
+  }
+  Commit(pick, instances);
+  uint32_t e;
+  if (!free_episodes_.empty()) {
+    e = free_episodes_.back();
+    free_episodes_.pop_back();
+  } else {
+    e = static_cast<uint32_t>(episodes_.size());
+    episodes_.emplace_back();
+  }
+  Episode& ep = episodes_[e];
+  episode_of_.Insert(static_cast<uint64_t>(request.trajectory.value), e);
+  ep.prompt = request.prompt;
+  ep.bucket = bucket;
+  ep.instance = instances[pick.index].id;
+  ep.instance_index = pick.index;
+  ep.last_tool_turn = request.last_tool ? request.turn : -1;
+  ep.states.clear();
+  AddLoad(ep.instance, +1);
+  ++placements_;
+  CountRoute(bucket, pick);
+  return RouteDecision{ep.instance, Reason("cmlfq_initial_placement", pick), name};
+}
+
+CmlfqRouter::Target CmlfqRouter::TargetBucket(const RouteRequest& request, Episode& ep) {
+  Target target{ep.bucket, nullptr, false};
+  if (!request.last_tool || request.turn <= ep.last_tool_turn) return target;
+  // 2.-4. A tool return: look the state sequence up and decide the target bucket.
+  ep.last_tool_turn = request.turn;
+  const ToolObservation& tool = *request.last_tool;
+  ep.states.push_back(tree_.states().Intern(
+      tool.tool.empty() ? std::string_view("unknown") : std::string_view(tool.tool),
+      extractor_.Classify(tool.output_tokens), tool.status));
+  target.node = tree_.Lookup(ep.prompt, ep.states);
+  if (target.node != nullptr) {
+    const int by_mean = BucketFor(target.node->mean);
+    const int by_p90 = BucketFor(target.node->p90);
+    if (by_mean != by_p90) {
+      ++disagree_;
+    } else {
+      target.bucket = by_mean;
+    }
+    return target;
+  }
+  ++no_evidence_;
+  if (options_.time_quantum &&
+      request.generated_tokens >= options_.buckets[static_cast<size_t>(ep.bucket)].max_tokens) {
+    const auto pos =
+        static_cast<size_t>(std::find(sorted_.begin(), sorted_.end(), ep.bucket) - sorted_.begin());
+    if (pos + 1 < sorted_.size()) {
+      target.bucket = sorted_[pos + 1];
+      target.quantum = true;
+    }
+  }
+  return target;
+}
+
+bool CmlfqRouter::MovePays(const RouteRequest& request, const Episode& ep, const Target& target,
+                           const Pick& pick, bool current_ok,
+                           std::span<const InstanceState> instances) {
+  if (!options_.cost_based_moves) return true;
+  // 5. Move only if re-prefill plus decode on the target beats decode where it is.
+  const double remaining =
+      target.node != nullptr
+          ? target.node->mean
+          : std::max(1.0, static_cast<double>(
+                              options_.buckets[static_cast<size_t>(target.bucket)].max_tokens -
+                              request.generated_tokens));
+  const int64_t context = std::max<int64_t>(1, request.context_tokens);
+  const InstanceState& to = instances[pick.index];
+  const double stay = current_ok
+                          ? DecodeSeconds(instances[ep.instance_index].tp,
+                                          Load(instances[ep.instance_index]), context, remaining)
+                          : std::numeric_limits<double>::infinity();
+  const bool same = to.id == ep.instance;
+  const double go = (same ? 0.0 : cost_->PrefillTime(to.tp, context, 0)) +
+                    DecodeSeconds(to.tp, Load(to) + (same ? 0 : 1), context, remaining);
+  if (go < stay) {
+    ++moves_cost_;
+    return true;
+  }
+  ++cost_vetoes_;
+  return false;
+}
+
+void CmlfqRouter::Reassign(Episode& ep, int bucket, const Pick& pick,
+                           std::span<const InstanceState> instances) {
   Commit(pick, instances);
   AddLoad(ep.instance, -1);
+  ep.bucket = bucket;
   ep.instance = instances[pick.index].id;
   ep.instance_index = pick.index;
   AddLoad(ep.instance, +1);
-  ++reroutes_;
-  CountRoute(ep.bucket, pick);
-  return RouteDecision{ep.instance, Reason("cmlfq_reroute", pick), name};
+  CountRoute(bucket, pick);
 }
 
 void CmlfqRouter::OnTrajectoryDone(const TrajectoryObservation& observation) {

@@ -157,6 +157,25 @@ class CmlfqRouter : public Router {
     std::vector<StateId> states;
   };
 
+  /// Where a tool return sends an episode: its bucket, the tree's evidence for it (null when
+  /// none), and whether the time quantum moved it.
+  struct Target {
+    int bucket = 0;
+    const TreeNode* node = nullptr;
+    bool quantum = false;
+  };
+
+  RouteDecision PlaceNewEpisode(const RouteRequest& request,
+                                std::span<const InstanceState> instances);
+  /// The episode's target bucket; a tool return appends its state and consults the tree.
+  Target TargetBucket(const RouteRequest& request, Episode& ep);
+  /// Whether moving to `pick` pays (always, without cost-based moves); counts the verdict.
+  bool MovePays(const RouteRequest& request, const Episode& ep, const Target& target,
+                const Pick& pick, bool current_ok, std::span<const InstanceState> instances);
+  /// Moves the episode to `pick` in `bucket`: the pick committed, the loads moved, the route
+  /// counted.
+  void Reassign(Episode& ep, int bucket, const Pick& pick,
+                std::span<const InstanceState> instances);
   int Load(const InstanceState& instance) const;
   void AddLoad(InstanceId instance, int delta);
   /// Uses the caller's InstanceIndex for this decision when there is one: keeps groups_ (the
