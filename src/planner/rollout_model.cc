@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace libra::planner {
 namespace {
@@ -17,19 +19,40 @@ struct Affine {
   double at(double n) const { return a + b * n; }
 };
 
-double Iteration(const model::CostModel& cost, int tp, double n, double context) {
-  model::IterationLoad load;
-  load.decode_sequences = std::max<int64_t>(1, std::llround(n));
-  load.decode_context_tokens = std::llround(static_cast<double>(load.decode_sequences) * context);
-  return cost.IterationTime(tp, load);
-}
+/// The iteration time of n decoding sequences at a fixed TP and context, remembered by n: one
+/// instance's estimate asks for the same few sizes many times (its hit-rate bisection refits
+/// around the same operating point), and the cost model is pure.
+class IterationTimes {
+ public:
+  IterationTimes(const model::CostModel& cost, int tp, double context)
+      : cost_(cost), tp_(tp), context_(context) {}
+
+  double operator()(double n) {
+    const int64_t sequences = std::max<int64_t>(1, std::llround(n));
+    for (const auto& [k, t] : known_) {
+      if (k == sequences) return t;
+    }
+    model::IterationLoad load;
+    load.decode_sequences = sequences;
+    load.decode_context_tokens = std::llround(static_cast<double>(sequences) * context_);
+    const double t = cost_.IterationTime(tp_, load);
+    known_.emplace_back(sequences, t);
+    return t;
+  }
+
+ private:
+  const model::CostModel& cost_;
+  int tp_;
+  double context_;
+  std::vector<std::pair<int64_t, double>> known_;
+};
 
 /// The secant of tau over [lo, hi] in whole sequences, at least one sequence wide.
-Affine Fit(const model::CostModel& cost, int tp, double context, double lo, double hi) {
+Affine Fit(IterationTimes& iteration, double lo, double hi) {
   lo = std::max(1.0, std::round(lo));
   hi = std::max(lo + 1, std::round(hi));
-  const double t_lo = Iteration(cost, tp, lo, context);
-  const double t_hi = Iteration(cost, tp, hi, context);
+  const double t_lo = iteration(lo);
+  const double t_hi = iteration(hi);
   const double b = std::max(0.0, (t_hi - t_lo) / (hi - lo));
   return {t_lo - b * lo, b};
 }
@@ -57,8 +80,8 @@ struct Solved {
 };
 
 /// The period for a given hit rate.
-Solved SolveAt(const model::CostModel& cost, const InstanceSetting& s, const RolloutLoad& load,
-               double context, double n_max, double hit) {
+Solved SolveAt(IterationTimes& iteration, const InstanceSetting& s, const RolloutLoad& load,
+               double n_max, double hit) {
   const double g = load.decode;
   const double prefill = load.prefill_s + (1 - hit) * load.miss_s;
   Solved out;
@@ -76,8 +99,8 @@ Solved SolveAt(const model::CostModel& cost, const InstanceSetting& s, const Rol
     return out;
   }
   // Saturated: the largest decode set the engine runs.
-  const double saturated = prefill + g * Iteration(cost, s.tp, n_max, context) / n_max;
-  Affine tau = Fit(cost, s.tp, context, 1, n_max);
+  const double saturated = prefill + g * iteration(n_max) / n_max;
+  Affine tau = Fit(iteration, 1, n_max);
   for (int round = 0; round < 3; ++round) {
     const double d = prefill + g * tau.b;
     out.period = saturated;
@@ -96,7 +119,7 @@ Solved SolveAt(const model::CostModel& cost, const InstanceSetting& s, const Rol
     // Refit around the operating point: tau is not affine over the whole range (a MoE reads
     // more experts, compute overtakes memory).
     if (round < 2) {
-      tau = Fit(cost, s.tp, context, std::max(1.0, out.decode_set * 0.8),
+      tau = Fit(iteration, std::max(1.0, out.decode_set * 0.8),
                 std::min(n_max, std::max(1.0, out.decode_set * 1.25)));
     }
   }
@@ -248,6 +271,7 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
   const double context = load.decode > 0 ? load.decode_context / load.decode : 0;
   const double n_max = std::max(1.0, std::min(static_cast<double>(s.max_num_seqs),
                                               std::floor(capacity / std::max(1.0, context))));
+  IterationTimes iteration(cost, s.tp, context);
   auto finish = [&](const Solved& solved, double hit) {
     out.period_s = solved.period;
     out.decode_set = solved.decode_set;
@@ -257,8 +281,8 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
     return out;
   };
   if (load.calls <= 0 || load.miss_s <= 0)
-    return finish(SolveAt(cost, s, load, context, n_max, 1), 1);
-  if (s.kv_policy == KvPolicy::kFree) return finish(SolveAt(cost, s, load, context, n_max, 0), 0);
+    return finish(SolveAt(iteration, s, load, n_max, 1), 1);
+  if (s.kv_policy == KvPolicy::kFree) return finish(SolveAt(iteration, s, load, n_max, 0), 0);
   // The cache's hit rate at the period a hit rate gives: a fixed point, by bisection (the period
   // falls as the hit rate rises, and the hit rate rises with the period). At period P the
   // instance starts calls/P tool calls a second; each call's context is cached until its
@@ -300,21 +324,21 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
   // staleness bound lets in queued for admission, and an unsaturated one whose trajectories hold
   // only what their turns and tools take. A run starts with every allowed batch launched at once,
   // so it falls into the saturated one whenever that one is self-consistent.
+  const Solved at_one = SolveAt(iteration, s, load, n_max, 1);
   auto fixed_point = [&](bool saturated) {
-    const Solved at_one = SolveAt(cost, s, load, context, n_max, 1);
     if (hit_after(at_one, saturated) >= 1) return std::make_pair(at_one, 1.0);
     double lo = 0;
     double hi = 1;
     for (int k = 0; k < 12; ++k) {
       const double mid = (lo + hi) / 2;
-      if (hit_after(SolveAt(cost, s, load, context, n_max, mid), saturated) > mid) {
+      if (hit_after(SolveAt(iteration, s, load, n_max, mid), saturated) > mid) {
         lo = mid;
       } else {
         hi = mid;
       }
     }
     const double hit = (lo + hi) / 2;
-    return std::make_pair(SolveAt(cost, s, load, context, n_max, hit), hit);
+    return std::make_pair(SolveAt(iteration, s, load, n_max, hit), hit);
   };
   const auto [thrashing, thrashing_hit] = fixed_point(true);
   if (thrashing_hit < 1 && std::string_view(thrashing.bound) == "throughput") {
