@@ -90,6 +90,7 @@ void GrpPlanner::AddToolLatencies(std::span<const double> latencies) {
     tool_latencies_.push_back(l);
     if (static_cast<int>(tool_latencies_.size()) > kToolLatencies) tool_latencies_.pop_front();
   }
+  if (!latencies.empty()) sorted_tool_latencies_.clear();
 }
 
 Result<std::unique_ptr<Planner>> GrpPlanner::Create(const recipe::OptionTable& options) {
@@ -136,7 +137,14 @@ PipelineShape GrpPlanner::Shape() const {
   shape.sync_interval = std::max(1, context_.sync_interval);
   shape.max_sequence_tokens = context_.max_sequence_tokens;
   shape.kv_policy = context_.kv_cache_across_tools ? KvPolicy::kCache : KvPolicy::kFree;
-  shape.tool_latencies_s.assign(tool_latencies_.begin(), tool_latencies_.end());
+  // Sorted once per change, not per evaluation: ToolLatencies then finds them in order.
+  if (sorted_tool_latencies_.empty() && !tool_latencies_.empty()) {
+    for (double l : tool_latencies_) {
+      if (std::isfinite(l) && l >= 0) sorted_tool_latencies_.push_back(l);  // as ToolLatencies
+    }
+    std::sort(sorted_tool_latencies_.begin(), sorted_tool_latencies_.end());
+  }
+  shape.tool_latencies_s = sorted_tool_latencies_;
   if (options_.calibrate) {
     shape.rollout_scale = rollout_cal_.factor();
     shape.train_scale = train_cal_.factor();

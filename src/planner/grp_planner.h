@@ -130,6 +130,8 @@ class GrpPlanner : public Planner {
   /// kToolLatencies.
   static constexpr int kToolLatencies = 4096;
   std::deque<double> tool_latencies_;
+  /// tool_latencies_ in ascending order; empty until Shape() needs it after a change.
+  mutable std::vector<double> sorted_tool_latencies_;
   Calibrator rollout_cal_;
   Calibrator train_cal_;
   int last_change_step_ = -1000000;

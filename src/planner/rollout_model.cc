@@ -133,7 +133,7 @@ ToolLatencies::ToolLatencies(std::span<const double> latencies) {
   for (double l : latencies) {
     if (std::isfinite(l) && l >= 0) sorted_.push_back(l);
   }
-  std::sort(sorted_.begin(), sorted_.end());
+  if (!std::is_sorted(sorted_.begin(), sorted_.end())) std::sort(sorted_.begin(), sorted_.end());
   prefix_.assign(sorted_.size() + 1, 0.0);
   for (size_t k = 0; k < sorted_.size(); ++k) prefix_[k + 1] = prefix_[k] + sorted_[k];
 }
@@ -280,8 +280,7 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
     out.bound = solved.bound;
     return out;
   };
-  if (load.calls <= 0 || load.miss_s <= 0)
-    return finish(SolveAt(iteration, s, load, n_max, 1), 1);
+  if (load.calls <= 0 || load.miss_s <= 0) return finish(SolveAt(iteration, s, load, n_max, 1), 1);
   if (s.kv_policy == KvPolicy::kFree) return finish(SolveAt(iteration, s, load, n_max, 0), 0);
   // The cache's hit rate at the period a hit rate gives: a fixed point, by bisection (the period
   // falls as the hit rate rises, and the hit rate rises with the period). At period P the
