@@ -4,7 +4,6 @@
 // needed.
 #include "cluster/evaluator.h"
 
-#include "cluster/engine_supervisor.h"
 #include "cluster/fake_cluster.h"
 #include "gtest/gtest.h"
 
@@ -13,21 +12,7 @@ namespace {
 
 class EvaluatorTest : public ::testing::Test {
  protected:
-  EvaluatorTest()
-      : engines_(f_.loop.get(), f_.options.engine.base_port, 2),
-        supervisor_(f_.runtime, versions_),
-        sandbox_(f_.loop.get(), f_.processes.get(), f_.dir.File("scratch")),
-        runner_(f_.runtime, supervisor_, sandbox_, 42),
-        evaluator_(f_.runtime, supervisor_, runner_, *f_.sink) {
-    std::vector<int64_t> keys;
-    for (int i = 0; i < 2; ++i) {
-      const int64_t key = supervisor_.Add(backend::InstanceSpec{InstanceId(i), 1, 0, i}).key;
-      std::optional<Status> ready;
-      supervisor_.Launch(key, [&](Status s) { ready = s; });
-      EXPECT_TRUE(f_.RunUntil([&] { return ready.has_value(); }));
-      keys.push_back(key);
-    }
-    supervisor_.SetInstances(keys);
+  EvaluatorTest() {
     f_.runtime.sink = &evaluator_;
     f_.options.engine.retry_backoff_s = 0.01;
   }
@@ -51,13 +36,10 @@ class EvaluatorTest : public ::testing::Test {
     return n;
   }
 
-  FakeRuntime f_;
-  FakeEngines engines_;
-  cluster::WeightVersions versions_;
-  cluster::EngineSupervisor supervisor_;
-  cluster::Sandbox sandbox_;
-  cluster::TurnRunner runner_;
-  cluster::Evaluator evaluator_;
+  FakeTurnRig rig_{2};
+  FakeRuntime& f_ = rig_.f;
+  FakeEngines& engines_ = rig_.engines;
+  cluster::Evaluator evaluator_{f_.runtime, rig_.supervisor, rig_.runner, *f_.sink};
 };
 
 TEST_F(EvaluatorTest, ScoresEveryPromptAsAWholeTrajectoryOnEveryEngine) {

@@ -18,7 +18,10 @@
 
 #include "cluster/cluster_backend.h"
 #include "cluster/cluster_options.h"
+#include "cluster/engine_supervisor.h"
 #include "cluster/runtime.h"
+#include "cluster/sandbox.h"
+#include "cluster/turn_runner.h"
 #include "common/json.h"
 #include "common/strings.h"
 #include "gtest/gtest.h"
@@ -409,6 +412,33 @@ inline backend::Layout FakeLayout(int train_gpus, const std::vector<int>& tps,
   }
   return layout;
 }
+
+/// The parts a turn needs, on a FakeRuntime: `count` fake engines started and serving instances
+/// 0 .. count - 1 (TP 1), their supervisor, a sandbox and a TurnRunner (seed 42).
+struct FakeTurnRig {
+  explicit FakeTurnRig(int count)
+      : engines(f.loop.get(), f.options.engine.base_port, count),
+        supervisor(f.runtime, versions),
+        sandbox(f.loop.get(), f.processes.get(), f.dir.File("scratch")),
+        runner(f.runtime, supervisor, sandbox, 42) {
+    std::vector<int64_t> keys;
+    for (int i = 0; i < count; ++i) {
+      const int64_t key = supervisor.Add(backend::InstanceSpec{InstanceId(i), 1, 0, i}).key;
+      std::optional<Status> ready;
+      supervisor.Launch(key, [&](Status s) { ready = s; });
+      EXPECT_TRUE(f.RunUntil([&] { return ready.has_value(); }));
+      keys.push_back(key);
+    }
+    supervisor.SetInstances(keys);
+  }
+
+  FakeRuntime f;
+  FakeEngines engines;
+  cluster::WeightVersions versions;
+  cluster::EngineSupervisor supervisor;
+  cluster::Sandbox sandbox;
+  cluster::TurnRunner runner;
+};
 
 /// A ClusterBackend whose processes are the fake launcher's sleeping children, and whose engines
 /// and trainer are FakeEngines and a FakeTrainer served on the backend's own loop.

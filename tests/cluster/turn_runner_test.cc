@@ -3,7 +3,6 @@
 // trainer gets, and turns that fail back to the coordinator. No torch needed.
 #include "cluster/turn_runner.h"
 
-#include "cluster/engine_supervisor.h"
 #include "cluster/fake_cluster.h"
 #include "gtest/gtest.h"
 
@@ -12,18 +11,6 @@ namespace {
 
 class TurnRunnerTest : public ::testing::Test {
  protected:
-  TurnRunnerTest()
-      : engines_(f_.loop.get(), f_.options.engine.base_port, 2),
-        supervisor_(f_.runtime, versions_),
-        sandbox_(f_.loop.get(), f_.processes.get(), f_.dir.File("scratch")),
-        runner_(f_.runtime, supervisor_, sandbox_, 42) {
-    const int64_t key = supervisor_.Add(backend::InstanceSpec{InstanceId(0), 1, 0, 0}).key;
-    std::optional<Status> ready;
-    supervisor_.Launch(key, [&](Status s) { ready = s; });
-    EXPECT_TRUE(f_.RunUntil([&] { return ready.has_value(); }));
-    supervisor_.SetInstances({key});
-  }
-
   backend::StartTurn Turn(int64_t trajectory, int turn) {
     backend::StartTurn t;
     t.trajectory = TrajectoryId(trajectory);
@@ -38,12 +25,10 @@ class TurnRunnerTest : public ::testing::Test {
     return f_.RunUntil([&] { return f_.sink->events.size() >= count; });
   }
 
-  FakeRuntime f_;
-  FakeEngines engines_;
-  cluster::WeightVersions versions_;
-  cluster::EngineSupervisor supervisor_;
-  cluster::Sandbox sandbox_;
-  cluster::TurnRunner runner_;
+  FakeTurnRig rig_{1};
+  FakeRuntime& f_ = rig_.f;
+  FakeEngines& engines_ = rig_.engines;
+  cluster::TurnRunner& runner_ = rig_.runner;
 };
 
 TEST_F(TurnRunnerTest, ATrajectoryCallsItsToolAndIsScored) {

@@ -10,11 +10,8 @@
 
 #include "cluster/cluster_backend.h"
 #include "cluster/cluster_test_util.h"
-#include "cluster/engine_supervisor.h"
 #include "cluster/fake_cluster.h"
 #include "cluster/launcher.h"
-#include "cluster/sandbox.h"
-#include "cluster/turn_runner.h"
 #include "common/strings.h"
 #include "experiment/coordinator.h"
 #include "gtest/gtest.h"
@@ -146,28 +143,19 @@ TEST(Issue24Test, APromptLongerThanTheContextStopsTheRunNamingIt) {
   // Smaller finding: a prompt that leaves no room to generate failed at the train step (exit 2,
   // the trainer refusing the sequence). It now stops the run when the prompt is loaded, naming it
   // and the limit. The fake prompt command gives 3 tokens.
-  FakeRuntime f;
-  FakeEngines engines(f.loop.get(), f.options.engine.base_port, 1);
-  cluster::WeightVersions versions;
-  cluster::EngineSupervisor supervisor(f.runtime, versions);
-  cluster::Sandbox sandbox(f.loop.get(), f.processes.get(), f.dir.File("scratch"));
-  cluster::TurnRunner runner(f.runtime, supervisor, sandbox, 42);
-  const int64_t key = supervisor.Add(backend::InstanceSpec{InstanceId(0), 1, 0, 0}).key;
-  std::optional<Status> ready;
-  supervisor.Launch(key, [&](Status s) { ready = s; });
-  ASSERT_TRUE(f.RunUntil([&] { return ready.has_value(); }));
-  supervisor.SetInstances({key});
+  FakeTurnRig rig(1);
+  FakeRuntime& f = rig.f;
   f.options.engine.max_context_tokens = 3;
   backend::StartTurn turn;
   turn.trajectory = TrajectoryId(1);
   turn.prompt = 7;
   turn.instance = InstanceId(0);
-  runner.StartTurn(turn);
+  rig.runner.StartTurn(turn);
   ASSERT_TRUE(RunLoopUntil(*f.loop, [&] { return !f.sink->failure.ok(); }));
   EXPECT_EQ(f.sink->failure.message(),
             "prompt-7: the prompt has 3 tokens, and [engine] max_context_tokens = 3 leaves no room "
             "to generate; raise it, or shorten or drop the prompt");
-  EXPECT_TRUE(engines.received.empty() || engines.received.back().path != "/generate");
+  EXPECT_TRUE(rig.engines.received.empty() || rig.engines.received.back().path != "/generate");
 }
 
 TEST(Issue24Test, AKilledLibrasSshControlFolderIsRemovedByTheNext) {
