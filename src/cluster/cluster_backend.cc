@@ -258,10 +258,7 @@ void ClusterBackend::LayoutDone() {
   Emit(backend::LayoutApplied{}, true);
   if (!layout_applied_) {
     layout_applied_ = true;
-    if (!queued_evals_.empty()) {
-      Evaluate(queued_evals_.front());
-      queued_evals_.erase(queued_evals_.begin());
-    }
+    AfterEvaluation();  // evaluations submitted before the engines served
   }
   // Instances whose engine was dropped while starting are down from the start.
   const std::vector<int64_t>& serving = engines_->instances();
@@ -529,8 +526,8 @@ void ClusterBackend::Evaluate(const backend::Evaluate& evaluate) {
 
 void ClusterBackend::AfterEvaluation() {
   if (!queued_evals_.empty()) {
-    const backend::Evaluate next = queued_evals_.front();
-    queued_evals_.erase(queued_evals_.begin());
+    const backend::Evaluate next = std::move(queued_evals_.front());
+    queued_evals_.pop_front();
     return Evaluate(next);
   }
   for (const backend::SyncWeights& sync : std::exchange(waiting_syncs_, {})) Sync(sync);

@@ -31,6 +31,7 @@
 // engines sleep, the trainer trains, the engines wake).
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -141,7 +142,7 @@ class ClusterBackend final : public backend::Backend, private EventSink {
   std::unique_ptr<Evaluator> evaluator_;
   /// Evaluations waiting for the first layout or for the one in flight, and the syncs waiting
   /// for them (in order).
-  std::vector<backend::Evaluate> queued_evals_;
+  std::deque<backend::Evaluate> queued_evals_;
   std::vector<backend::SyncWeights> waiting_syncs_;
   bool layout_applied_ = false;
 

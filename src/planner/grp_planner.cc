@@ -139,10 +139,8 @@ PipelineShape GrpPlanner::Shape() const {
   shape.kv_policy = context_.kv_cache_across_tools ? KvPolicy::kCache : KvPolicy::kFree;
   // Sorted once per change, not per evaluation: ToolLatencies then finds them in order.
   if (sorted_tool_latencies_.empty() && !tool_latencies_.empty()) {
-    for (double l : tool_latencies_) {
-      if (std::isfinite(l) && l >= 0) sorted_tool_latencies_.push_back(l);  // as ToolLatencies
-    }
-    std::sort(sorted_tool_latencies_.begin(), sorted_tool_latencies_.end());
+    const std::vector<double> latencies(tool_latencies_.begin(), tool_latencies_.end());
+    sorted_tool_latencies_ = ToolLatencies(latencies).sorted();
   }
   shape.tool_latencies_s = sorted_tool_latencies_;
   if (options_.calibrate) {

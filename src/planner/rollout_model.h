@@ -46,6 +46,8 @@ class ToolLatencies {
   /// Any order; negative or non-finite values are ignored.
   explicit ToolLatencies(std::span<const double> latencies);
   bool empty() const { return sorted_.empty(); }
+  /// The latencies kept, in ascending order.
+  const std::vector<double>& sorted() const { return sorted_; }
   double Mean() const;
   /// E[min(latency, age)].
   double MeanCappedAt(double age) const;

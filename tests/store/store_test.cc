@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -637,6 +638,29 @@ TEST(StoreTest, TurnsRoundTripInOrder) {
   auto turns = store->Turns(*id);
   ASSERT_OK(turns);
   EXPECT_EQ(*turns, (std::vector<TurnRecord>{other, tool_turn, last_turn}));
+}
+
+TEST(StoreTest, AMeasuredEvaluationIsWrittenToItsStepOrTheRun) {
+  // Issue 19: a real backend's score arrives after its step was recorded. Version 0 is the run's
+  // initial score, version v the score of step v - 1; a version without its step is refused.
+  ScopedTempDir dir;
+  auto store = OpenOrDie(dir.File("libra.db"));
+  ASSERT_NE(store, nullptr);
+  auto id = store->BeginRun(MakeRun("a", 1));
+  ASSERT_OK(id);
+  ASSERT_OK(RecordStepOf(*store, *id, MakeStep(0), {}, {}, {}, {}));
+  ASSERT_OK(store->RecordEval(*id, 0, 0.25));
+  ASSERT_OK(store->RecordEval(*id, 1, 0.5));
+  auto run = store->GetRun(*id);
+  ASSERT_OK(run);
+  EXPECT_EQ(run->eval_initial, 0.25);
+  auto steps = store->Steps(*id);
+  ASSERT_OK(steps);
+  ASSERT_EQ(steps->size(), 1u);
+  EXPECT_EQ((*steps)[0].eval_score, 0.5);
+  EXPECT_EQ(store->RecordEval(*id, 2, 0.75).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->RecordEval(*id + 1, 0, 0.75).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->RecordEval(*id, 1, std::nan("")).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(StoreTest, RouterMetricsRoundTrip) {
