@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -146,6 +147,27 @@ bool Bindable(int port) {
   return ok;
 }
 
+// Claims `port` for this process until it exits: an exclusive lock on a file named after it, shared
+// by every test process of this user, so that two tests running side by side never hand out the
+// same port, even one that neither has bound yet (an engine started later in the run).
+bool Claim(int port) {
+  static const std::filesystem::path dir = [] {
+    std::filesystem::path d =
+        std::filesystem::temp_directory_path() / ("libra-test-ports-" + std::to_string(getuid()));
+    std::error_code ignored;
+    std::filesystem::create_directories(d, ignored);
+    return d;
+  }();
+  const std::string path = (dir / std::to_string(port)).string();
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return false;
+  }
+  return true;  // the descriptor stays open: the lock goes with the process
+}
+
 // The lowest port of the kernel's ephemeral range (32768 when it cannot be read).
 int EphemeralLow() {
   std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
@@ -167,6 +189,8 @@ int FreePorts(int count) {
     const int base = kLowest + (next + tried) % (span - count + 1);
     bool free = true;
     for (int p = base; p < base + count && free; ++p) free = Bindable(p);
+    // Claims are never given back: a port claimed by a block that then fails stays out of use.
+    for (int p = base; p < base + count && free; ++p) free = Claim(p);
     if (free) {
       next = base + count - kLowest;
       return base;

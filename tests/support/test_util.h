@@ -92,8 +92,10 @@ CommandResult RunProgram(const std::vector<std::string>& argv, const std::string
 
 /// The first of `count` consecutive TCP ports of 127.0.0.1 that nothing holds now, or 0. They lie
 /// below the kernel's ephemeral range, so no outgoing connection takes one before a server binds
-/// it, and no two calls in one process return overlapping blocks; the block's start depends on the
-/// process id, so tests running side by side rarely even try the same ports.
+/// it. Each port returned is claimed for the rest of this process (a lock file per port under the
+/// temporary folder), so no two calls, in this process or in any test running beside it, return
+/// overlapping blocks, even of ports nobody has bound yet; the search starts at a place that
+/// depends on the process id, so side-by-side tests rarely even try the same ports.
 int FreePorts(int count);
 /// FreePorts(1).
 inline int FreePort() { return FreePorts(1); }
