@@ -22,6 +22,7 @@ and reports, from the database and /proc:
   time to recover      per fault, seconds from the fault to the next step recorded
 
 Usage: bench/soak.py --libra build/libra [--turns 10000] [--seed 1] [--mean-gap 20]
+                     [--eval-interval N]
 Writes its database and logs under --work (default: a new folder in /tmp) and prints a summary
 (also as JSON with --json FILE).
 """
@@ -119,7 +120,8 @@ class Soak:
             argv = [self.args.libra, "run", "--resume", str(self.run_id), "--db", self.db, "-q"]
         else:
             argv = [self.args.libra, "run", self.recipe, "--db", self.db, "-q",
-                    "--steps", str(self.args.steps), "--seed", str(self.args.seed)]
+                    "--steps", str(self.args.steps), "--seed", str(self.args.seed),
+                    "--set", f"eval.interval={self.args.eval_interval}"]
         self.libra = subprocess.Popen(argv, stdout=self.libra_log, stderr=subprocess.STDOUT,
                                       cwd=self.work)
 
@@ -283,10 +285,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--libra", required=True)
     parser.add_argument("--turns", type=int, default=10000)
-    parser.add_argument("--turns-per-step", type=float, default=60,
-                        help="turns one step of the recipe makes (sets --steps)")
+    parser.add_argument("--turns-per-step", type=float, default=75,
+                        help="turns one step of the recipe makes (sets --steps; measured ~80)")
     parser.add_argument("--steps", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--eval-interval", type=int, default=1000000,
+                        help="the recipe's [eval] interval (default: evaluate the first and last "
+                             "versions only; faults, not evaluation, are what is measured)")
     parser.add_argument("--mean-gap", type=float, default=20.0)
     parser.add_argument("--stop-s", type=float, default=8.0)
     parser.add_argument("--max-hours", type=float, default=4.0)
