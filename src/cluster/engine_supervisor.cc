@@ -43,7 +43,11 @@ void EngineSupervisor::Relaunch(Engine& e) {
   e.state = EngineState::kStarting;
   e.stopping = false;
   e.weights = -1;
-  const int port = options.base_port + next_port_++;
+  ReleasePort(e);
+  int port = options.base_port;
+  while (ports_in_use_.count(port) > 0) ++port;
+  ports_in_use_.insert(port);
+  e.port = port;
   const std::string& address = runtime_.Address(e.spec.node);
   const std::string url = StrFormat("http://%s:%d", address.c_str(), port);
   EngineClientOptions client = options.client;
@@ -63,12 +67,18 @@ void EngineSupervisor::Relaunch(Engine& e) {
                        {"dialect", std::string(EngineDialectName(options.dialect))},
                        {"instance", e.name}}),
       env);
-  if (!spec.ok()) return Ready(e, spec.status());
+  if (!spec.ok()) {
+    ReleasePort(e);
+    return Ready(e, spec.status());
+  }
   const int64_t key = e.key;
   const int loaded = weights_.policy;
   Result<ProcessId> process = runtime_.processes->Spawn(
       *spec, [this, key](const ExitStatus& status) { OnExit(key, status); });
-  if (!process.ok()) return Ready(e, process.status());
+  if (!process.ok()) {
+    ReleasePort(e);
+    return Ready(e, process.status());
+  }
   e.process = *process;
   runtime_.transport->WaitHealthy(e.client->base_url() + "/health", options.health_timeout,
                                   [this, key, loaded](Status healthy) {
@@ -243,9 +253,15 @@ void EngineSupervisor::StopAndWait(int64_t key, Done done) {
   e.on_stopped.push_back(std::move(done));
 }
 
+void EngineSupervisor::ReleasePort(Engine& e) {
+  if (e.port != 0) ports_in_use_.erase(e.port);
+  e.port = 0;
+}
+
 void EngineSupervisor::OnExit(int64_t key, const ExitStatus& status) {
   Engine& e = engines_.at(key);
   e.process.reset();
+  ReleasePort(e);
   if (e.stopping) {
     // Its turns in flight go back to the coordinator (none, when it was drained).
     for (const auto& [trajectory, attempt] : std::exchange(e.turns, {})) {

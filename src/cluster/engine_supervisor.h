@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct Engine {
   EngineState state = EngineState::kStarting;
   std::optional<EngineClient> client;
   std::optional<ProcessId> process;
+  /// The port its process listens on, held from its launch until its process is gone; 0 when
+  /// it holds none.
+  int port = 0;
   /// The weights' version it holds; -1 before it has loaded any.
   int weights = -1;
   int restarts = 0;
@@ -129,6 +133,8 @@ class EngineSupervisor {
  private:
   void OnHealthy(int64_t key, Status status);
   void OnExit(int64_t key, const ExitStatus& status);
+  /// Gives `engine`'s port back (its process is gone, or never started).
+  void ReleasePort(Engine& engine);
   /// Loads the synced weights into an engine that holds older ones, then marks it ready.
   void CatchUp(Engine& engine);
   void Ready(Engine& engine, Status status);
@@ -142,7 +148,10 @@ class EngineSupervisor {
   std::map<int64_t, Engine> engines_;
   std::vector<int64_t> instances_;
   int64_t next_engine_ = 0;
-  int next_port_ = 0;
+  /// Ports held by engines whose process may still run: a launch takes the lowest free one from
+  /// base_port on, so the engines of a long run with restarts and layout changes stay within
+  /// base_port .. base_port + (most engines alive at once) - 1.
+  std::set<int> ports_in_use_;
   uint64_t next_attempt_ = 0;
   int restarting_ = 0;
   std::function<void()> on_lost_;

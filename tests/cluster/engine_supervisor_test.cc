@@ -105,12 +105,40 @@ TEST_F(EngineSupervisorTest, AKilledEngineFailsItsTurnsAndIsRestarted) {
   ASSERT_EQ(health.size(), 2u);
   EXPECT_FALSE(health[0].up);
   EXPECT_TRUE(health[1].up);
-  // The new process has its own name and port.
+  // The new process has its own name; it listens on the port the dead one left.
   ASSERT_EQ(f_.asked.size(), 2u);
   EXPECT_EQ(f_.asked[1].name, "engine-0-r1");
-  EXPECT_EQ(f_.asked[1].argv[2], std::to_string(f_.options.engine.base_port + 1));
+  EXPECT_EQ(f_.asked[1].argv[2], std::to_string(f_.options.engine.base_port));
   EXPECT_EQ(supervisor_.at(key).state, EngineState::kReady);
   EXPECT_EQ(supervisor_.restarting(), 0);
+}
+
+TEST_F(EngineSupervisorTest, EnginesTakeTheLowestPortNoLiveEngineHolds) {
+  // However often engines die and start again, they stay within base_port .. base_port + (most
+  // engines alive at once) - 1: a run's ports never creep into the trainer's or another
+  // service's.
+  f_.options.engine.restarts = 5;
+  const int base = f_.options.engine.base_port;
+  const int64_t a = Started(0, 1);
+  const int64_t b = Started(1, 1);
+  supervisor_.SetInstances({a, b});
+  supervisor_.at(a).in_layout = true;
+  supervisor_.at(b).in_layout = true;
+  EXPECT_EQ(supervisor_.at(a).port, base);
+  EXPECT_EQ(supervisor_.at(b).port, base + 1);
+  for (int kill = 1; kill <= 3; ++kill) {
+    ASSERT_TRUE(supervisor_.at(a).process.has_value());
+    FakeRuntime::Kill(f_.processes->pid(*supervisor_.at(a).process));
+    ASSERT_TRUE(f_.RunUntil([&] {
+      return static_cast<int>(f_.sink->Incidents("restart").size()) == kill &&
+             supervisor_.at(a).state == EngineState::kReady;
+    }));
+    EXPECT_EQ(supervisor_.at(a).port, base) << "after kill " << kill;
+    EXPECT_EQ(supervisor_.at(b).port, base + 1);
+  }
+  for (const cluster::ProcessSpec& asked : f_.asked) {
+    EXPECT_LE(std::stoi(asked.argv[2]), base + 1) << asked.name;
+  }
 }
 
 TEST_F(EngineSupervisorTest, AnEngineThatDiesPastItsRestartsIsDropped) {
