@@ -131,48 +131,33 @@ Result<RecordedLayout> ParseRecordedLayout(const std::string& text) {
   return layout;
 }
 
-Result<MeasurementSet> MeasurementsFromRun(const RunRecords& records,
-                                           const ExtractOptions& options) {
-  const store::RunInfo& run = records.run;
-  const std::string name = RunName(run);
-  LIBRA_ASSIGN_OR_RETURN(recipe::ParsedRecipe parsed,
-                         recipe::ParseRecipe(run.recipe_toml, name + " recipe"));
-  if (!parsed.diagnostics.empty()) {
-    return Status::InvalidArgument(
-        name + ": its recorded recipe does not parse: " + parsed.diagnostics.front().ToString());
-  }
-  const recipe::Recipe& r = parsed.recipe;
-  auto model_context = model::ContextFor(r);
-  if (!model_context.ok()) {
-    return Status::InvalidArgument(name + ": " + model_context.status().message());
-  }
-  MeasurementSet set;
-  set.source = name + " (" + run.system + ")";
-  set.gpu = r.cluster.gpu;
-  set.arch = model_context->arch;
-  set.gpus_per_node = model_context->gpus_per_node;
+namespace {
 
-  // Layouts in force per step.
+/// The recorded layout in force at each step; a step whose layout does not parse is left out
+/// (a note says so).
+std::map<int, RecordedLayout> RecordedLayouts(const RunRecords& records, const std::string& name,
+                                              std::vector<std::string>* notes) {
   std::map<int, RecordedLayout> layouts;
   for (const auto& [step, text] : LayoutsByStep(records.decisions, records.steps)) {
     auto layout = ParseRecordedLayout(text);
     if (!layout.ok()) {
-      set.notes.push_back(name + ": " + layout.status().message() + "; step " +
-                          std::to_string(step) + " left out");
+      notes->push_back(name + ": " + layout.status().message() + "; step " + std::to_string(step) +
+                       " left out");
       continue;
     }
     layouts[step] = *layout;
   }
+  return layouts;
+}
 
+/// One train and one sync measurement per step.
+void AddTrainAndSync(const RunRecords& records, const std::map<int, RecordedLayout>& layouts,
+                     model::SyncPath sync_path, const std::string& name, MeasurementSet* set) {
   // Tokens per trajectory as the trainer saw them: prompt, generated and tool outputs.
-  std::map<int64_t, const store::TrajectoryRecord*> trajectories;
-  for (const store::TrajectoryRecord& t : records.trajectories) trajectories[t.id] = &t;
   std::map<int64_t, int64_t> tool_tokens;
   for (const store::TurnRecord& turn : records.turns) {
     tool_tokens[turn.trajectory] += turn.tool_output_tokens;
   }
-
-  // ---- Train and sync: one measurement per step. ----
   for (const store::StepRecord& s : records.steps) {
     auto layout = layouts.find(s.step);
     if (layout == layouts.end()) continue;
@@ -190,52 +175,38 @@ Result<MeasurementSet> MeasurementsFromRun(const RunRecords& records,
         train.sequence_tokens.push_back(t.prompt_tokens + t.generated_tokens + tool_tokens[t.id]);
       }
       if (l.colocated && l.rollout.size() > 1) {
-        set.notes.push_back(where + ": colocated with several TP degrees; train step left out");
+        set->notes.push_back(where + ": colocated with several TP degrees; train step left out");
       } else if (!train.sequence_tokens.empty()) {
-        set.measurements.push_back(Measurement{std::move(train), s.train_s, where});
+        set->measurements.push_back(Measurement{std::move(train), s.train_s, where});
       }
     }
     if (s.sync_s > 0) {
       WeightSync sync;
-      sync.request.path =
-          r.sim.sync_path == "disk" ? model::SyncPath::kDisk : model::SyncPath::kNccl;
+      sync.request.path = sync_path;
       sync.request.train = l.train;
       sync.request.rollout_tp = max_tp;
       sync.request.cross_node = !l.colocated;
-      set.measurements.push_back(Measurement{sync, s.sync_s, where + " sync"});
+      set->measurements.push_back(Measurement{sync, s.sync_s, where + " sync"});
     }
   }
+}
 
-  // ---- Rollout: one measurement per turn. ----
+/// The run's turns per instance in start order, each with its context before it and the prefill
+/// it needed; turns overlapping a pause (a sync, or training on a colocated layout) are marked.
+/// `unknown` counts the turns of unrecorded trajectories (left out).
+std::map<int64_t, std::vector<TurnSpan>> TurnSpans(const RunRecords& records, bool colocated,
+                                                   size_t* unknown) {
   std::vector<std::pair<double, double>> pauses;
-  bool colocated = false;
-  int tp = 0;
-  bool mixed_tp = false;
-  for (const auto& [step, l] : layouts) {
-    colocated = colocated || l.colocated;
-    for (const auto& [degree, count] : l.rollout) {
-      if (tp != 0 && degree != tp) mixed_tp = true;
-      tp = degree;
-    }
-  }
-  if (tp == 0) return set;
-  if (mixed_tp) {
-    set.notes.push_back(name +
-                        ": instances of several TP degrees; the rollout term is left out (the "
-                        "records do not say which instance had which)");
-    return set;
-  }
   for (const store::StepRecord& s : records.steps) {
     const double sync_start = s.end_s - s.sync_s;
     if (s.sync_s > 0) pauses.emplace_back(sync_start, s.end_s);
     if (colocated && s.train_s > 0) pauses.emplace_back(sync_start - s.train_s, sync_start);
   }
-
-  // Each turn's context before it and the prefill it needed, then the turns of each instance.
+  std::map<int64_t, const store::TrajectoryRecord*> trajectories;
+  for (const store::TrajectoryRecord& t : records.trajectories) trajectories[t.id] = &t;
   std::map<int64_t, std::vector<TurnSpan>> by_instance;
   int64_t context = 0;
   const store::TurnRecord* previous = nullptr;
-  size_t unknown = 0;
   std::vector<const store::TurnRecord*> ordered;
   for (const store::TurnRecord& turn : records.turns) ordered.push_back(&turn);
   std::stable_sort(ordered.begin(), ordered.end(), [](const auto* a, const auto* b) {
@@ -245,7 +216,7 @@ Result<MeasurementSet> MeasurementsFromRun(const RunRecords& records,
     const store::TurnRecord& turn = *turn_record;
     auto trajectory = trajectories.find(turn.trajectory);
     if (trajectory == trajectories.end()) {
-      ++unknown;
+      ++*unknown;
       continue;
     }
     const bool first = previous == nullptr || previous->trajectory != turn.trajectory;
@@ -267,13 +238,69 @@ Result<MeasurementSet> MeasurementsFromRun(const RunRecords& records,
     context += turn.generated_tokens + turn.tool_output_tokens;
     previous = &turn;
   }
-
-  // Candidates, evenly thinned to max_turns.
-  std::vector<std::pair<int64_t, size_t>> candidates;
-  size_t paused = 0;
   for (auto& [instance, spans] : by_instance) {
     std::stable_sort(spans.begin(), spans.end(),
                      [](const TurnSpan& a, const TurnSpan& b) { return a.start() < b.start(); });
+  }
+  return by_instance;
+}
+
+/// The decode turn `self` ran as, among the turns `spans` of its instance: the mean batch over
+/// its iterations. Every running sequence takes part in every iteration, so another turn shares
+/// about as many iterations with this one as it generated tokens while both ran (its tokens
+/// spread evenly over its time). Contexts grow linearly.
+DecodeTurn TurnAsRun(const std::vector<TurnSpan>& spans, const TurnSpan& self, int tp) {
+  const double own_tokens = static_cast<double>(self.turn->generated_tokens);
+  double sequences = 0;
+  double context_sum = 0;
+  DecodeTurn turn;
+  turn.tp = tp;
+  turn.tokens = self.turn->generated_tokens;
+  for (const TurnSpan& other : spans) {
+    if (other.start() >= self.end()) break;
+    if (other.start() >= self.start()) turn.prefills.push_back(other.prefill);
+    const double from = std::max(self.start(), other.start());
+    const double to = std::min(self.end(), other.end());
+    if (to <= from) continue;
+    const double length = other.end() - other.start();
+    const double tokens = static_cast<double>(other.turn->generated_tokens);
+    const double shared = length > 0 ? tokens * (to - from) / length : 0;
+    const double grown = length > 0 ? tokens * ((from + to) / 2 - other.start()) / length : 0;
+    sequences += shared / own_tokens;
+    context_sum += shared / own_tokens * (static_cast<double>(other.context_before) + grown);
+  }
+  turn.sequences = std::max<int64_t>(1, std::llround(sequences));
+  turn.context_tokens = std::llround(context_sum);
+  return turn;
+}
+
+/// One rollout measurement per turn (evenly thinned to options.max_turns), when every instance
+/// had the same TP degree.
+void AddRollout(const RunRecords& records, const std::map<int, RecordedLayout>& layouts,
+                const ExtractOptions& options, const std::string& name, MeasurementSet* set) {
+  bool colocated = false;
+  int tp = 0;
+  bool mixed_tp = false;
+  for (const auto& [step, l] : layouts) {
+    colocated = colocated || l.colocated;
+    for (const auto& [degree, count] : l.rollout) {
+      if (tp != 0 && degree != tp) mixed_tp = true;
+      tp = degree;
+    }
+  }
+  if (tp == 0) return;
+  if (mixed_tp) {
+    set->notes.push_back(name +
+                         ": instances of several TP degrees; the rollout term is left out (the "
+                         "records do not say which instance had which)");
+    return;
+  }
+  size_t unknown = 0;
+  std::map<int64_t, std::vector<TurnSpan>> by_instance = TurnSpans(records, colocated, &unknown);
+  // Candidates, evenly thinned to max_turns.
+  std::vector<std::pair<int64_t, size_t>> candidates;
+  size_t paused = 0;
+  for (const auto& [instance, spans] : by_instance) {
     for (size_t i = 0; i < spans.size(); ++i) {
       const TurnSpan& s = spans[i];
       if (s.turn->generated_tokens < options.min_turn_tokens || s.end() <= s.start()) continue;
@@ -291,50 +318,54 @@ Result<MeasurementSet> MeasurementsFromRun(const RunRecords& records,
   for (size_t c = 0; c < candidates.size(); c += stride) {
     const std::vector<TurnSpan>& spans = by_instance[candidates[c].first];
     const TurnSpan& self = spans[candidates[c].second];
-    const double duration = self.end() - self.start();
-    // The mean batch over this turn's iterations: every running sequence takes part in every
-    // iteration, so another turn shares about as many iterations with this one as it generated
-    // tokens while both ran (its tokens spread evenly over its time). Contexts grow linearly.
-    const double own_tokens = static_cast<double>(self.turn->generated_tokens);
-    double sequences = 0;
-    double context_sum = 0;
-    DecodeTurn turn;
-    turn.tp = tp;
-    turn.tokens = self.turn->generated_tokens;
-    for (const TurnSpan& other : spans) {
-      if (other.start() >= self.end()) break;
-      if (other.start() >= self.start()) turn.prefills.push_back(other.prefill);
-      const double from = std::max(self.start(), other.start());
-      const double to = std::min(self.end(), other.end());
-      if (to <= from) continue;
-      const double length = other.end() - other.start();
-      const double tokens = static_cast<double>(other.turn->generated_tokens);
-      const double shared = length > 0 ? tokens * (to - from) / length : 0;
-      const double grown = length > 0 ? tokens * ((from + to) / 2 - other.start()) / length : 0;
-      sequences += shared / own_tokens;
-      context_sum += shared / own_tokens * (static_cast<double>(other.context_before) + grown);
-    }
-    turn.sequences = std::max<int64_t>(1, std::llround(sequences));
-    turn.context_tokens = std::llround(context_sum);
-    set.measurements.push_back(
-        Measurement{std::move(turn), duration,
+    set->measurements.push_back(
+        Measurement{TurnAsRun(spans, self, tp), self.end() - self.start(),
                     StrFormat("%s trajectory %lld turn %d", name.c_str(),
                               static_cast<long long>(self.turn->trajectory), self.turn->turn)});
   }
   if (paused > 0) {
-    set.notes.push_back(StrFormat("%s: %zu %s left out: %s a pause (weight sync%s)", name.c_str(),
-                                  paused, paused == 1 ? "turn" : "turns",
-                                  paused == 1 ? "it overlaps" : "they overlap",
-                                  colocated ? " or train step" : ""));
+    set->notes.push_back(StrFormat("%s: %zu %s left out: %s a pause (weight sync%s)", name.c_str(),
+                                   paused, paused == 1 ? "turn" : "turns",
+                                   paused == 1 ? "it overlaps" : "they overlap",
+                                   colocated ? " or train step" : ""));
   }
   if (unknown > 0) {
-    set.notes.push_back(
+    set->notes.push_back(
         StrFormat("%s: %zu turns of unrecorded trajectories left out", name.c_str(), unknown));
   }
   if (stride > 1) {
-    set.notes.push_back(
+    set->notes.push_back(
         StrFormat("%s: one turn in %zu used (%zu turns)", name.c_str(), stride, candidates.size()));
   }
+}
+
+}  // namespace
+
+Result<MeasurementSet> MeasurementsFromRun(const RunRecords& records,
+                                           const ExtractOptions& options) {
+  const store::RunInfo& run = records.run;
+  const std::string name = RunName(run);
+  LIBRA_ASSIGN_OR_RETURN(recipe::ParsedRecipe parsed,
+                         recipe::ParseRecipe(run.recipe_toml, name + " recipe"));
+  if (!parsed.diagnostics.empty()) {
+    return Status::InvalidArgument(
+        name + ": its recorded recipe does not parse: " + parsed.diagnostics.front().ToString());
+  }
+  const recipe::Recipe& r = parsed.recipe;
+  auto model_context = model::ContextFor(r);
+  if (!model_context.ok()) {
+    return Status::InvalidArgument(name + ": " + model_context.status().message());
+  }
+  MeasurementSet set;
+  set.source = name + " (" + run.system + ")";
+  set.gpu = r.cluster.gpu;
+  set.arch = model_context->arch;
+  set.gpus_per_node = model_context->gpus_per_node;
+  const std::map<int, RecordedLayout> layouts = RecordedLayouts(records, name, &set.notes);
+  AddTrainAndSync(records, layouts,
+                  r.sim.sync_path == "disk" ? model::SyncPath::kDisk : model::SyncPath::kNccl, name,
+                  &set);
+  AddRollout(records, layouts, options, name, &set);
   return set;
 }
 

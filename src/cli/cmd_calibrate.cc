@@ -73,6 +73,61 @@ Result<std::vector<calibrate::MeasurementSet>> LoadMeasurements(store::Store& st
   return sets;
 }
 
+/// --probes: the newest probe session of the database, calibrated against `gpu`.
+Result<calibrate::ProbeCalibration> ProbesOf(store::Store& store, const CalibrateOptions& options,
+                                             const model::GpuSpec& gpu) {
+  LIBRA_ASSIGN_OR_RETURN(const std::vector<store::ProbeRecord> all, store.Probes());
+  const std::vector<store::ProbeRecord> session = calibrate::NewestProbeSession(all);
+  if (session.empty()) {
+    const std::string db = DbFlag(options.common.db);
+    return Status::NotFound("--probes: " + options.common.db + " holds no probes; `libra probe" +
+                            db + "` (or `libra probe --import FILE" + db + "`) records them");
+  }
+  return calibrate::CalibrateFromProbes(session, gpu);
+}
+
+/// What the calibration drew on, what it found and the factors it fitted.
+void PrintCalibration(const CalibrateOptions& options, const recipe::Recipe& recipe,
+                      const std::vector<calibrate::MeasurementSet>& sets,
+                      const std::vector<std::string>& notes,
+                      const std::optional<calibrate::ProbeCalibration>& probes,
+                      const calibrate::ModelPoint& before, const calibrate::FitResult& fit,
+                      const Io& io) {
+  const model::ModelArch arch = [&] {
+    auto context = model::ContextFor(recipe);
+    return context.ok() ? context->arch : model::ModelArch();
+  }();
+  io.out << StrFormat("Calibrating the roofline cost model of %s (%s on %s) from %s\n",
+                      options.common.recipe.c_str(), arch.name.c_str(), recipe.cluster.gpu.c_str(),
+                      options.common.db.c_str());
+  for (const calibrate::MeasurementSet& set : sets) {
+    io.out << "  " << set.source << ": " << Counts(set) << " measurements\n";
+  }
+  if (probes) {
+    io.out << StrFormat("  probes of %s at %s", probes->host.c_str(), probes->recorded_at.c_str())
+           << (probes->device.empty()
+                   ? ""
+                   : StrFormat(": %d x %s", probes->gpus, probes->device.c_str()))
+           << "\n";
+  }
+  for (const std::string& note : notes) io.out << "  note: " << note << "\n";
+  if (probes) {
+    io.out << "\nGPU numbers and factors from the probes\n"
+           << calibrate::ProbeTable(*probes, before.params.decode_bw_util)
+                  .Render(report::Format::kText);
+    for (const std::string& note : probes->notes) io.out << "  note: " << note << "\n";
+  }
+  if (!fit.terms.empty()) {
+    io.out << "\nPredicted against measured, per term (means; error: RMS of predicted / measured "
+              "- 1)\n"
+           << calibrate::TermTable(fit).Render(report::Format::kText);
+  }
+  io.out << "\nFactors\n" << calibrate::FactorTable(fit).Render(report::Format::kText);
+  for (const calibrate::FactorResult& f : fit.factors) {
+    if (!f.note.empty()) io.out << "  " << f.key << ": " << f.note << "\n";
+  }
+}
+
 }  // namespace
 
 int RunCalibrate(const CalibrateOptions& options, const Io& io) {
@@ -92,16 +147,7 @@ int RunCalibrate(const CalibrateOptions& options, const Io& io) {
   calibrate::ModelPoint start = *before;
   std::optional<calibrate::ProbeCalibration> probes;
   if (options.probes) {
-    auto all = (*store)->Probes();
-    if (!all.ok()) return Fail(io, all.status());
-    const std::vector<store::ProbeRecord> session = calibrate::NewestProbeSession(*all);
-    if (session.empty()) {
-      const std::string db = DbFlag(options.common.db);
-      return Fail(
-          io, Status::NotFound("--probes: " + options.common.db + " holds no probes; `libra probe" +
-                               db + "` (or `libra probe --import FILE" + db + "`) records them"));
-    }
-    auto calibration = calibrate::CalibrateFromProbes(session, before->gpu);
+    auto calibration = ProbesOf(**store, options, before->gpu);
     if (!calibration.ok()) return Fail(io, calibration.status());
     probes = std::move(*calibration);
     start.gpu = probes->gpu;
@@ -120,42 +166,7 @@ int RunCalibrate(const CalibrateOptions& options, const Io& io) {
   }
 
   const calibrate::FitResult fit = calibrate::Fit(*sets, *before, start);
-
-  const model::ModelArch arch = [&] {
-    auto context = model::ContextFor(*recipe);
-    return context.ok() ? context->arch : model::ModelArch();
-  }();
-  io.out << StrFormat("Calibrating the roofline cost model of %s (%s on %s) from %s\n",
-                      options.common.recipe.c_str(), arch.name.c_str(), recipe->cluster.gpu.c_str(),
-                      options.common.db.c_str());
-  for (const calibrate::MeasurementSet& set : *sets) {
-    io.out << "  " << set.source << ": " << Counts(set) << " measurements\n";
-  }
-  if (probes) {
-    io.out << StrFormat("  probes of %s at %s", probes->host.c_str(), probes->recorded_at.c_str())
-           << (probes->device.empty()
-                   ? ""
-                   : StrFormat(": %d x %s", probes->gpus, probes->device.c_str()))
-           << "\n";
-  }
-  for (const std::string& note : notes) io.out << "  note: " << note << "\n";
-
-  if (probes) {
-    io.out << "\nGPU numbers and factors from the probes\n"
-           << calibrate::ProbeTable(*probes, before->params.decode_bw_util)
-                  .Render(report::Format::kText);
-    for (const std::string& note : probes->notes) io.out << "  note: " << note << "\n";
-  }
-  if (!fit.terms.empty()) {
-    io.out << "\nPredicted against measured, per term (means; error: RMS of predicted / measured "
-              "- 1)\n"
-           << calibrate::TermTable(fit).Render(report::Format::kText);
-  }
-  io.out << "\nFactors\n" << calibrate::FactorTable(fit).Render(report::Format::kText);
-  for (const calibrate::FactorResult& f : fit.factors) {
-    if (!f.note.empty()) io.out << "  " << f.key << ": " << f.note << "\n";
-  }
-
+  PrintCalibration(options, *recipe, *sets, notes, probes, *before, fit, io);
   if (!options.write.empty()) {
     const calibrate::CalibrationFile file = calibrate::MakeCalibrationFile(
         before->gpu.name, probes ? &*probes : nullptr, &fit,

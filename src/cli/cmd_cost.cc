@@ -51,6 +51,84 @@ report::Table RolloutTable(const model::CostModel& m, const std::vector<int>& tp
   return table;
 }
 
+/// Training on `train_gpus`: every TP x PP layout's step time, its parts and memory.
+void AddTrainingTable(const model::CostModel& m, const recipe::Recipe& recipe, int train_gpus,
+                      const CostOptions& options, report::Document* doc) {
+  const int sequences = recipe.rl.prompts_per_step * recipe.rl.group_size;
+  const std::vector<int64_t> batch(static_cast<size_t>(sequences), options.train_tokens);
+  const model::TrainPasses passes;
+  const std::string training = StrFormat(
+      "Training on %d GPUs, one step of %d sequences of %lld tokens (activation recompute, "
+      "old log-probs, reference)",
+      train_gpus, sequences, static_cast<long long>(options.train_tokens));
+  report::Table train({
+      {"layout", "layout", false},
+      {"step_s", "step s", true},
+      {"compute_s", "compute s", true},
+      {"tp_comm_s", "TP s", true},
+      {"pp_s", "PP s", true},
+      {"dp_comm_s", "DP s", true},
+      {"optimizer_s", "optimizer s", true},
+      {"memory_gb", "GB/GPU", true},
+      {"fits", "fits", false},
+  });
+  for (const model::TrainLayout& layout :
+       planner::TrainLayoutCandidates(train_gpus, recipe.cluster.gpus_per_node)) {
+    const model::TrainEstimate e = m.TrainStep(layout, passes, batch);
+    train.AddRow({
+        report::Cell::Text(layout.ToString()),
+        report::Cell::Number(e.step_s, 1),
+        report::Cell::Number(e.compute_s, 1),
+        report::Cell::Number(e.tp_comm_s, 2),
+        report::Cell::Number(e.pp_bubble_s, 2),
+        report::Cell::Number(e.dp_comm_s, 2),
+        report::Cell::Number(e.optimizer_s, 2),
+        report::Cell::Number(e.memory_bytes / 1e9, 1),
+        report::Cell::Text(e.oom() ? "OOM" : "yes"),
+    });
+  }
+  const bool no_layout = train.rows() == 0;
+  doc->AddTable("training", training, std::move(train), report::Document::Shown::kWhenNotEmpty);
+  if (no_layout)
+    doc->AddNote(training + "\n" + StrFormat("(no TP x PP layout divides %d GPUs)", train_gpus));
+}
+
+/// Weight syncs and role switches against a reference trainer layout on `train_gpus`.
+report::Table TransitionsTable(const model::CostModel& m, const recipe::Recipe& recipe,
+                               int train_gpus) {
+  const int gpus_per_node = recipe.cluster.gpus_per_node;
+  const model::TrainLayout reference{std::min(8, gpus_per_node), 1,
+                                     std::max(1, train_gpus / std::min(8, gpus_per_node)), 1};
+  model::SyncRequest sync;
+  sync.train = reference;
+  sync.rollout_tp = 1;
+  sync.cross_node = recipe.cluster.nodes > 1;
+  const double nccl = m.WeightSyncTime(sync);
+  sync.path = model::SyncPath::kDisk;
+  const double disk = m.WeightSyncTime(sync);
+  report::Table transitions({{"transition", "transition", false}, {"seconds", "s", true}});
+  transitions.AddRow({report::Cell::Text(StrFormat("weight sync, NCCL (trainer %s -> TP-1 "
+                                                   "engines%s)",
+                                                   reference.ToString().c_str(),
+                                                   sync.cross_node ? ", across nodes" : "")),
+                      report::Cell::Number(nccl, 2)});
+  transitions.AddRow(
+      {report::Cell::Text("weight sync, disk and engine restart"), report::Cell::Number(disk, 2)});
+  for (int tp : {1, std::min(8, gpus_per_node)}) {
+    transitions.AddRow(
+        {report::Cell::Text(StrFormat("role switch, TP-%d rollout -> trainer %s", tp,
+                                      reference.ToString().c_str())),
+         report::Cell::Number(
+             m.RoleSwitchTime({model::SwitchDirection::kRolloutToTrain, tp, reference}), 2)});
+    transitions.AddRow(
+        {report::Cell::Text(StrFormat("role switch, trainer %s -> TP-%d rollout",
+                                      reference.ToString().c_str(), tp)),
+         report::Cell::Number(
+             m.RoleSwitchTime({model::SwitchDirection::kTrainToRollout, tp, reference}), 2)});
+  }
+  return transitions;
+}
+
 }  // namespace
 
 int RunCost(const CostOptions& options, const Io& io) {
@@ -94,75 +172,8 @@ int RunCost(const CostOptions& options, const Io& io) {
                          "sequences); prefill tokens/s of an 8k prompt",
                          static_cast<long long>(options.max_sequences)),
                RolloutTable(m, tps, options));
-
-  const int sequences = recipe->rl.prompts_per_step * recipe->rl.group_size;
-  const std::vector<int64_t> batch(static_cast<size_t>(sequences), options.train_tokens);
-  const model::TrainPasses passes;
-  const std::string training = StrFormat(
-      "Training on %d GPUs, one step of %d sequences of %lld tokens (activation recompute, "
-      "old log-probs, reference)",
-      train_gpus, sequences, static_cast<long long>(options.train_tokens));
-  report::Table train({
-      {"layout", "layout", false},
-      {"step_s", "step s", true},
-      {"compute_s", "compute s", true},
-      {"tp_comm_s", "TP s", true},
-      {"pp_s", "PP s", true},
-      {"dp_comm_s", "DP s", true},
-      {"optimizer_s", "optimizer s", true},
-      {"memory_gb", "GB/GPU", true},
-      {"fits", "fits", false},
-  });
-  for (const model::TrainLayout& layout :
-       planner::TrainLayoutCandidates(train_gpus, gpus_per_node)) {
-    const model::TrainEstimate e = m.TrainStep(layout, passes, batch);
-    train.AddRow({
-        report::Cell::Text(layout.ToString()),
-        report::Cell::Number(e.step_s, 1),
-        report::Cell::Number(e.compute_s, 1),
-        report::Cell::Number(e.tp_comm_s, 2),
-        report::Cell::Number(e.pp_bubble_s, 2),
-        report::Cell::Number(e.dp_comm_s, 2),
-        report::Cell::Number(e.optimizer_s, 2),
-        report::Cell::Number(e.memory_bytes / 1e9, 1),
-        report::Cell::Text(e.oom() ? "OOM" : "yes"),
-    });
-  }
-  const bool no_layout = train.rows() == 0;
-  doc.AddTable("training", training, std::move(train), report::Document::Shown::kWhenNotEmpty);
-  if (no_layout)
-    doc.AddNote(training + "\n" + StrFormat("(no TP x PP layout divides %d GPUs)", train_gpus));
-
-  const model::TrainLayout reference{std::min(8, gpus_per_node), 1,
-                                     std::max(1, train_gpus / std::min(8, gpus_per_node)), 1};
-  model::SyncRequest sync;
-  sync.train = reference;
-  sync.rollout_tp = 1;
-  sync.cross_node = recipe->cluster.nodes > 1;
-  const double nccl = m.WeightSyncTime(sync);
-  sync.path = model::SyncPath::kDisk;
-  const double disk = m.WeightSyncTime(sync);
-  report::Table transitions({{"transition", "transition", false}, {"seconds", "s", true}});
-  transitions.AddRow({report::Cell::Text(StrFormat("weight sync, NCCL (trainer %s -> TP-1 "
-                                                   "engines%s)",
-                                                   reference.ToString().c_str(),
-                                                   sync.cross_node ? ", across nodes" : "")),
-                      report::Cell::Number(nccl, 2)});
-  transitions.AddRow(
-      {report::Cell::Text("weight sync, disk and engine restart"), report::Cell::Number(disk, 2)});
-  for (int tp : {1, std::min(8, gpus_per_node)}) {
-    transitions.AddRow(
-        {report::Cell::Text(StrFormat("role switch, TP-%d rollout -> trainer %s", tp,
-                                      reference.ToString().c_str())),
-         report::Cell::Number(
-             m.RoleSwitchTime({model::SwitchDirection::kRolloutToTrain, tp, reference}), 2)});
-    transitions.AddRow(
-        {report::Cell::Text(StrFormat("role switch, trainer %s -> TP-%d rollout",
-                                      reference.ToString().c_str(), tp)),
-         report::Cell::Number(
-             m.RoleSwitchTime({model::SwitchDirection::kTrainToRollout, tp, reference}), 2)});
-  }
-  doc.AddTable("transitions", "Transitions", std::move(transitions));
+  AddTrainingTable(m, *recipe, train_gpus, options, &doc);
+  doc.AddTable("transitions", "Transitions", TransitionsTable(m, *recipe, train_gpus));
   return Print(io, doc, options.common.output);
 }
 

@@ -116,15 +116,9 @@ report::Table CandidateTable(bool with_system) {
                  with_system);
 }
 
-}  // namespace
-
-int RunPlan(const PlanOptions& options, const Io& io) {
-  auto format = ChosenFormat(options.common.output);
-  if (!format.ok()) return Fail(io, format.status());
-  // Every check but the plans themselves: each plan is computed once, below.
-  auto recipe = LoadRecipe(options.common, /*plan_systems=*/false);
-  if (!recipe.ok()) return Fail(io, recipe.status());
-  report::Table table({
+/// The plans table: a row per system.
+report::Table PlansTable() {
+  return report::Table({
       {"system", "system", false},
       {"planner", "planner", false},
       {"train_gpus", "train GPUs", true},
@@ -133,122 +127,118 @@ int RunPlan(const PlanOptions& options, const Io& io) {
       {"predicted_step_s", "predicted step s", true},
       {.key = "reason", .header = "reason", .below = true},
   });
+}
+
+/// --check: a system's predicted against measured (heading, table, note), in system order.
+struct Check {
+  std::string heading;
+  report::Table table{{}};
+  std::string note;
+};
+
+/// What `libra plan` gathers over the systems.
+struct PlanReport {
+  report::Table plans = PlansTable();
   report::Table all_candidates = CandidateTable(true);
-  auto cost = model::MakeCostModel(*recipe);
-  if (!cost.ok()) return Fail(io, cost.status());
-  auto workload = workload::MakeWorkload(recipe->workload, recipe->seed);
-  if (!workload.ok()) return Fail(io, workload.status());
-  const experiment::SequenceSizes sizes =
-      experiment::SampleSequenceSizes(**workload, recipe->rl.group_size, recipe->steps);
   std::vector<Search> searches;
   std::vector<std::string> keys;  // each search's candidates and explanation, as text
-  // --check: each system's predicted against measured (heading, table, note), in system order.
-  struct Check {
-    std::string heading;
-    report::Table table{{}};
-    std::string note;
-  };
   std::vector<Check> checks;
   report::Table all_checks = CheckTable(true);
   int checked = 0;
   int outside = 0;
-  for (const recipe::SystemSpec* system : experiment::AllSystems(*recipe)) {
-    if (!options.systems.empty() && std::find(options.systems.begin(), options.systems.end(),
-                                              system->name) == options.systems.end()) {
-      continue;
-    }
-    auto planner = planner::BuiltinPlanners().Create(system->planner, system->planner_options);
-    if (!planner.ok()) return Fail(io, planner.status());
-    auto plan =
-        (*planner)->Initial(experiment::MakePlanContext(*recipe, *system, cost->get(), sizes));
-    if (!plan.ok()) return Fail(io, plan.status());
-    table.AddRow({
-        report::Cell::Text(system->name),
-        report::Cell::Text(system->planner),
-        report::Cell::Integer(plan->layout.train_gpus),
-        report::Cell::Integer(plan->layout.rollout_gpus()),
-        report::Cell::Text(plan->layout.ToString()),
-        report::Cell::Number(plan->predicted_step_s, 1),
-        report::Cell::Text(plan->reason),
-    });
-    Search search;
-    search.systems = {system->name};
-    search.planners = {system->planner};
-    search.candidates = CandidateTable(false);
-    for (size_t i = 0; i < plan->candidates.size(); ++i) {
-      const planner::PlanCandidate& c = plan->candidates[i];
-      std::vector<report::Cell> row = {report::Cell::Integer(static_cast<int64_t>(i + 1)),
-                                       report::Cell::Text(c.layout),
-                                       report::Cell::Number(c.rollout_s, 1),
-                                       report::Cell::Number(c.train_s, 1),
-                                       report::Cell::Number(c.sync_s, 1),
-                                       report::Cell::Number(c.step_s, 1)};
-      search.candidates.AddRow(row);
-      row.insert(row.begin(), report::Cell::Text(system->name));
-      all_candidates.AddRow(std::move(row));
-    }
-    if (options.explain) {
-      for (const std::string& line : plan->explain) search.explain.push_back("  " + line);
-    } else if (!plan->explain.empty()) {
-      search.explain.push_back(plan->explain.back());
-    }
-    if (options.check) {
-      Check check;
-      const std::string who = system->name + " (" + system->planner + ")";
-      if (!plan->predicted) {
-        check.note = who + ": the planner predicts no phases; nothing to check";
-      } else {
-        auto measured =
-            experiment::MeasurePlan(*recipe, *system, *plan, planner->get(), SimFactory());
-        if (!measured.ok()) {
-          return Fail(io,
-                      Status(measured.status().code(),
-                             StrFormat("--check: simulating %s's plan: %s", system->name.c_str(),
-                                       measured.status().message().c_str())));
-        }
-        ++checked;
-        check.heading = StrFormat(
-            "%s: predicted against the plan simulated for %d steps (steady state from step %d)",
-            who.c_str(), measured->steps, measured->first_steady_step);
-        if (measured->drift_held) {
-          check.heading +=
-              "\n(the workload's drift held at its start: the plan is made for the startup "
-              "profile)";
-        }
-        check.table = CheckTable(false);
-        AddCheckRows(system->name, *plan->predicted, measured->phases, &check.table, &all_checks,
-                     &outside);
-      }
-      checks.push_back(std::move(check));
-    }
-    if (search.candidates.rows() == 0 && search.explain.empty()) continue;
-    // Systems whose planners searched alike (same candidates, same account) share one.
-    const std::string key =
-        search.candidates.Render(report::Format::kCsv) + "\n" + StrJoin(search.explain, "\n");
-    const auto same = std::find(keys.begin(), keys.end(), key);
-    if (same == keys.end()) {
-      keys.push_back(key);
-      searches.push_back(std::move(search));
-      continue;
-    }
-    Search& shared = searches[static_cast<size_t>(same - keys.begin())];
-    shared.systems.push_back(system->name);
-    if (std::find(shared.planners.begin(), shared.planners.end(), system->planner) ==
-        shared.planners.end()) {
-      shared.planners.push_back(system->planner);
-    }
+};
+
+/// `system`'s plan: its row, and its search (shared with the systems that searched alike).
+void AddPlan(const recipe::SystemSpec& system, const planner::Plan& plan, bool explain,
+             PlanReport* r) {
+  r->plans.AddRow({
+      report::Cell::Text(system.name),
+      report::Cell::Text(system.planner),
+      report::Cell::Integer(plan.layout.train_gpus),
+      report::Cell::Integer(plan.layout.rollout_gpus()),
+      report::Cell::Text(plan.layout.ToString()),
+      report::Cell::Number(plan.predicted_step_s, 1),
+      report::Cell::Text(plan.reason),
+  });
+  Search search;
+  search.systems = {system.name};
+  search.planners = {system.planner};
+  search.candidates = CandidateTable(false);
+  for (size_t i = 0; i < plan.candidates.size(); ++i) {
+    const planner::PlanCandidate& c = plan.candidates[i];
+    std::vector<report::Cell> row = {report::Cell::Integer(static_cast<int64_t>(i + 1)),
+                                     report::Cell::Text(c.layout),
+                                     report::Cell::Number(c.rollout_s, 1),
+                                     report::Cell::Number(c.train_s, 1),
+                                     report::Cell::Number(c.sync_s, 1),
+                                     report::Cell::Number(c.step_s, 1)};
+    search.candidates.AddRow(row);
+    row.insert(row.begin(), report::Cell::Text(system.name));
+    r->all_candidates.AddRow(std::move(row));
   }
-  if (table.rows() == 0) {
-    return Fail(io,
-                Status::InvalidArgument("--systems matched no system of " + options.common.recipe));
+  if (explain) {
+    for (const std::string& line : plan.explain) search.explain.push_back("  " + line);
+  } else if (!plan.explain.empty()) {
+    search.explain.push_back(plan.explain.back());
   }
-  report::Document doc(StrFormat("%s: %d nodes x %d %s", recipe->name.c_str(),
-                                 recipe->cluster.nodes, recipe->cluster.gpus_per_node,
-                                 recipe->cluster.gpu.c_str()));
-  doc.AddTable("plans", "", std::move(table));
-  doc.AddTable("candidates", "", std::move(all_candidates), report::Document::Shown::kDataOnly);
-  for (size_t i = 0; i < searches.size(); ++i) {
-    Search& search = searches[i];
+  if (search.candidates.rows() == 0 && search.explain.empty()) return;
+  // Systems whose planners searched alike (same candidates, same account) share one.
+  const std::string key =
+      search.candidates.Render(report::Format::kCsv) + "\n" + StrJoin(search.explain, "\n");
+  const auto same = std::find(r->keys.begin(), r->keys.end(), key);
+  if (same == r->keys.end()) {
+    r->keys.push_back(key);
+    r->searches.push_back(std::move(search));
+    return;
+  }
+  Search& shared = r->searches[static_cast<size_t>(same - r->keys.begin())];
+  shared.systems.push_back(system.name);
+  if (std::find(shared.planners.begin(), shared.planners.end(), system.planner) ==
+      shared.planners.end()) {
+    shared.planners.push_back(system.planner);
+  }
+}
+
+/// --check: simulates `system`'s plan and compares the planner's predictions with it.
+Status AddCheck(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                const planner::Plan& plan, planner::Planner* planner, PlanReport* r) {
+  Check check;
+  const std::string who = system.name + " (" + system.planner + ")";
+  if (!plan.predicted) {
+    check.note = who + ": the planner predicts no phases; nothing to check";
+    r->checks.push_back(std::move(check));
+    return Status();
+  }
+  auto measured = experiment::MeasurePlan(recipe, system, plan, planner, SimFactory());
+  if (!measured.ok()) {
+    return Status(measured.status().code(),
+                  StrFormat("--check: simulating %s's plan: %s", system.name.c_str(),
+                            measured.status().message().c_str()));
+  }
+  ++r->checked;
+  check.heading =
+      StrFormat("%s: predicted against the plan simulated for %d steps (steady state from step %d)",
+                who.c_str(), measured->steps, measured->first_steady_step);
+  if (measured->drift_held) {
+    check.heading +=
+        "\n(the workload's drift held at its start: the plan is made for the startup profile)";
+  }
+  check.table = CheckTable(false);
+  AddCheckRows(system.name, *plan.predicted, measured->phases, &check.table, &r->all_checks,
+               &r->outside);
+  r->checks.push_back(std::move(check));
+  return Status();
+}
+
+/// The plans, each search's candidates and account, and with --check the checks.
+report::Document PlanDocument(const recipe::Recipe& recipe, const PlanOptions& options,
+                              PlanReport& r) {
+  report::Document doc(StrFormat("%s: %d nodes x %d %s", recipe.name.c_str(), recipe.cluster.nodes,
+                                 recipe.cluster.gpus_per_node, recipe.cluster.gpu.c_str()));
+  doc.AddTable("plans", "", std::move(r.plans));
+  doc.AddTable("candidates", "", std::move(r.all_candidates), report::Document::Shown::kDataOnly);
+  for (size_t i = 0; i < r.searches.size(); ++i) {
+    Search& search = r.searches[i];
     const std::string who =
         StrJoin(search.systems, ", ") + " (" + StrJoin(search.planners, ", ") + ")";
     if (search.candidates.rows() > 0) {
@@ -260,10 +250,10 @@ int RunPlan(const PlanOptions& options, const Io& io) {
                   StrJoin(search.explain, "\n"));
     }
   }
-  if (!options.check) return Print(io, doc, options.common.output);
-  doc.AddTable("check", "", std::move(all_checks), report::Document::Shown::kDataOnly);
-  for (size_t i = 0; i < checks.size(); ++i) {
-    Check& check = checks[i];
+  if (!options.check) return doc;
+  doc.AddTable("check", "", std::move(r.all_checks), report::Document::Shown::kDataOnly);
+  for (size_t i = 0; i < r.checks.size(); ++i) {
+    Check& check = r.checks[i];
     if (check.table.rows() > 0) {
       doc.AddTable(StrFormat("check_%zu", i), check.heading, std::move(check.table),
                    report::Document::Shown::kReadingOnly);
@@ -274,11 +264,51 @@ int RunPlan(const PlanOptions& options, const Io& io) {
       StrFormat("check: %d plan%s simulated; %d phase%s outside the limits (step 10%%, each phase "
                 "15%% or 2%% "
                 "of the step)",
-                checked, checked == 1 ? "" : "s", outside, outside == 1 ? "" : "s"));
-  doc.AddField("phases_outside_limits", outside);
+                r.checked, r.checked == 1 ? "" : "s", r.outside, r.outside == 1 ? "" : "s"));
+  doc.AddField("phases_outside_limits", r.outside);
+  return doc;
+}
+
+}  // namespace
+
+int RunPlan(const PlanOptions& options, const Io& io) {
+  auto format = ChosenFormat(options.common.output);
+  if (!format.ok()) return Fail(io, format.status());
+  // Every check but the plans themselves: each plan is computed once, below.
+  auto recipe = LoadRecipe(options.common, /*plan_systems=*/false);
+  if (!recipe.ok()) return Fail(io, recipe.status());
+  auto cost = model::MakeCostModel(*recipe);
+  if (!cost.ok()) return Fail(io, cost.status());
+  auto workload = workload::MakeWorkload(recipe->workload, recipe->seed);
+  if (!workload.ok()) return Fail(io, workload.status());
+  const experiment::SequenceSizes sizes =
+      experiment::SampleSequenceSizes(**workload, recipe->rl.group_size, recipe->steps);
+  PlanReport r;
+  for (const recipe::SystemSpec* system : experiment::AllSystems(*recipe)) {
+    if (!options.systems.empty() && std::find(options.systems.begin(), options.systems.end(),
+                                              system->name) == options.systems.end()) {
+      continue;
+    }
+    auto planner = planner::BuiltinPlanners().Create(system->planner, system->planner_options);
+    if (!planner.ok()) return Fail(io, planner.status());
+    auto plan =
+        (*planner)->Initial(experiment::MakePlanContext(*recipe, *system, cost->get(), sizes));
+    if (!plan.ok()) return Fail(io, plan.status());
+    AddPlan(*system, *plan, options.explain, &r);
+    if (options.check) {
+      if (Status s = AddCheck(*recipe, *system, *plan, planner->get(), &r); !s.ok()) {
+        return Fail(io, s);
+      }
+    }
+  }
+  if (r.plans.rows() == 0) {
+    return Fail(io,
+                Status::InvalidArgument("--systems matched no system of " + options.common.recipe));
+  }
+  const report::Document doc = PlanDocument(*recipe, options, r);
   const int printed = Print(io, doc, options.common.output);
-  if (printed != kExitOk) return printed;
-  return outside > 0 ? kExitFailed : kExitOk;
+  if (!options.check || printed != kExitOk) return printed;
+  return r.outside > 0 ? kExitFailed : kExitOk;
 }
 
 }  // namespace libra::cli

@@ -242,6 +242,67 @@ Result<gpu::ProbeReport> ReportOf(const cluster::NodeCommands& nodes,
   return report;
 }
 
+/// A --hosts session: the nodes, the probe arguments every node gets, and the deadline.
+struct HostSession {
+  cluster::NodeCommands& nodes;
+  std::vector<std::string> common;
+  std::chrono::steady_clock::time_point deadline;
+  /// Time left until the deadline (at least 1 ms).
+  std::chrono::milliseconds Left() const {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now()));
+  }
+};
+
+/// NCCL across the nodes: node 0 makes the unique id and prints it; the others get it. Node 0's
+/// results join its report; every failure joins `errors`.
+void ProbeAcrossNodes(const HostSession& s, int gpus_per_node,
+                      std::vector<std::optional<gpu::ProbeReport>>& reports,
+                      std::vector<Status>& errors) {
+  const size_t count = s.nodes.nodes();
+  auto peer = [&](size_t node, const std::string& id) -> Status {
+    std::vector<std::string> argv = s.common;
+    argv.insert(argv.end(),
+                {"--nccl-nodes", std::to_string(count), "--nccl-node", std::to_string(node),
+                 "--nccl-gpus-per-node", std::to_string(gpus_per_node)});
+    if (!id.empty()) argv.insert(argv.end(), {"--nccl-id", id});
+    return s.nodes.Start(node, StrFormat("nccl-%zu", node), argv).status();
+  };
+  Status across = peer(0, "");
+  Result<std::string> line = across.ok() ? s.nodes.FirstLine(count, s.Left()) : across;
+  constexpr std::string_view kIdPrefix = "nccl-id ";
+  if (line.ok() && line->rfind(kIdPrefix, 0) != 0) {
+    line = Status::Backend(s.nodes.Describe(0), "expected 'nccl-id HEX' first, got '" +
+                                                    cluster::OutputTail(*line) + "'");
+  }
+  across = line.status();
+  for (size_t node = 1; node < count && across.ok(); ++node) {
+    across = peer(node, line->substr(kIdPrefix.size()));
+  }
+  // A node that failed stops the others (they would wait for it in ncclCommInitRank).
+  auto ended = s.nodes.Wait(across.ok() ? s.Left() : std::chrono::milliseconds(0),
+                            /*stop_on_failure=*/true);
+  if (!ended.ok() && across.ok()) across = ended.status();
+  if (!across.ok()) {
+    errors.push_back(across);
+    return;
+  }
+  for (size_t i = count; i < ended->size(); ++i) {
+    const cluster::NodeOutput& output = (*ended)[i];
+    if (output.node != 0) {  // only node 0 reports; the others just have to succeed
+      if (!output.exit.success()) errors.push_back(ReportOf(s.nodes, output).status());
+      continue;
+    }
+    auto report = ReportOf(s.nodes, output, /*skip_lines=*/1);
+    if (!report.ok()) {
+      errors.push_back(report.status());
+      continue;
+    }
+    for (gpu::ProbeResult& r : report->results) reports[0]->results.push_back(std::move(r));
+  }
+}
+
 /// --hosts: `libra probe` on every node of the recipe's [launcher] at once, then NCCL across the
 /// nodes. Node 0's session is recorded last, with the probes across nodes in it.
 int RunHostProbes(const ProbeOptions& options, const recipe::Recipe& recipe, const Io& io) {
@@ -259,36 +320,31 @@ int RunHostProbes(const ProbeOptions& options, const recipe::Recipe& recipe, con
   auto nodes = cluster::NodeCommands::Create(*launcher, log_dir);
   if (!nodes.ok()) return Fail(io, nodes.status());
   const size_t count = (*nodes)->nodes();
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000));
-  auto left = [&] {
-    return std::max(std::chrono::milliseconds(1),
-                    std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline - std::chrono::steady_clock::now()));
-  };
+  HostSession session{
+      **nodes,
+      {options.libra.empty() ? ThisProgram() : options.libra, "probe", "--no-record", "-q"},
+      std::chrono::steady_clock::now() +
+          std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000))};
   auto progress = [&](const std::string& line) {
     if (!options.quiet) io.err << "probe: " << line << "\n";
   };
-
-  std::vector<std::string> common = {options.libra.empty() ? ThisProgram() : options.libra, "probe",
-                                     "--no-record", "-q"};
-  if (options.quick) common.push_back("--quick");
+  if (options.quick) session.common.push_back("--quick");
   if (!options.gpus.empty()) {
     std::vector<std::string> gpus;
     for (const int g : options.gpus) gpus.push_back(std::to_string(g));
-    common.push_back("--gpus");
-    common.push_back(StrJoin(gpus, ","));
+    session.common.push_back("--gpus");
+    session.common.push_back(StrJoin(gpus, ","));
   }
   progress(StrFormat("%zu node(s), logs in %s", count, log_dir.c_str()));
   for (size_t node = 0; node < count; ++node) {
     progress("probing " + (*nodes)->Describe(node));
-    std::vector<std::string> argv = common;
+    std::vector<std::string> argv = session.common;
     argv.insert(argv.end(), {"--json", "-"});
     if (auto started = (*nodes)->Start(node, StrFormat("probe-%zu", node), argv); !started.ok()) {
       return Fail(io, started.status());
     }
   }
-  auto outputs = (*nodes)->Wait(left());
+  auto outputs = (*nodes)->Wait(session.Left());
   if (!outputs.ok()) return Fail(io, outputs.status());
   std::vector<std::optional<gpu::ProbeReport>> reports(count);
   std::vector<Status> errors;
@@ -300,52 +356,11 @@ int RunHostProbes(const ProbeOptions& options, const recipe::Recipe& recipe, con
       errors.push_back(report.status());
     }
   }
-
-  // NCCL across the nodes: node 0 makes the unique id and prints it; the others get it.
   const int gpus_per_node =
       options.gpus.empty() ? recipe.cluster.gpus_per_node : static_cast<int>(options.gpus.size());
   if (errors.empty() && count >= 2) {
     progress(StrFormat("NCCL across %zu nodes x %d GPUs", count, gpus_per_node));
-    auto peer = [&](size_t node, const std::string& id) -> Status {
-      std::vector<std::string> argv = common;
-      argv.insert(argv.end(),
-                  {"--nccl-nodes", std::to_string(count), "--nccl-node", std::to_string(node),
-                   "--nccl-gpus-per-node", std::to_string(gpus_per_node)});
-      if (!id.empty()) argv.insert(argv.end(), {"--nccl-id", id});
-      return (*nodes)->Start(node, StrFormat("nccl-%zu", node), argv).status();
-    };
-    Status across = peer(0, "");
-    Result<std::string> line = across.ok() ? (*nodes)->FirstLine(count, left()) : across;
-    constexpr std::string_view kIdPrefix = "nccl-id ";
-    if (line.ok() && line->rfind(kIdPrefix, 0) != 0) {
-      line = Status::Backend((*nodes)->Describe(0), "expected 'nccl-id HEX' first, got '" +
-                                                        cluster::OutputTail(*line) + "'");
-    }
-    across = line.status();
-    for (size_t node = 1; node < count && across.ok(); ++node) {
-      across = peer(node, line->substr(kIdPrefix.size()));
-    }
-    // A node that failed stops the others (they would wait for it in ncclCommInitRank).
-    auto ended = (*nodes)->Wait(across.ok() ? left() : std::chrono::milliseconds(0),
-                                /*stop_on_failure=*/true);
-    if (!ended.ok() && across.ok()) across = ended.status();
-    if (across.ok()) {
-      for (size_t i = count; i < ended->size(); ++i) {
-        const cluster::NodeOutput& output = (*ended)[i];
-        if (output.node != 0) {  // only node 0 reports; the others just have to succeed
-          if (!output.exit.success()) errors.push_back(ReportOf(**nodes, output).status());
-          continue;
-        }
-        auto report = ReportOf(**nodes, output, /*skip_lines=*/1);
-        if (!report.ok()) {
-          errors.push_back(report.status());
-          continue;
-        }
-        for (gpu::ProbeResult& r : report->results) reports[0]->results.push_back(std::move(r));
-      }
-    } else {
-      errors.push_back(across);
-    }
+    ProbeAcrossNodes(session, gpus_per_node, reports, errors);
   }
 
   std::vector<gpu::ProbeReport> recorded;

@@ -63,161 +63,97 @@ Entrant AsWritten(const recipe::SystemSpec& system) {
   return Entrant{system, experiment::IsLibraSystem(system) ? "planner" : "", std::nullopt};
 }
 
-/// Runs `entrants` (as one comparison when `plan.compare`), prints the summary and returns the
-/// exit code.
-int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
-               const recipe::Recipe& recipe, const std::vector<Entrant>& entrants,
-               const Plan& plan) {
-  if (Status s = CheckFormats(options); !s.ok()) return Fail(io, s);
-  auto format = ChosenFormat(options.output);
-  const bool json_log = options.log_format == "json";
-  // The step and run lines are a log: with tables for scripts on stdout, they go to stderr.
-  std::ostream& log = report::IsDataFormat(*format) ? io.err : io.out;
-  // Seed k of a repeat runs the recipe with seed + k; the systems share each seed's workload. A
-  // sensitivity scenario runs a perturbed world of each seeded recipe, planned with the recipe.
+/// One seeded recipe of a run (a sensitivity scenario's perturbed world and the recipe it is
+/// planned with).
+struct World {
+  recipe::Recipe belief;
+  recipe::Recipe world;
+  std::string scenario;
+  /// The resolved recipe of each entrant in this world (runs.resolved_recipe).
+  std::vector<std::string> resolved;
+};
+
+/// Seed k of a repeat runs the recipe with seed + k; the systems share each seed's workload. A
+/// sensitivity scenario runs a perturbed world of each seeded recipe, planned with the recipe.
+Result<std::vector<World>> MakeWorlds(const recipe::Recipe& recipe,
+                                      const std::vector<Entrant>& entrants, const Plan& plan) {
   std::vector<experiment::Perturbation> scenarios = plan.scenarios;
   if (scenarios.empty()) scenarios.push_back({});
-  struct World {
-    recipe::Recipe belief;
-    recipe::Recipe world;
-    std::string scenario;
-    /// The resolved recipe of each entrant in this world (runs.resolved_recipe).
-    std::vector<std::string> resolved;
-  };
   std::vector<World> worlds;
   for (const experiment::Perturbation& p : scenarios) {
     for (int k = 0; k < plan.repeat; ++k) {
       World w;
       w.belief = recipe;
       w.belief.seed = recipe.seed + static_cast<uint64_t>(k);
-      auto world = experiment::ApplyPerturbation(w.belief, p);
-      if (!world.ok()) return Fail(io, world.status());
-      w.world = std::move(*world);
+      LIBRA_ASSIGN_OR_RETURN(w.world, experiment::ApplyPerturbation(w.belief, p));
       w.scenario = p.name;
       // Resolved before anything is recorded: a recipe that cannot be resolved is an error of
       // the recipe.
       for (const Entrant& entrant : entrants) {
-        auto text = ResolveRecipe(w.world, entrant.system);
-        if (!text.ok()) return Fail(io, text.status());
-        w.resolved.push_back(std::move(*text));
+        LIBRA_ASSIGN_OR_RETURN(std::string text, ResolveRecipe(w.world, entrant.system));
+        w.resolved.push_back(std::move(text));
       }
       worlds.push_back(std::move(w));
     }
   }
+  return worlds;
+}
 
-  std::optional<int64_t> comparison_id;
-  // The comparison's runs so far, by (system, seed, scenario).
-  std::map<std::tuple<std::string, uint64_t, std::string>, store::RunInfo> earlier;
+/// The runs of a comparison so far, by (system, seed, scenario).
+using EarlierRuns = std::map<std::tuple<std::string, uint64_t, std::string>, store::RunInfo>;
+
+/// The comparison the runs join: the one being continued (its runs so far in `earlier`), a new
+/// one when `plan.compare`, else none.
+Result<std::optional<int64_t>> OpenComparison(store::Store& store, const recipe::Recipe& recipe,
+                                              const std::vector<Entrant>& entrants,
+                                              const Plan& plan, EarlierRuns* earlier) {
   if (plan.resume_comparison) {
-    comparison_id = *plan.resume_comparison;
-    auto comparison = store.GetComparison(*comparison_id);
-    if (!comparison.ok()) return Fail(io, comparison.status());
-    for (const int64_t id : comparison->run_ids) {
-      auto run = store.GetRun(id);
-      if (!run.ok()) return Fail(io, run.status());
-      earlier[{run->system, run->seed, run->scenario}] = *run;
+    LIBRA_ASSIGN_OR_RETURN(store::ComparisonInfo comparison,
+                           store.GetComparison(*plan.resume_comparison));
+    for (const int64_t id : comparison.run_ids) {
+      LIBRA_ASSIGN_OR_RETURN(store::RunInfo run, store.GetRun(id));
+      (*earlier)[{run.system, run.seed, run.scenario}] = run;
     }
-  } else if (plan.compare) {
-    store::ComparisonInfo comparison;
-    comparison.name = recipe.name;
-    comparison.created_at = experiment::NowIso8601();
-    for (const Entrant& e : entrants) comparison.systems.push_back(e.system.name);
-    comparison.seeds = plan.repeat;
-    comparison.reward_target = plan.reward_target;
-    comparison.recipe_source = recipe.source;
-    comparison.recipe_toml = recipe.effective_toml;
-    comparison.tuned = plan.tuned;
-    comparison.sensitivity = !plan.scenarios.empty();
-    auto id = store.CreateComparison(comparison);
-    if (!id.ok()) return Fail(io, id.status());
-    comparison_id = *id;
+    return plan.resume_comparison;
   }
+  if (!plan.compare) return std::optional<int64_t>();
+  store::ComparisonInfo comparison;
+  comparison.name = recipe.name;
+  comparison.created_at = experiment::NowIso8601();
+  for (const Entrant& e : entrants) comparison.systems.push_back(e.system.name);
+  comparison.seeds = plan.repeat;
+  comparison.reward_target = plan.reward_target;
+  comparison.recipe_source = recipe.source;
+  comparison.recipe_toml = recipe.effective_toml;
+  comparison.tuned = plan.tuned;
+  comparison.sensitivity = !plan.scenarios.empty();
+  LIBRA_ASSIGN_OR_RETURN(const int64_t id, store.CreateComparison(comparison));
+  return std::optional<int64_t>(id);
+}
 
-  InterruptGuard guard;
-  const experiment::BackendFactory backend = MakeBackendFactory();
-  std::vector<report::RunView> views;
-  int exit_code = kExitOk;
-  // The line after each run: its headline, or a JSON object with --log-format json.
-  auto log_run = [&](const store::RunInfo& run, bool recorded_before) {
-    if (options.quiet) return;
-    if (json_log) {
-      log << ToJson(JsonValue::MakeObject({{"event", "run"},
-                                           {"run", run.id},
-                                           {"system", run.system},
-                                           {"seed", static_cast<int64_t>(run.seed)},
-                                           {"scenario", run.scenario},
-                                           {"status", run.status},
-                                           {"error", run.error},
-                                           {"recorded_before", recorded_before}}))
-          << "\n";
-    } else {
-      log << report::RunHeadline(run) << (recorded_before ? " (recorded before)" : "") << "\n";
-    }
-    log << std::flush;
-  };
-  const size_t total = worlds.size() * entrants.size();
-  size_t done = 0;
-  for (const World& w : worlds) {
-    for (size_t e = 0; e < entrants.size(); ++e) {
-      const Entrant& entrant = entrants[e];
-      std::string label = recipe.name + "/" + entrant.system.name;
-      if (!w.scenario.empty()) label += " [" + w.scenario + "]";
-      if (total > 1) label = StrFormat("(%zu/%zu) ", ++done, total) + label;
-      std::optional<int64_t> resume = plan.resume_run;
-      if (auto it = earlier.find({entrant.system.name, w.world.seed, w.scenario});
-          it != earlier.end()) {
-        if (it->second.status == store::kRunOk) {
-          auto view = report::ReadRunView(store, it->second.id);
-          if (!view.ok()) return Fail(io, view.status());
-          log_run(view->run, /*recorded_before=*/true);
-          views.push_back(std::move(*view));
-          continue;
-        }
-        resume = it->second.id;
-      }
-      StepLog steps(io, !options.quiet, json_log, log, label, recipe.backend == "sim");
-      experiment::RunRequest request;
-      request.recipe = &w.world;
-      request.system = &entrant.system;
-      request.comparison_id = comparison_id;
-      request.interrupted = &InterruptGuard::Interrupted;
-      request.progress = [&](const experiment::Progress& p) { steps.Update(p); };
-      request.resume_run = resume;
-      request.take_over = options.take_over;
-      request.configuration = entrant.configuration;
-      request.tuning_id = entrant.tuning_id;
-      request.scenario = w.scenario;
-      if (!w.scenario.empty()) request.planning_recipe = &w.belief;
-      request.resolved_recipe = w.resolved[e];
-      auto outcome = experiment::RunSystem(store, request, backend);
-      steps.Clear();
-      if (!outcome.ok()) return Fail(io, outcome.status());
-      // Read back from the store, so that what is printed is what was recorded.
-      auto view = report::ReadRunView(store, outcome->run_id);
-      if (!view.ok()) return Fail(io, view.status());
-      log_run(view->run, /*recorded_before=*/false);
-      views.push_back(std::move(*view));
-      if (!outcome->status.ok()) {
-        exit_code = ExitCodeFor(outcome->status);
-        if (outcome->status.code() != StatusCode::kInterrupted) {
-          io.err << "libra: run " << outcome->run_id << " (" << entrant.system.name
-                 << ") failed: " << outcome->status.message() << "\n";
-        } else {
-          io.err << "libra: interrupted; run " << outcome->run_id
-                 << " is recorded as interrupted in " << options.db
-                 << " (continue it: libra run --resume " << outcome->run_id << DbFlag(options.db);
-          if (plan.compare) {
-            io.err << "; the whole comparison: libra compare --resume " << *comparison_id
-                   << DbFlag(options.db);
-          }
-          io.err << ")\n";
-          return exit_code;
-        }
-      }
-    }
+/// The line after each run: its headline, or a JSON object with --log-format json.
+void LogRun(std::ostream& log, bool json_log, const store::RunInfo& run, bool recorded_before) {
+  if (json_log) {
+    log << ToJson(JsonValue::MakeObject({{"event", "run"},
+                                         {"run", run.id},
+                                         {"system", run.system},
+                                         {"seed", static_cast<int64_t>(run.seed)},
+                                         {"scenario", run.scenario},
+                                         {"status", run.status},
+                                         {"error", run.error},
+                                         {"recorded_before", recorded_before}}))
+        << "\n";
+  } else {
+    log << report::RunHeadline(run) << (recorded_before ? " (recorded before)" : "") << "\n";
   }
-  if (options.quiet) return exit_code;
+  log << std::flush;
+}
 
+/// The tables after the runs: every run, and over seeds or scenarios when there are several.
+report::Document SummaryDocument(const RecipeOptions& options, const recipe::Recipe& recipe,
+                                 const std::vector<Entrant>& entrants, const Plan& plan,
+                                 const std::vector<report::RunView>& views,
+                                 std::optional<int64_t> comparison_id) {
   report::Document doc;
   doc.AddField("db", options.db);
   std::vector<int64_t> ids;
@@ -249,7 +185,17 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
   // over them.
   doc.AddTable("summary", "", report::SummaryTable(views, baseline, convergence),
                over_seeds ? report::Document::Shown::kDataOnly : report::Document::Shown::kAlways);
-  if (report::IsDataFormat(*format)) {
+  return doc;
+}
+
+/// Prints the summary of `views` and where they are recorded; the exit code.
+int PrintSummary(const RecipeOptions& options, const Io& io, const recipe::Recipe& recipe,
+                 const std::vector<Entrant>& entrants, const Plan& plan,
+                 const std::vector<report::RunView>& views, std::optional<int64_t> comparison_id,
+                 int exit_code) {
+  const report::Document doc =
+      SummaryDocument(options, recipe, entrants, plan, views, comparison_id);
+  if (report::IsDataFormat(*ChosenFormat(options.output))) {
     const int printed = Print(io, doc, options.output);
     return exit_code != kExitOk ? exit_code : printed;
   }
@@ -265,6 +211,95 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
                         DbFlag(options.db).c_str());
   }
   return exit_code;
+}
+
+/// Says that run `run_id` failed or was interrupted, and how to continue it.
+void ReportUnfinished(const RecipeOptions& options, const Io& io, const Plan& plan, int64_t run_id,
+                      const std::string& system, const Status& status,
+                      std::optional<int64_t> comparison_id) {
+  if (status.code() != StatusCode::kInterrupted) {
+    io.err << "libra: run " << run_id << " (" << system << ") failed: " << status.message() << "\n";
+    return;
+  }
+  io.err << "libra: interrupted; run " << run_id << " is recorded as interrupted in " << options.db
+         << " (continue it: libra run --resume " << run_id << DbFlag(options.db);
+  if (plan.compare) {
+    io.err << "; the whole comparison: libra compare --resume " << *comparison_id
+           << DbFlag(options.db);
+  }
+  io.err << ")\n";
+}
+
+/// Runs `entrants` (as one comparison when `plan.compare`), prints the summary and returns the
+/// exit code.
+int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
+               const recipe::Recipe& recipe, const std::vector<Entrant>& entrants,
+               const Plan& plan) {
+  if (Status s = CheckFormats(options); !s.ok()) return Fail(io, s);
+  const bool json_log = options.log_format == "json";
+  // The step and run lines are a log: with tables for scripts on stdout, they go to stderr.
+  std::ostream& log = LogStream(options, io);
+  auto worlds = MakeWorlds(recipe, entrants, plan);
+  if (!worlds.ok()) return Fail(io, worlds.status());
+  EarlierRuns earlier;
+  auto comparison_id = OpenComparison(store, recipe, entrants, plan, &earlier);
+  if (!comparison_id.ok()) return Fail(io, comparison_id.status());
+
+  InterruptGuard guard;
+  const experiment::BackendFactory backend = MakeBackendFactory();
+  std::vector<report::RunView> views;
+  int exit_code = kExitOk;
+  const size_t total = worlds->size() * entrants.size();
+  size_t done = 0;
+  for (const World& w : *worlds) {
+    for (size_t e = 0; e < entrants.size(); ++e) {
+      const Entrant& entrant = entrants[e];
+      std::string label = recipe.name + "/" + entrant.system.name;
+      if (!w.scenario.empty()) label += " [" + w.scenario + "]";
+      if (total > 1) label = StrFormat("(%zu/%zu) ", ++done, total) + label;
+      std::optional<int64_t> resume = plan.resume_run;
+      if (auto it = earlier.find({entrant.system.name, w.world.seed, w.scenario});
+          it != earlier.end()) {
+        if (it->second.status == store::kRunOk) {
+          auto view = report::ReadRunView(store, it->second.id);
+          if (!view.ok()) return Fail(io, view.status());
+          if (!options.quiet) LogRun(log, json_log, view->run, /*recorded_before=*/true);
+          views.push_back(std::move(*view));
+          continue;
+        }
+        resume = it->second.id;
+      }
+      StepLog steps(io, !options.quiet, json_log, log, label, recipe.backend == "sim");
+      experiment::RunRequest request;
+      request.recipe = &w.world;
+      request.system = &entrant.system;
+      request.comparison_id = *comparison_id;
+      request.interrupted = &InterruptGuard::Interrupted;
+      request.progress = [&](const experiment::Progress& p) { steps.Update(p); };
+      request.resume_run = resume;
+      request.take_over = options.take_over;
+      request.configuration = entrant.configuration;
+      request.tuning_id = entrant.tuning_id;
+      request.scenario = w.scenario;
+      if (!w.scenario.empty()) request.planning_recipe = &w.belief;
+      request.resolved_recipe = w.resolved[e];
+      auto outcome = experiment::RunSystem(store, request, backend);
+      steps.Clear();
+      if (!outcome.ok()) return Fail(io, outcome.status());
+      // Read back from the store, so that what is printed is what was recorded.
+      auto view = report::ReadRunView(store, outcome->run_id);
+      if (!view.ok()) return Fail(io, view.status());
+      if (!options.quiet) LogRun(log, json_log, view->run, /*recorded_before=*/false);
+      views.push_back(std::move(*view));
+      if (outcome->status.ok()) continue;
+      exit_code = ExitCodeFor(outcome->status);
+      ReportUnfinished(options, io, plan, outcome->run_id, entrant.system.name, outcome->status,
+                       *comparison_id);
+      if (outcome->status.code() == StatusCode::kInterrupted) return exit_code;
+    }
+  }
+  if (options.quiet) return exit_code;
+  return PrintSummary(options, io, recipe, entrants, plan, views, *comparison_id, exit_code);
 }
 
 // `libra run --resume RUN`: the run's recipe as recorded, and its system.

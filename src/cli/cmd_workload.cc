@@ -49,35 +49,10 @@ std::vector<double> SkillOfVersions(const workload::Workload& w, const recipe::R
   return skills;
 }
 
-}  // namespace
-
-int RunWorkload(const WorkloadOptions& options, const Io& io) {
-  auto format = ChosenFormat(options.common.output);
-  if (!format.ok()) return Fail(io, format.status());
-  auto recipe = LoadRecipe(options.common);
-  if (!recipe.ok()) return Fail(io, recipe.status());
-  auto made = workload::MakeWorkload(recipe->workload, recipe->seed);
-  if (!made.ok()) return Fail(io, made.status());
-  const workload::Workload& w = **made;
-
-  std::vector<int> versions = options.versions;
-  if (versions.empty()) {
-    for (int quarter = 0; quarter <= 4; ++quarter) versions.push_back(recipe->steps * quarter / 4);
-    versions.erase(std::unique(versions.begin(), versions.end()), versions.end());
-  }
-  const int prompts = options.prompts > 0 ? options.prompts : recipe->rl.prompts_per_step;
-  const std::vector<double> skills = SkillOfVersions(w, *recipe, versions, options.skill);
-  std::vector<workload::VersionSummary> summaries;
-  for (size_t i = 0; i < versions.size(); ++i) {
-    summaries.push_back(
-        workload::Summarize(w, prompts, recipe->rl.group_size, {versions[i]}, skills[i]).front());
-  }
-
-  report::Document doc(StrFormat(
-      "%s: %d prompts x %d samples per policy version, seed %llu, %s", w.Describe().c_str(),
-      prompts, recipe->rl.group_size, static_cast<unsigned long long>(recipe->seed),
-      options.skill >= 0 ? StrFormat("skill %.2f", options.skill).c_str()
-                         : "skill from the reward model after each version's on-policy steps"));
+/// Lengths per trajectory: versions whose trajectories have the same lengths share a row (a
+/// workload without drift has one row).
+report::Table LengthsTable(const std::vector<int>& versions,
+                           const std::vector<workload::VersionSummary>& summaries) {
   using Shown = report::Column::Shown;
   report::Table lengths({
       {.key = "versions", .header = "versions", .right_align = true, .shown = Shown::kReading},
@@ -94,21 +69,6 @@ int RunWorkload(const WorkloadOptions& options, const Io& io) {
       {"tool_output_p99", "p99", true},
       {"tool_output_max", "max", true},
   });
-  report::Table tools({
-      {"version", "version", true},
-      {"skill", "skill", true},
-      {"tool_calls_mean", "tool calls", true},
-      {"latency_p50", "latency s p50", true},
-      {"latency_p90", "p90", true},
-      {"latency_p99", "p99", true},
-      {"latency_max", "max", true},
-      {"tool_failure", "failure", true},
-      {"tool_timeout", "timeout", true},
-      {"truncated", "truncated", true},
-      {"success", "success", true},
-  });
-  // Lengths: versions whose trajectories have the same lengths share a row (a workload without
-  // drift has one row).
   for (size_t first = 0; first < summaries.size();) {
     size_t last = first;
     while (last + 1 < summaries.size() && SameLengths(summaries[first], summaries[last + 1])) {
@@ -125,9 +85,28 @@ int RunWorkload(const WorkloadOptions& options, const Io& io) {
     lengths.AddRow(std::move(row));
     first = last + 1;
   }
-  // Tools: a row per version for scripts; for reading, versions that show the same numbers
-  // (the skill aside) share a row.
-  report::Table shown_tools = tools;
+  return lengths;
+}
+
+/// Tools and outcomes: a row per version for scripts (`tools`), and for reading (`shown`) the
+/// versions that show the same numbers (the skill aside) share a row.
+void AddToolTables(const std::vector<int>& versions,
+                   const std::vector<workload::VersionSummary>& summaries,
+                   const std::vector<double>& skills, report::Document* doc) {
+  report::Table tools({
+      {"version", "version", true},
+      {"skill", "skill", true},
+      {"tool_calls_mean", "tool calls", true},
+      {"latency_p50", "latency s p50", true},
+      {"latency_p90", "p90", true},
+      {"latency_p99", "p99", true},
+      {"latency_max", "max", true},
+      {"tool_failure", "failure", true},
+      {"tool_timeout", "timeout", true},
+      {"truncated", "truncated", true},
+      {"success", "success", true},
+  });
+  report::Table shown = tools;
   std::vector<std::vector<report::Cell>> rows;
   for (size_t i = 0; i < summaries.size(); ++i) {
     const workload::VersionSummary& v = summaries[i];
@@ -158,15 +137,49 @@ int RunWorkload(const WorkloadOptions& options, const Io& io) {
         row[1] = report::Cell::Text(rows[first][1].text + "-" + rows[last][1].text);
       }
     }
-    shown_tools.AddRow(std::move(row));
+    shown.AddRow(std::move(row));
     first = last + 1;
   }
+  doc->AddTable("tools", "Tools and outcomes", std::move(tools),
+                report::Document::Shown::kDataOnly);
+  doc->AddTable("tools_by_versions", "Tools and outcomes", std::move(shown),
+                report::Document::Shown::kReadingOnly);
+}
+
+}  // namespace
+
+int RunWorkload(const WorkloadOptions& options, const Io& io) {
+  auto format = ChosenFormat(options.common.output);
+  if (!format.ok()) return Fail(io, format.status());
+  auto recipe = LoadRecipe(options.common);
+  if (!recipe.ok()) return Fail(io, recipe.status());
+  auto made = workload::MakeWorkload(recipe->workload, recipe->seed);
+  if (!made.ok()) return Fail(io, made.status());
+  const workload::Workload& w = **made;
+
+  std::vector<int> versions = options.versions;
+  if (versions.empty()) {
+    for (int quarter = 0; quarter <= 4; ++quarter) versions.push_back(recipe->steps * quarter / 4);
+    versions.erase(std::unique(versions.begin(), versions.end()), versions.end());
+  }
+  const int prompts = options.prompts > 0 ? options.prompts : recipe->rl.prompts_per_step;
+  const std::vector<double> skills = SkillOfVersions(w, *recipe, versions, options.skill);
+  std::vector<workload::VersionSummary> summaries;
+  for (size_t i = 0; i < versions.size(); ++i) {
+    summaries.push_back(
+        workload::Summarize(w, prompts, recipe->rl.group_size, {versions[i]}, skills[i]).front());
+  }
+
+  report::Document doc(StrFormat(
+      "%s: %d prompts x %d samples per policy version, seed %llu, %s", w.Describe().c_str(),
+      prompts, recipe->rl.group_size, static_cast<unsigned long long>(recipe->seed),
+      options.skill >= 0 ? StrFormat("skill %.2f", options.skill).c_str()
+                         : "skill from the reward model after each version's on-policy steps"));
+  report::Table lengths = LengthsTable(versions, summaries);
   const bool no_drift = versions.size() > 1 && lengths.rows() == 1;
   doc.AddTable("lengths", "Lengths per trajectory (tokens)", std::move(lengths));
   if (no_drift) doc.AddNote("(the same lengths at every version: this workload does not drift)");
-  doc.AddTable("tools", "Tools and outcomes", std::move(tools), report::Document::Shown::kDataOnly);
-  doc.AddTable("tools_by_versions", "Tools and outcomes", std::move(shown_tools),
-               report::Document::Shown::kReadingOnly);
+  AddToolTables(versions, summaries, skills, &doc);
   return Print(io, doc, options.common.output);
 }
 

@@ -357,8 +357,36 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
     return RouteWaiting(now);
   }
 
-  // The trajectory is complete: it joins its group.
+  return OnTrajectoryDone(now, t, done);
+}
+
+Status Coordinator::OnTrajectoryDone(double now, Trajectory& t, const backend::TurnDone& done) {
   Batch& group = groups_.at(t.prompt);
+  store::TrajectoryRecord record = RecordOf(t, now, done);
+  router_.OnTrajectoryDone(ObservationOf(t, record.truncated));
+  group.done.push_back(std::move(record));
+  planner::TrajectorySize size{t.prompt_tokens, t.generated_tokens,
+                               t.context_tokens - t.prompt_tokens - t.generated_tokens};
+  size.turns = t.turns;
+  for (const store::TurnRecord& r : t.turn_records) size.tool_s += r.tool_latency_s;
+  group.sizes.push_back(size);
+  group.turns.insert(group.turns.end(), std::make_move_iterator(t.turn_records.begin()),
+                     std::make_move_iterator(t.turn_records.end()));  // t is erased below
+  group.sequence_tokens.push_back(t.context_tokens);
+  group.mean_versions.push_back(t.generated_tokens > 0
+                                    ? t.version_tokens / static_cast<double>(t.generated_tokens)
+                                    : t.version);
+  group.rollout_end = std::max(group.rollout_end, now);
+  if (--group.remaining == 0 && config_.stream_batches) complete_.push_back(t.prompt);
+  ++summary_.trajectories;
+  const TrajectoryId id = t.id;
+  live_.erase(id);
+  LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
+  return TryTrain(now);
+}
+
+store::TrajectoryRecord Coordinator::RecordOf(const Trajectory& t, double now,
+                                              const backend::TurnDone& done) {
   store::TrajectoryRecord record;
   record.id = t.id.value;
   record.prompt = t.prompt;
@@ -378,11 +406,15 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
     record.instances += std::to_string(t.path[i]);
     if (i > 0 && t.path[i] != t.path[i - 1]) ++record.migrations;
   }
+  return record;
+}
+
+sched::TrajectoryObservation Coordinator::ObservationOf(const Trajectory& t, bool truncated) {
   sched::TrajectoryObservation observation;
   observation.trajectory = t.id;
   observation.prompt = PromptId(t.prompt);
   observation.prompt_tokens = t.prompt_tokens;
-  observation.truncated = record.truncated;
+  observation.truncated = truncated;
   for (const store::TurnRecord& r : t.turn_records) {
     observation.turn_tokens.push_back(r.generated_tokens);
     if (r.end == workload::TurnEndName(workload::TurnEnd::kToolCall)) {
@@ -391,25 +423,7 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
       observation.tools.push_back(sched::ToolObservation{r.tool, status, r.tool_output_tokens});
     }
   }
-  router_.OnTrajectoryDone(observation);
-  group.done.push_back(record);
-  group.turns.insert(group.turns.end(), std::make_move_iterator(t.turn_records.begin()),
-                     std::make_move_iterator(t.turn_records.end()));  // t is erased below
-  group.sequence_tokens.push_back(t.context_tokens);
-  planner::TrajectorySize size{t.prompt_tokens, t.generated_tokens,
-                               t.context_tokens - t.prompt_tokens - t.generated_tokens};
-  size.turns = t.turns;
-  for (const store::TurnRecord& r : t.turn_records) size.tool_s += r.tool_latency_s;
-  group.sizes.push_back(size);
-  group.mean_versions.push_back(t.generated_tokens > 0
-                                    ? t.version_tokens / static_cast<double>(t.generated_tokens)
-                                    : t.version);
-  group.rollout_end = std::max(group.rollout_end, now);
-  if (--group.remaining == 0 && config_.stream_batches) complete_.push_back(t.prompt);
-  ++summary_.trajectories;
-  live_.erase(it);
-  LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
-  return TryTrain(now);
+  return observation;
 }
 
 Status Coordinator::OnTurnFailed(double now, const backend::TurnFailed& failed) {
@@ -683,9 +697,8 @@ Status Coordinator::OnEvalDone(double now, const backend::EvalDone& done) {
   return recorder_.RecordEval(done.version, *done.score);
 }
 
-Status Coordinator::FinishStep(double now, double sync_s) {
+store::StepRecord Coordinator::TakeStepRecord(const Batch& batch, double now, double sync_s) {
   const int step = next_train_step_;
-  Batch& batch = *training_;
   store::StepRecord record;
   record.step = step;
   record.start_s = step_start_;
@@ -729,6 +742,13 @@ Status Coordinator::FinishStep(double now, double sync_s) {
     record.idle_gpu_s = std::max(0.0, cluster_gpu_s - used);
     rollout_busy_mark_ = busy;
   }
+  return record;
+}
+
+Status Coordinator::FinishStep(double now, double sync_s) {
+  const int step = next_train_step_;
+  Batch& batch = *training_;
+  store::StepRecord record = TakeStepRecord(batch, now, sync_s);
   // Fidelity: no run may train faster than the perfect-balance bound.
   trained_ += record.trajectories;
   if (config_.throughput_bound && now > 0 &&

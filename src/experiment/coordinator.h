@@ -193,6 +193,11 @@ class Coordinator {
   Status Handle(const backend::Event& event);
   Status OnLayout(double now);
   Status OnTurnDone(double now, const backend::TurnDone& done);
+  /// `t`'s last turn is done: it joins its group (and leaves live_).
+  Status OnTrajectoryDone(double now, Trajectory& t, const backend::TurnDone& done);
+  static store::TrajectoryRecord RecordOf(const Trajectory& t, double now,
+                                          const backend::TurnDone& done);
+  static sched::TrajectoryObservation ObservationOf(const Trajectory& t, bool truncated);
   Status OnToolDone(double now, const backend::ToolDone& done);
   Status OnTurnFailed(double now, const backend::TurnFailed& failed);
   Status OnInstanceHealth(double now, const backend::InstanceHealth& health);
@@ -227,6 +232,9 @@ class Coordinator {
   /// Applies a draining transition once its instances are idle at a step boundary.
   Status AdvanceTransition(double now);
   Status FinishStep(double now, double sync_s);
+  /// The record of the step that ends now (its logprob and clip statistics are taken; the
+  /// utilisation mark moves on).
+  store::StepRecord TakeStepRecord(const Batch& batch, double now, double sync_s);
   /// A time the backend reported (an event's started_at) on the run's clock: a resumed run's
   /// backend counts from its own start.
   double Shifted(double backend_time) const { return backend_time + time_offset_; }

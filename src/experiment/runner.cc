@@ -390,13 +390,10 @@ Status CheckAbandoned(const store::RunInfo& run, bool take_over) {
       id, who.c_str()));
 }
 
-}  // namespace
-
-Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
-                             const BackendFactory& make_backend) {
+/// What a run records about itself when it begins.
+store::RunInfo RunInfoFor(const RunRequest& request) {
   const recipe::Recipe& recipe = *request.recipe;
   const recipe::SystemSpec& system = *request.system;
-
   store::RunInfo info;
   info.name = recipe.name;
   info.system = system.name;
@@ -417,6 +414,105 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   info.tuning_id = request.tuning_id;
   info.scenario = request.scenario;
   info.staleness = recipe.StalenessFor(system);
+  info.owner = store::ThisProcess();
+  return info;
+}
+
+/// The run as the store holds it once this libra owns it, and the steps it recorded before (a
+/// resumed run's).
+struct OpenedRun {
+  store::RunInfo info;
+  std::vector<store::StepRecord> recorded;
+};
+
+/// Begins the run, or reopens the one to resume (refusing one that is complete, of another
+/// system, or still owned by a live libra).
+Result<OpenedRun> OpenRun(store::Store& store, const RunRequest& request,
+                          const store::RunInfo& info) {
+  OpenedRun opened;
+  int64_t run_id = 0;
+  if (request.resume_run) {
+    run_id = *request.resume_run;
+    LIBRA_ASSIGN_OR_RETURN(store::RunInfo was, store.GetRun(run_id));
+    if (was.status == store::kRunOk) {
+      return Status::InvalidArgument(StrFormat(
+          "run %lld is complete: only an interrupted or failed run, or one whose libra died, can "
+          "be resumed",
+          static_cast<long long>(run_id)));
+    }
+    if (was.status == store::kRunRunning) {
+      LIBRA_RETURN_IF_ERROR(CheckAbandoned(was, request.take_over));
+    }
+    if (was.system != request.system->name) {
+      return Status::InvalidArgument(StrFormat("run %lld ran system '%s', not '%s'",
+                                               static_cast<long long>(run_id), was.system.c_str(),
+                                               request.system->name.c_str()));
+    }
+    LIBRA_ASSIGN_OR_RETURN(opened.recorded, store.Steps(run_id));
+    LIBRA_RETURN_IF_ERROR(store.ReopenRun(was, info.owner));
+  } else {
+    LIBRA_ASSIGN_OR_RETURN(run_id, store.BeginRun(info));
+    if (request.comparison_id) {
+      LIBRA_RETURN_IF_ERROR(store.AddToComparison(*request.comparison_id, run_id));
+    }
+  }
+  LIBRA_ASSIGN_OR_RETURN(opened.info, store.GetRun(run_id));
+  return opened;
+}
+
+/// Runs the opened run to its end: a resumed simulation replays its recorded steps, a resumed
+/// real run starts from its last checkpoint.
+Result<RunSummary> Execute(store::Store& store, const RunRequest& request, const OpenedRun& run,
+                           Result<std::unique_ptr<workload::Workload>> made_workload,
+                           Result<std::unique_ptr<model::CostModel>> made_cost,
+                           std::optional<double> throughput_bound,
+                           const BackendFactory& make_backend) {
+  const recipe::Recipe& recipe = *request.recipe;
+  const int64_t run_id = run.info.id;
+  const bool replay = recipe.backend == "sim";
+  LIBRA_ASSIGN_OR_RETURN(auto workload, std::move(made_workload));
+  LIBRA_ASSIGN_OR_RETURN(auto cost, std::move(made_cost));
+  BackendContext context;
+  context.run_id = run_id;
+  context.run_dir = store.RunFolder(run.info);
+  context.run_key = StrFormat("run %lld of %s, started %s", static_cast<long long>(run_id),
+                              std::filesystem::path(store.path()).filename().c_str(),
+                              run.info.started_at.c_str());
+  std::optional<ResumeState> resume;
+  if (request.resume_run && !replay && !run.recorded.empty()) {
+    LIBRA_ASSIGN_OR_RETURN(resume,
+                           ResumeStateOf(store, run_id, run.recorded, recipe.rl.prompts_per_step));
+    context.start_version = resume->steps_done;
+  }
+  std::unique_ptr<Recorder> recorder;
+  if (request.resume_run && replay) {
+    recorder = std::make_unique<ReplayRecorder>(store, run_id, run.recorded);
+  } else {
+    recorder = std::make_unique<StoreRecorder>(store, run_id);
+  }
+  std::unique_ptr<model::CostModel> belief;
+  if (request.planning_recipe != nullptr) {
+    LIBRA_ASSIGN_OR_RETURN(belief, model::MakeCostModel(*request.planning_recipe));
+  }
+  std::function<void(const Progress&)> progress;
+  if (request.progress) {
+    progress = [&](const Progress& p) {
+      Progress with_id = p;
+      with_id.run_id = run_id;
+      request.progress(with_id);
+    };
+  }
+  return RunCoordinator(recipe, *request.system, *workload, *cost, belief ? *belief : *cost,
+                        make_backend, context, resume, throughput_bound, *recorder,
+                        request.interrupted, progress);
+}
+
+}  // namespace
+
+Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
+                             const BackendFactory& make_backend) {
+  const recipe::Recipe& recipe = *request.recipe;
+  store::RunInfo info = RunInfoFor(request);
   // Built once: the bound recorded with the run needs them, and so does the run. A failure to
   // build them is recorded as the run's failure below.
   Result<std::unique_ptr<workload::Workload>> made_workload =
@@ -430,78 +526,11 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
     info.eval_initial =
         skill.EvalScore(0, HeldOutDifficulties(**made_workload, recipe.eval.prompts));
   }
-  int64_t run_id = 0;
-  // A resumed run: its recorded steps, and whether the backend replays them.
-  std::vector<store::StepRecord> recorded;
-  const bool replay = recipe.backend == "sim";
-  info.owner = store::ThisProcess();
-  if (request.resume_run) {
-    run_id = *request.resume_run;
-    LIBRA_ASSIGN_OR_RETURN(store::RunInfo was, store.GetRun(run_id));
-    if (was.status == store::kRunOk) {
-      return Status::InvalidArgument(StrFormat(
-          "run %lld is complete: only an interrupted or failed run, or one whose libra died, can "
-          "be resumed",
-          static_cast<long long>(run_id)));
-    }
-    if (was.status == store::kRunRunning) {
-      LIBRA_RETURN_IF_ERROR(CheckAbandoned(was, request.take_over));
-    }
-    if (was.system != system.name) {
-      return Status::InvalidArgument(StrFormat("run %lld ran system '%s', not '%s'",
-                                               static_cast<long long>(run_id), was.system.c_str(),
-                                               system.name.c_str()));
-    }
-    LIBRA_ASSIGN_OR_RETURN(recorded, store.Steps(run_id));
-    LIBRA_RETURN_IF_ERROR(store.ReopenRun(was, info.owner));
-  } else {
-    LIBRA_ASSIGN_OR_RETURN(run_id, store.BeginRun(info));
-    if (request.comparison_id) {
-      LIBRA_RETURN_IF_ERROR(store.AddToComparison(*request.comparison_id, run_id));
-    }
-  }
-  LIBRA_ASSIGN_OR_RETURN(const store::RunInfo recorded_run, store.GetRun(run_id));
-
+  LIBRA_ASSIGN_OR_RETURN(const OpenedRun run, OpenRun(store, request, info));
   RunOutcome outcome;
-  outcome.run_id = run_id;
-  auto run = [&]() -> Result<RunSummary> {
-    LIBRA_ASSIGN_OR_RETURN(auto workload, std::move(made_workload));
-    LIBRA_ASSIGN_OR_RETURN(auto cost, std::move(made_cost));
-    BackendContext context;
-    context.run_id = run_id;
-    context.run_dir = store.RunFolder(recorded_run);
-    context.run_key = StrFormat("run %lld of %s, started %s", static_cast<long long>(run_id),
-                                std::filesystem::path(store.path()).filename().c_str(),
-                                recorded_run.started_at.c_str());
-    std::optional<ResumeState> resume;
-    if (request.resume_run && !replay && !recorded.empty()) {
-      LIBRA_ASSIGN_OR_RETURN(resume,
-                             ResumeStateOf(store, run_id, recorded, recipe.rl.prompts_per_step));
-      context.start_version = resume->steps_done;
-    }
-    std::unique_ptr<Recorder> recorder;
-    if (request.resume_run && replay) {
-      recorder = std::make_unique<ReplayRecorder>(store, run_id, recorded);
-    } else {
-      recorder = std::make_unique<StoreRecorder>(store, run_id);
-    }
-    std::unique_ptr<model::CostModel> belief;
-    if (request.planning_recipe != nullptr) {
-      LIBRA_ASSIGN_OR_RETURN(belief, model::MakeCostModel(*request.planning_recipe));
-    }
-    std::function<void(const Progress&)> progress;
-    if (request.progress) {
-      progress = [&](const Progress& p) {
-        Progress with_id = p;
-        with_id.run_id = run_id;
-        request.progress(with_id);
-      };
-    }
-    return RunCoordinator(recipe, system, *workload, *cost, belief ? *belief : *cost, make_backend,
-                          context, resume, info.throughput_bound, *recorder, request.interrupted,
-                          progress);
-  };
-  Result<RunSummary> summary = run();
+  outcome.run_id = run.info.id;
+  Result<RunSummary> summary = Execute(store, request, run, std::move(made_workload),
+                                       std::move(made_cost), info.throughput_bound, make_backend);
   const char* status = store::kRunOk;
   if (summary.ok()) {
     outcome.summary = *summary;
@@ -510,7 +539,8 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
     status = outcome.status.code() == StatusCode::kInterrupted ? store::kRunInterrupted
                                                                : store::kRunFailed;
   }
-  LIBRA_RETURN_IF_ERROR(store.FinishRun(run_id, status, outcome.status.message(), NowIso8601()));
+  LIBRA_RETURN_IF_ERROR(
+      store.FinishRun(run.info.id, status, outcome.status.message(), NowIso8601()));
   return outcome;
 }
 

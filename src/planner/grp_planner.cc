@@ -362,34 +362,48 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   if (o.step >= options_.warmup) recent_.push_back({o.step_s, o.wait_s, o.train_s, o.sync_s});
   while (recent_.size() > 3) recent_.pop_front();
   const std::vector<RequestSample> step(o.trajectories.begin(), o.trajectories.end());
-  // Calibration against the layout in force, on this step's own trajectories; not during the
-  // warm-up (the first step also fills the pipeline) nor while a transition is under way.
-  if (options_.calibrate && !o.trajectories.empty() && o.step >= options_.warmup &&
-      !o.transition_in_flight) {
-    PipelineShape raw = Shape();
-    raw.rollout_scale = 1;
-    raw.train_scale = 1;
-    auto predicted = EvaluatePlan(*context_.cost, Space(false, nullptr), raw, step, o.layout.train,
-                                  RolloutTps(o.layout), o.layout.colocated,
-                                  lend_trainer_ && !o.layout.colocated);
-    if (predicted.ok()) {
-      train_cal_.Observe(predicted->train_s, o.train_s);
-      // Rollout alone is measured only when nothing overlaps it (synchronous), or when the
-      // trainer waited for it over the last steps (rollout-bound); asynchronous step times
-      // alternate as batches run ahead by up to `staleness` steps, so their mean is compared.
-      if (context_.staleness == 0) {
-        rollout_cal_.Observe(predicted->rollout_s, o.rollout_s);
-      } else if (recent_.size() >= 3) {
-        double mean_step = 0;
-        double mean_wait = 0;
-        for (const RecentStep& r : recent_) {
-          mean_step += r.step_s / static_cast<double>(recent_.size());
-          mean_wait += r.wait_s / static_cast<double>(recent_.size());
-        }
-        if (mean_wait > 0.01 * mean_step) rollout_cal_.Observe(predicted->rollout_s, mean_step);
-      }
-    }
+  Calibrate(o, step);
+  const bool drifted = ObserveLengths(o, step);
+  std::optional<std::string> trigger = Trigger(o);
+  if (!trigger && drifted && !o.transition_in_flight &&
+      o.step - last_change_step_ >= options_.cooldown) {
+    trigger = "drift";
   }
+  if (!trigger) return std::nullopt;
+  return Decide(o, *trigger);
+}
+
+void GrpPlanner::Calibrate(const StepObservation& o, std::span<const RequestSample> step) {
+  // Against the layout in force, on this step's own trajectories; not during the warm-up (the
+  // first step also fills the pipeline) nor while a transition is under way.
+  if (!options_.calibrate || step.empty() || o.step < options_.warmup || o.transition_in_flight) {
+    return;
+  }
+  PipelineShape raw = Shape();
+  raw.rollout_scale = 1;
+  raw.train_scale = 1;
+  auto predicted =
+      EvaluatePlan(*context_.cost, Space(false, nullptr), raw, step, o.layout.train,
+                   RolloutTps(o.layout), o.layout.colocated, lend_trainer_ && !o.layout.colocated);
+  if (!predicted.ok()) return;
+  train_cal_.Observe(predicted->train_s, o.train_s);
+  // Rollout alone is measured only when nothing overlaps it (synchronous), or when the trainer
+  // waited for it over the last steps (rollout-bound); asynchronous step times alternate as
+  // batches run ahead by up to `staleness` steps, so their mean is compared.
+  if (context_.staleness == 0) {
+    rollout_cal_.Observe(predicted->rollout_s, o.rollout_s);
+  } else if (recent_.size() >= 3) {
+    double mean_step = 0;
+    double mean_wait = 0;
+    for (const RecentStep& r : recent_) {
+      mean_step += r.step_s / static_cast<double>(recent_.size());
+      mean_wait += r.wait_s / static_cast<double>(recent_.size());
+    }
+    if (mean_wait > 0.01 * mean_step) rollout_cal_.Observe(predicted->rollout_s, mean_step);
+  }
+}
+
+bool GrpPlanner::ObserveLengths(const StepObservation& o, std::span<const RequestSample> step) {
   // Drift: this step's lengths against the history before it. A drift is a change point: the
   // lengths before it no longer describe the workload, so the history starts again from here.
   const double before = MeanTotal(History());
@@ -401,15 +415,12 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
     history_.push_back(t);
     if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
   }
-  std::optional<std::string> trigger = Trigger(o);
-  if (!trigger && drifted && !o.transition_in_flight &&
-      o.step - last_change_step_ >= options_.cooldown) {
-    trigger = "drift";
-  }
-  if (!trigger) return std::nullopt;
+  return drifted;
+}
 
+PlanDecision GrpPlanner::Decide(const StepObservation& o, std::string trigger) {
   PlanDecision decision;
-  decision.trigger = *trigger;
+  decision.trigger = std::move(trigger);
   if (o.layout.colocated) {
     decision.reason = "time-shared: every GPU already rolls out and trains; kept";
     return decision;
@@ -423,54 +434,59 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   decision.current_step_s = current->step_s;
   decision.next_step_s = current->step_s;
   const int remaining = std::max(0, context_.steps - (o.step + 1));
-
-  std::vector<backend::Layout> candidates = ElasticMoves(o.layout);
-  auto searched =
-      Search(*context_.cost, Space(true, &o.layout.train), Shape(), history, options_.mode);
-  if (searched.ok() && searched->best) {
-    auto layout = LayoutOf(*searched->best, context_.gpus_per_node);
-    if (layout.ok() && !(*layout == o.layout)) candidates.push_back(std::move(*layout));
-  }
-  std::optional<backend::Layout> best;
-  double best_gain = 0;
-  double best_step = current->step_s;
-  double best_transition = 0;
-  for (const backend::Layout& layout : candidates) {
-    const std::optional<CandidatePlan> predicted = Predict(layout, history);
-    if (!predicted) continue;
-    const double transition = TransitionSeconds(o.layout, layout, history);
-    const double per_step = current->step_s - predicted->step_s;
-    const double gain = per_step * remaining - transition;
-    if (!best || gain > best_gain) {
-      best = layout;
-      best_gain = gain;
-      best_step = predicted->step_s;
-      best_transition = transition;
-    }
-  }
+  // A search that fails leaves the elastic moves; the decision says why.
+  std::string searched;
+  const std::optional<Move> best = BestMove(o.layout, *current, history, remaining, &searched);
   if (!best) {
-    decision.reason = "no feasible candidate; kept";
+    decision.reason = "no feasible candidate; kept" + searched;
     return decision;
   }
-  decision.candidate_step_s = best_step;
-  decision.transition_s = best_transition;
-  decision.gain_s = best_gain;
-  const double relative = (current->step_s - best_step) / current->step_s;
-  if (best_gain <= 0 || relative < options_.min_gain) {
+  decision.candidate_step_s = best->step_s;
+  decision.transition_s = best->transition_s;
+  decision.gain_s = best->gain_s;
+  const double relative = (current->step_s - best->step_s) / current->step_s;
+  if (best->gain_s <= 0 || relative < options_.min_gain) {
     decision.reason = StrFormat(
         "kept: the best candidate (%s) saves %.1f%% per step, %.1f s over %d steps net of a "
-        "%.1f s transition",
-        best->ToString().c_str(), 100 * relative, best_gain, remaining, best_transition);
+        "%.1f s transition%s",
+        best->layout.ToString().c_str(), 100 * relative, best->gain_s, remaining,
+        best->transition_s, searched.c_str());
     return decision;
   }
-  decision.layout = best;
-  decision.next_step_s = best_step;
+  decision.layout = best->layout;
+  decision.next_step_s = best->step_s;
   decision.reason = StrFormat(
       "moved: %.1f%% faster per step (%.1f s -> %.1f s predicted), %.1f s saved over %d steps "
-      "net of a %.1f s transition",
-      100 * relative, current->step_s, best_step, best_gain, remaining, best_transition);
+      "net of a %.1f s transition%s",
+      100 * relative, current->step_s, best->step_s, best->gain_s, remaining, best->transition_s,
+      searched.c_str());
   last_change_step_ = o.step;
   return decision;
+}
+
+std::optional<GrpPlanner::Move> GrpPlanner::BestMove(const backend::Layout& layout,
+                                                     const CandidatePlan& current,
+                                                     std::span<const RequestSample> history,
+                                                     int remaining, std::string* note) const {
+  std::vector<backend::Layout> candidates = ElasticMoves(layout);
+  auto searched =
+      Search(*context_.cost, Space(true, &layout.train), Shape(), history, options_.mode);
+  if (!searched.ok()) {
+    *note = StrFormat(" (the search failed: %s; elastic moves only)",
+                      searched.status().message().c_str());
+  } else if (searched->best) {
+    auto plan = LayoutOf(*searched->best, context_.gpus_per_node);
+    if (plan.ok() && !(*plan == layout)) candidates.push_back(std::move(*plan));
+  }
+  std::optional<Move> best;
+  for (const backend::Layout& candidate : candidates) {
+    const std::optional<CandidatePlan> predicted = Predict(candidate, history);
+    if (!predicted) continue;
+    const double transition = TransitionSeconds(layout, candidate, history);
+    const double gain = (current.step_s - predicted->step_s) * remaining - transition;
+    if (!best || gain > best->gain_s) best = Move{candidate, gain, predicted->step_s, transition};
+  }
+  return best;
 }
 
 }  // namespace libra::planner

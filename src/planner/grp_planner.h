@@ -119,6 +119,24 @@ class GrpPlanner : public Planner {
   double TransitionSeconds(const backend::Layout& from, const backend::Layout& to,
                            std::span<const RequestSample> history) const;
   std::optional<std::string> Trigger(const StepObservation& observation);
+  /// Folds a step's measured train and rollout times into the calibration factors.
+  void Calibrate(const StepObservation& observation, std::span<const RequestSample> step);
+  /// Adds the step's lengths and tool latencies to the history; whether its lengths drifted (the
+  /// history then starts again from them).
+  bool ObserveLengths(const StepObservation& observation, std::span<const RequestSample> step);
+  PlanDecision Decide(const StepObservation& observation, std::string trigger);
+  /// A layout to move to, its net gain over the remaining steps, predicted step and transition.
+  struct Move {
+    backend::Layout layout;
+    double gain_s = 0;
+    double step_s = 0;
+    double transition_s = 0;
+  };
+  /// The candidate (an elastic move or the search's best) with the largest net gain; nullopt when
+  /// none is feasible. `note` gets why the search failed, when it did.
+  std::optional<Move> BestMove(const backend::Layout& layout, const CandidatePlan& current,
+                               std::span<const RequestSample> history, int remaining,
+                               std::string* note) const;
   std::vector<backend::Layout> ElasticMoves(const backend::Layout& current) const;
   void AddToolLatencies(std::span<const double> latencies);
 

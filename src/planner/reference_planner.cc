@@ -752,22 +752,9 @@ Result<ReferenceDecision> ReferencePlanner::PlanIfNeeded(int64_t step,
   return Decide(step, run, decision.trigger, metrics, std::move(current), std::move(optimization));
 }
 
-Result<ReferenceDecision> ReferencePlanner::Decide(int64_t step, const ReferenceRunConfig& run,
-                                                   ReferenceTrigger trigger,
-                                                   const ReferenceRuntimeMetrics* metrics,
-                                                   ReferencePlan current,
-                                                   ReferenceOptimization optimization) {
+Result<std::optional<ReferencePlan>> ReferencePlanner::ForcedCandidate(
+    const ReferenceRunConfig& run, const ReferencePlan& current) const {
   const int64_t B = run.batch_size;
-  ReferencePlan candidate;
-  candidate.train = *optimization.train;
-  candidate.rollout_tp_list = optimization.rollout_tp_list;
-  candidate.t_train = optimization.t_train;
-  candidate.t_rollout = optimization.t_rollout;
-  candidate.t_global = optimization.t_global;
-  candidate.n_total_gpus = config_.n_total_gpus;
-  candidate.max_concurrent_rollouts = std::max(B, candidate.n_instances() * B);
-  candidate.source = ReferencePlanSource::kOptimizer;
-
   // GRP_FORCE_ROLLOUT_TP_LIST: must fill the rollout GPUs (those GRP_FORCE_TRAIN_GPUS leaves,
   // when it is set).
   const std::vector<int>& forced_tps = config_.force_rollout_tp_list;
@@ -805,30 +792,47 @@ Result<ReferenceDecision> ReferencePlanner::Decide(int64_t step, const Reference
     train.dp = train_gpus / model_parallel;
     forced_train = train;
   }
-  const bool forced_candidate = !forced_tps.empty() || forced_train.has_value();
-  if (forced_candidate) {
-    // Reference behaviour: forced training is timed without a memory check.
-    const int64_t L = MeanTotalLength(history_);
-    ReferencePlan forced;
-    forced.train = forced_train.value_or(current.train);
-    forced.t_train = forced_train.has_value()
-                         ? model_.TrainIterationTime(*forced_train, B, L).seconds
-                         : current.t_train;
-    if (!forced_tps.empty()) {
-      forced.rollout_tp_list = forced_tps;
-      forced.t_rollout = model_.EvaluateRollout(forced_tps, history_).makespan;
-      forced.source = forced_train.has_value() ? ReferencePlanSource::kForcedTrainAndRollout
-                                               : ReferencePlanSource::kForcedRolloutTp;
-    } else {
-      forced.rollout_tp_list = current.rollout_tp_list;
-      forced.t_rollout = current.t_rollout;
-      forced.source = ReferencePlanSource::kForcedTrainGpus;
-    }
-    forced.t_global = std::max(forced.t_train, forced.t_rollout);
-    forced.n_total_gpus = config_.n_total_gpus;
-    forced.max_concurrent_rollouts = run.max_concurrent_rollouts;
-    candidate = std::move(forced);
+  if (forced_tps.empty() && !forced_train.has_value()) return std::optional<ReferencePlan>();
+  // Reference behaviour: forced training is timed without a memory check.
+  const int64_t L = MeanTotalLength(history_);
+  ReferencePlan forced;
+  forced.train = forced_train.value_or(current.train);
+  forced.t_train = forced_train.has_value() ? model_.TrainIterationTime(*forced_train, B, L).seconds
+                                            : current.t_train;
+  if (!forced_tps.empty()) {
+    forced.rollout_tp_list = forced_tps;
+    forced.t_rollout = model_.EvaluateRollout(forced_tps, history_).makespan;
+    forced.source = forced_train.has_value() ? ReferencePlanSource::kForcedTrainAndRollout
+                                             : ReferencePlanSource::kForcedRolloutTp;
+  } else {
+    forced.rollout_tp_list = current.rollout_tp_list;
+    forced.t_rollout = current.t_rollout;
+    forced.source = ReferencePlanSource::kForcedTrainGpus;
   }
+  forced.t_global = std::max(forced.t_train, forced.t_rollout);
+  forced.n_total_gpus = config_.n_total_gpus;
+  forced.max_concurrent_rollouts = run.max_concurrent_rollouts;
+  return std::optional<ReferencePlan>(std::move(forced));
+}
+
+Result<ReferenceDecision> ReferencePlanner::Decide(int64_t step, const ReferenceRunConfig& run,
+                                                   ReferenceTrigger trigger,
+                                                   const ReferenceRuntimeMetrics* metrics,
+                                                   ReferencePlan current,
+                                                   ReferenceOptimization optimization) {
+  ReferencePlan candidate;
+  candidate.train = *optimization.train;
+  candidate.rollout_tp_list = optimization.rollout_tp_list;
+  candidate.t_train = optimization.t_train;
+  candidate.t_rollout = optimization.t_rollout;
+  candidate.t_global = optimization.t_global;
+  candidate.n_total_gpus = config_.n_total_gpus;
+  candidate.max_concurrent_rollouts =
+      std::max(run.batch_size, candidate.n_instances() * run.batch_size);
+  candidate.source = ReferencePlanSource::kOptimizer;
+  LIBRA_ASSIGN_OR_RETURN(std::optional<ReferencePlan> forced, ForcedCandidate(run, current));
+  const bool forced_candidate = forced.has_value();
+  if (forced_candidate) candidate = std::move(*forced);
 
   LIBRA_ASSIGN_OR_RETURN(
       std::optional<ReferenceElasticSignal> signal,

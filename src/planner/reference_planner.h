@@ -617,6 +617,10 @@ class ReferencePlanner {
   Result<ReferenceDecision> Decide(int64_t step, const ReferenceRunConfig& run,
                                    ReferenceTrigger trigger, const ReferenceRuntimeMetrics* metrics,
                                    ReferencePlan current, ReferenceOptimization optimization);
+  // The candidate the GRP_FORCE_* overrides make (force_rollout_tp_list, force_train_gpus), or
+  // nullopt when none is set; an error when they do not fit the cluster.
+  Result<std::optional<ReferencePlan>> ForcedCandidate(const ReferenceRunConfig& run,
+                                                       const ReferencePlan& current) const;
   // Records `decision` as the last one and returns it (_remember).
   ReferenceDecision Remember(ReferenceDecision decision);
   void MarkRejectedTriggerObserved(ReferenceTrigger trigger,

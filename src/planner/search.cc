@@ -847,6 +847,204 @@ Problem MakeProblem(const model::CostModel& cost, const SearchSpace& space,
   return p;
 }
 
+// ---- The search ---------------------------------------------------------------------------------
+
+/// The rollout layouts of space.node_pattern per training budget (empty where the pattern cannot
+/// fill the budget's remainder); `segment_tps` gets every instance size they use, sorted.
+std::map<int, std::vector<int>> PatternLayouts(const SearchSpace& space,
+                                               const std::vector<int>& budgets,
+                                               std::vector<int>* segment_tps) {
+  const int gpn = space.gpus_per_node;
+  const int total = space.nodes * gpn;
+  std::map<int, std::vector<int>> layouts;
+  segment_tps->clear();
+  for (int budget : budgets) {
+    auto packed = PackInstances(gpn, budget, total - budget, space.node_pattern);
+    std::vector<int> tps;
+    if (packed.ok()) {
+      for (const backend::InstanceSpec& i : *packed) tps.push_back(i.tp);
+    }
+    segment_tps->insert(segment_tps->end(), tps.begin(), tps.end());
+    layouts[budget] = std::move(tps);
+  }
+  *segment_tps = SortedUnique(std::move(*segment_tps));
+  return layouts;
+}
+
+/// Refuses an exhaustive search too large to finish: it is for cross-checks on small cases.
+Status CheckExhaustiveSize(const SearchSpace& space, const std::vector<int>& budgets,
+                           const std::vector<int>& rollout_tps, bool time_shared, int n) {
+  const int total = space.nodes * space.gpus_per_node;
+  if (total > kExhaustiveMaxGpus || n > kExhaustiveMaxRequests) {
+    return Status::InvalidArgument(StrFormat(
+        "the exhaustive search is for cross-checks of at most %d GPUs and %d sampled requests "
+        "(this is %d GPUs and %d requests); use the tree-DP search",
+        kExhaustiveMaxGpus, kExhaustiveMaxRequests, total, n));
+  }
+  double enumerations = 0;
+  if (space.node_pattern.empty()) {
+    for (int budget : budgets) enumerations += FreeEnumerations(rollout_tps, total - budget, n);
+    if (time_shared) enumerations += FreeEnumerations(rollout_tps, total, n);
+  }
+  if (enumerations > kExhaustiveMaxEnumerations) {
+    return Status::InvalidArgument(StrFormat(
+        "the exhaustive search would enumerate %.3g rollout layouts x request splits (at most "
+        "%.3g); use the tree-DP search or fewer GPUs or requests",
+        enumerations, kExhaustiveMaxEnumerations));
+  }
+  return Status();
+}
+
+/// composable[g]: whether sizes of `tps` sum to g, for g in [0, max].
+std::vector<bool> Composable(const std::vector<int>& tps, int max) {
+  std::vector<bool> composable(static_cast<size_t>(max + 1), false);
+  composable[0] = true;
+  for (int g = 1; g <= max; ++g) {
+    for (int tp : tps) {
+      if (tp <= g && composable[static_cast<size_t>(g - tp)])
+        composable[static_cast<size_t>(g)] = true;
+    }
+  }
+  return composable;
+}
+
+/// One search's working state: each training budget's rollout options, then its best plan against
+/// them, appended to the result (its trace counts the work).
+class BudgetSearch {
+ public:
+  BudgetSearch(const SearchSpace& space, SearchMode mode, Problem& p, const SampleCosts& costs,
+               const SegmentTable& seg, std::vector<int> rollout_tps,
+               std::map<int, std::vector<int>> pattern_layouts, int max_rollout,
+               SearchResult& result)
+      : space_(space),
+        mode_(mode),
+        p_(p),
+        costs_(costs),
+        seg_(seg),
+        total_(space.nodes * space.gpus_per_node),
+        rollout_tps_(std::move(rollout_tps)),
+        pattern_layouts_(std::move(pattern_layouts)),
+        result_(result) {
+    if (!space.node_pattern.empty()) return;
+    composable_ = Composable(rollout_tps_, max_rollout);
+    // Once, up to the largest rollout budget; every budget reads its row.
+    if (mode == SearchMode::kTreeDp) dp_.emplace(seg, max_rollout, &result.trace.dp_cells);
+  }
+
+  /// The best plan training on `budget` GPUs (all of them time-shared when `colocated`).
+  void PlanBudget(int budget, bool colocated) {
+    SearchTrace& trace = result_.trace;
+    const RolloutSide side = !space_.node_pattern.empty() ? PatternSide(budget)
+                             : colocated                  ? FreeSide(total_, 0)
+                                                          : FreeSide(total_ - budget, budget);
+    std::map<std::string, int> pruned = side.pruned;
+    std::optional<CandidatePlan> best;
+    if (!side.options.empty()) {
+      best = mode_ == SearchMode::kTreeDp
+                 ? TrainingTree(p_, budget, side, colocated, pruned, trace.train_nodes)
+                 : EveryLeaf(p_, budget, side, colocated, pruned, trace.train_nodes);
+    }
+    if (best && space_.hybrid) {
+      for (const RolloutOption& o : side.options) {
+        if (o.tps != best->rollout_tps) continue;
+        if (auto lending = LendTrainer(p_, *best, o.kinds, false)) best = std::move(*lending);
+        break;
+      }
+    }
+    for (const auto& [reason, count] : pruned) trace.pruned[reason] += count;
+    const std::string what = colocated
+                                 ? StrFormat("time-shared %d", total_)
+                                 : StrFormat("train %d + rollout %d", budget, total_ - budget);
+    if (best) {
+      trace.lines.push_back(StrFormat("%s: %s", what.c_str(), best->ToString().c_str()));
+      result_.top.push_back(std::move(*best));
+    } else {
+      trace.lines.push_back(
+          StrFormat("%s: no plan (%s)", what.c_str(), PrunedString(pruned).c_str()));
+    }
+  }
+
+ private:
+  /// The one rollout layout node_pattern gives `budget`.
+  RolloutSide PatternSide(int budget) {
+    RolloutSide side;
+    const std::vector<int>& tps = pattern_layouts_[budget];
+    if (tps.empty()) {
+      Count(side.pruned, "no_rollout_layout");
+      return side;
+    }
+    // Layouts with the same instances have the same rollout.
+    std::vector<int> key = tps;
+    std::sort(key.begin(), key.end());
+    auto it = shared_memo_.find(key);
+    if (it == shared_memo_.end()) {
+      std::vector<KindShare> kinds = MixedShares(p_, costs_, key);
+      const double period = Period(p_, kinds, 0);
+      it = shared_memo_.emplace(key, std::make_pair(std::move(kinds), period)).first;
+    }
+    if (it->second.second == kInf) {
+      Count(side.pruned, "rollout_oom");
+      return side;
+    }
+    std::vector<int> sorted = tps;
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    side.options.push_back({sorted.front(), it->second.second, sorted, it->second.first});
+    return side;
+  }
+
+  /// Free layouts of `rollout` GPUs from GPU `first_gpu` on: Algorithm 1's fastest layout per
+  /// largest TP, and every homogeneous layout; each timed as the router fills it (MixedShares).
+  RolloutSide FreeSide(int rollout, int first_gpu) {
+    RolloutSide side;
+    if (!composable_[static_cast<size_t>(rollout)]) {
+      Count(side.pruned, "no_rollout_layout");
+      return side;
+    }
+    std::optional<RolloutEnumeration> e;
+    if (mode_ == SearchMode::kExhaustive) {
+      e.emplace(seg_);
+      e->Free(rollout);
+    }
+    const std::vector<int> bins = RolloutBins(total_, space_.gpus_per_node, first_gpu);
+    std::vector<std::vector<int>> layouts;
+    for (int m = 0; m < static_cast<int>(rollout_tps_.size()); ++m) {
+      const double fastest = dp_ ? dp_->Value(m, rollout) : e->best(m);
+      if (fastest == kInf) continue;
+      layouts.push_back(TpsOf(dp_ ? dp_->Layout(m, rollout) : e->layout(m)));
+    }
+    for (int tp : rollout_tps_) {
+      if (rollout % tp == 0)
+        layouts.push_back(std::vector<int>(static_cast<size_t>(rollout / tp), tp));
+    }
+    std::set<std::vector<int>> seen;
+    for (std::vector<int>& tps : layouts) {
+      if (!seen.insert(tps).second) continue;
+      RolloutOption option;
+      option.max_tp = tps.front();
+      option.kinds = MixedShares(p_, costs_, tps);
+      option.makespan = Period(p_, option.kinds, 0);
+      option.tps = std::move(tps);
+      if (option.makespan == kInf) continue;
+      AddPackable(side, std::move(option), bins);
+    }
+    if (side.options.empty() && side.pruned.empty()) Count(side.pruned, "rollout_oom");
+    return side;
+  }
+
+  const SearchSpace& space_;
+  const SearchMode mode_;
+  Problem& p_;
+  const SampleCosts& costs_;
+  const SegmentTable& seg_;
+  const int total_;
+  const std::vector<int> rollout_tps_;  // allowed sizes of free layouts, ascending
+  std::map<int, std::vector<int>> pattern_layouts_;
+  std::vector<bool> composable_;  // free layouts only
+  std::optional<RolloutDp> dp_;   // free layouts, tree-DP mode only
+  std::map<std::vector<int>, std::pair<std::vector<KindShare>, double>> shared_memo_;
+  SearchResult& result_;
+};
+
 }  // namespace
 
 int CandidatePlan::rollout_gpus() const {
@@ -867,53 +1065,20 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
                             SearchMode mode) {
   if (history.empty()) return Status::InvalidArgument("the length history is empty");
   LIBRA_RETURN_IF_ERROR(ValidateSpace(space, shape));
-  const int gpn = space.gpus_per_node;
-  const int total = space.nodes * gpn;
+  const int total = space.nodes * space.gpus_per_node;
   LIBRA_ASSIGN_OR_RETURN(const std::vector<int> budgets, TrainingBudgets(space));
   // Allowed sizes of free layouts, ascending (unused with a node pattern).
-  const std::vector<int> rollout_tps = AllowedRolloutTps(space);
+  std::vector<int> rollout_tps = AllowedRolloutTps(space);
   Problem p = MakeProblem(cost, space, shape, history);
   const int n = static_cast<int>(p.sample.size());
   // The time-shared layout: every GPU rolls out and trains.
   const bool time_shared =
       space.time_shared && space.node_pattern.empty() && !space.fixed_train_gpus;
-
-  // The rollout layouts of node_pattern, per budget (empty when the pattern cannot fill it).
-  std::map<int, std::vector<int>> pattern_layouts;
   std::vector<int> segment_tps = rollout_tps;
-  if (!space.node_pattern.empty()) {
-    segment_tps.clear();
-    for (int budget : budgets) {
-      auto packed = PackInstances(gpn, budget, total - budget, space.node_pattern);
-      std::vector<int> tps;
-      if (packed.ok()) {
-        for (const backend::InstanceSpec& i : *packed) tps.push_back(i.tp);
-      }
-      segment_tps.insert(segment_tps.end(), tps.begin(), tps.end());
-      pattern_layouts[budget] = std::move(tps);
-    }
-    segment_tps = SortedUnique(segment_tps);
-  }
-  const int max_rollout = time_shared ? total : total - budgets.front();
-
+  std::map<int, std::vector<int>> pattern_layouts;
+  if (!space.node_pattern.empty()) pattern_layouts = PatternLayouts(space, budgets, &segment_tps);
   if (mode == SearchMode::kExhaustive) {
-    if (total > kExhaustiveMaxGpus || n > kExhaustiveMaxRequests) {
-      return Status::InvalidArgument(StrFormat(
-          "the exhaustive search is for cross-checks of at most %d GPUs and %d sampled requests "
-          "(this is %d GPUs and %d requests); use the tree-DP search",
-          kExhaustiveMaxGpus, kExhaustiveMaxRequests, total, n));
-    }
-    double enumerations = 0;
-    if (space.node_pattern.empty()) {
-      for (int budget : budgets) enumerations += FreeEnumerations(rollout_tps, total - budget, n);
-      if (time_shared) enumerations += FreeEnumerations(rollout_tps, total, n);
-    }
-    if (enumerations > kExhaustiveMaxEnumerations) {
-      return Status::InvalidArgument(StrFormat(
-          "the exhaustive search would enumerate %.3g rollout layouts x request splits (at most "
-          "%.3g); use the tree-DP search or fewer GPUs or requests",
-          enumerations, kExhaustiveMaxEnumerations));
-    }
+    LIBRA_RETURN_IF_ERROR(CheckExhaustiveSize(space, budgets, rollout_tps, time_shared, n));
   }
 
   SearchResult result;
@@ -921,120 +1086,11 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
   trace.budgets = static_cast<int>(budgets.size());
   const SampleCosts costs(cost, segment_tps, p.sample);
   const SegmentTable seg(p, costs, &trace.segment_evaluations);
-
-  // ---- The rollout side of a budget: its fastest layout per largest TP ----
-  std::optional<RolloutDp> dp;
-  std::vector<bool> composable;  // whether sizes of rollout_tps sum to g
-  if (space.node_pattern.empty()) {
-    composable.assign(static_cast<size_t>(max_rollout + 1), false);
-    composable[0] = true;
-    for (int g = 1; g <= max_rollout; ++g) {
-      for (int tp : rollout_tps) {
-        if (tp <= g && composable[static_cast<size_t>(g - tp)]) {
-          composable[static_cast<size_t>(g)] = true;
-        }
-      }
-    }
-    // Once, up to the largest rollout budget; every budget reads its row.
-    if (mode == SearchMode::kTreeDp) dp.emplace(seg, max_rollout, &trace.dp_cells);
-  }
-  std::map<std::vector<int>, std::pair<std::vector<KindShare>, double>> shared_memo;
-  auto pattern_side = [&](int budget) {
-    RolloutSide side;
-    const std::vector<int>& tps = pattern_layouts[budget];
-    if (tps.empty()) {
-      Count(side.pruned, "no_rollout_layout");
-      return side;
-    }
-    // Layouts with the same instances have the same rollout.
-    std::vector<int> key = tps;
-    std::sort(key.begin(), key.end());
-    auto it = shared_memo.find(key);
-    if (it == shared_memo.end()) {
-      std::vector<KindShare> kinds = MixedShares(p, costs, key);
-      const double period = Period(p, kinds, 0);
-      it = shared_memo.emplace(key, std::make_pair(std::move(kinds), period)).first;
-    }
-    if (it->second.second == kInf) {
-      Count(side.pruned, "rollout_oom");
-      return side;
-    }
-    std::vector<int> sorted = tps;
-    std::sort(sorted.begin(), sorted.end(), std::greater<>());
-    side.options.push_back({sorted.front(), it->second.second, sorted, it->second.first});
-    return side;
-  };
-  auto free_side = [&](int rollout, int first_gpu) {
-    RolloutSide side;
-    if (!composable[static_cast<size_t>(rollout)]) {
-      Count(side.pruned, "no_rollout_layout");
-      return side;
-    }
-    std::optional<RolloutEnumeration> e;
-    if (mode == SearchMode::kExhaustive) {
-      e.emplace(seg);
-      e->Free(rollout);
-    }
-    const std::vector<int> bins = RolloutBins(total, gpn, first_gpu);
-    // Algorithm 1's fastest layout per largest TP, and every homogeneous layout; each timed as
-    // the router fills it (MixedShares).
-    std::vector<std::vector<int>> layouts;
-    for (int m = 0; m < static_cast<int>(rollout_tps.size()); ++m) {
-      const double fastest = dp ? dp->Value(m, rollout) : e->best(m);
-      if (fastest == kInf) continue;
-      layouts.push_back(TpsOf(dp ? dp->Layout(m, rollout) : e->layout(m)));
-    }
-    for (int tp : rollout_tps) {
-      if (rollout % tp == 0)
-        layouts.push_back(std::vector<int>(static_cast<size_t>(rollout / tp), tp));
-    }
-    std::set<std::vector<int>> seen;
-    for (std::vector<int>& tps : layouts) {
-      if (!seen.insert(tps).second) continue;
-      RolloutOption option;
-      option.max_tp = tps.front();
-      option.kinds = MixedShares(p, costs, tps);
-      option.makespan = Period(p, option.kinds, 0);
-      option.tps = std::move(tps);
-      if (option.makespan == kInf) continue;
-      AddPackable(side, std::move(option), bins);
-    }
-    if (side.options.empty() && side.pruned.empty()) Count(side.pruned, "rollout_oom");
-    return side;
-  };
-
-  // ---- Every budget: the training side against its rollout options ----
-  auto plan_budget = [&](int budget, bool colocated) {
-    const RolloutSide side = !space.node_pattern.empty() ? pattern_side(budget)
-                             : colocated                 ? free_side(total, 0)
-                                                         : free_side(total - budget, budget);
-    std::map<std::string, int> pruned = side.pruned;
-    std::optional<CandidatePlan> best;
-    if (!side.options.empty()) {
-      best = mode == SearchMode::kTreeDp
-                 ? TrainingTree(p, budget, side, colocated, pruned, trace.train_nodes)
-                 : EveryLeaf(p, budget, side, colocated, pruned, trace.train_nodes);
-    }
-    if (best && space.hybrid) {
-      for (const RolloutOption& o : side.options) {
-        if (o.tps != best->rollout_tps) continue;
-        if (auto lending = LendTrainer(p, *best, o.kinds, false)) best = std::move(*lending);
-        break;
-      }
-    }
-    for (const auto& [reason, count] : pruned) trace.pruned[reason] += count;
-    const std::string what = colocated ? StrFormat("time-shared %d", total)
-                                       : StrFormat("train %d + rollout %d", budget, total - budget);
-    if (best) {
-      trace.lines.push_back(StrFormat("%s: %s", what.c_str(), best->ToString().c_str()));
-      result.top.push_back(std::move(*best));
-    } else {
-      trace.lines.push_back(
-          StrFormat("%s: no plan (%s)", what.c_str(), PrunedString(pruned).c_str()));
-    }
-  };
-  for (int budget : budgets) plan_budget(budget, false);
-  if (time_shared) plan_budget(total, true);
+  const int max_rollout = time_shared ? total : total - budgets.front();
+  BudgetSearch search(space, mode, p, costs, seg, std::move(rollout_tps),
+                      std::move(pattern_layouts), max_rollout, result);
+  for (int budget : budgets) search.PlanBudget(budget, false);
+  if (time_shared) search.PlanBudget(total, true);
   std::stable_sort(
       result.top.begin(), result.top.end(), [](const CandidatePlan& a, const CandidatePlan& b) {
         return std::make_pair(a.step_s, a.train_gpus()) < std::make_pair(b.step_s, b.train_gpus());

@@ -116,8 +116,12 @@ Status DiagnosticsToStatus(const std::vector<Diagnostic>& diagnostics) {
   return Status(StatusCode::kInvalidRecipe, StrJoin(lines, "\n"));
 }
 
-void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
-  Checker c(r, diagnostics);
+namespace {
+
+/// Trajectories per step (each factor may be out of its bounds: checked apart).
+int64_t PerStep(const Recipe& r) { return int64_t{r.rl.prompts_per_step} * r.rl.group_size; }
+
+void CheckRunAndCluster(const Recipe& r, Checker& c) {
   c.Check(!r.name.empty(), "name", "must not be empty");
   c.AtLeast(r.steps, 1, "steps");
   c.AtMost(r.steps, kMaxSteps, "steps");
@@ -142,12 +146,14 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
   c.OneOf(r.workload.kind, {"agentic", "trace"}, "workload.kind");
   c.Check(r.workload.kind != "trace" || !r.workload.trace.empty(), "workload.trace",
           "required when workload.kind = \"trace\"");
+}
 
+void CheckRl(const Recipe& r, Checker& c) {
   c.AtLeast(r.rl.prompts_per_step, 1, "rl.prompts_per_step");
   c.AtMost(r.rl.prompts_per_step, kMaxPromptsPerStep, "rl.prompts_per_step");
   c.AtLeast(r.rl.group_size, 1, "rl.group_size");
   c.AtMost(r.rl.group_size, kMaxGroupSize, "rl.group_size");
-  const int64_t per_step = int64_t{r.rl.prompts_per_step} * r.rl.group_size;
+  const int64_t per_step = PerStep(r);
   if (r.rl.prompts_per_step <= kMaxPromptsPerStep && r.rl.group_size <= kMaxGroupSize) {
     c.Check(per_step <= kMaxTrajectoriesPerStep, "rl.group_size",
             StrFormat("%d prompts of %d samples are %lld trajectories per step, more than "
@@ -166,7 +172,9 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
           StrFormat("must be in [1, 100000] (got %d)", r.eval.prompts));
   c.Check(r.eval.target_fraction > 0 && r.eval.target_fraction <= 1, "eval.target_fraction",
           StrFormat("must be in (0, 1] (got %g)", r.eval.target_fraction));
+}
 
+void CheckSimAndTuning(const Recipe& r, Checker& c) {
   c.AtLeast(r.sim.max_num_seqs, 1, "sim.max_num_seqs");
   c.AtMost(r.sim.max_num_seqs, kMaxNumSeqs, "sim.max_num_seqs");
   c.AtLeast(r.sim.max_batched_tokens, 1, "sim.max_batched_tokens");
@@ -181,7 +189,12 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
   c.Check(
       r.baselines.size() <= static_cast<size_t>(kMaxBaselines), "baselines",
       StrFormat("%zu entries, more than libra's limit of %d", r.baselines.size(), kMaxBaselines));
+}
 
+/// Each system: a unique name, its overrides in range, and a staleness its sync interval and
+/// libra's limits allow.
+void CheckSystems(const Recipe& r, Checker& c) {
+  const int64_t per_step = PerStep(r);
   std::vector<const SystemSpec*> systems = {&r.system};
   for (const SystemSpec& b : r.baselines) systems.push_back(&b);
   std::set<std::string> names;
@@ -216,6 +229,16 @@ void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
                         r.rl.sync_interval, r.rl.sync_interval - 1, s->name.c_str(), staleness));
     }
   }
+}
+
+}  // namespace
+
+void ValidateRecipe(const Recipe& r, std::vector<Diagnostic>* diagnostics) {
+  Checker c(r, diagnostics);
+  CheckRunAndCluster(r, c);
+  CheckRl(r, c);
+  CheckSimAndTuning(r, c);
+  CheckSystems(r, c);
 }
 
 }  // namespace libra::recipe

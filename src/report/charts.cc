@@ -934,164 +934,207 @@ GpuSeconds AccountGpuSeconds(const RunView& view, const std::vector<store::Event
   return g;
 }
 
-StackedSteps AllocationOverTime(const PlotRun& run) {
-  StackedSteps chart;
-  const std::vector<store::StepRecord>& steps = run.view.steps;
-  if (steps.empty()) return chart;
-  // The layouts in force: the first applied decision, then every layout change.
-  struct Change {
-    double start, end;
-    std::string layout;
-  };
+namespace {
+
+/// A layout change: from `start` to `end` the GPUs move to `layout`.
+struct LayoutChange {
+  double start, end;
+  std::string layout;
+};
+
+/// What a run's records say of its layouts: the first in force, every change, and the spans
+/// that matter for a colocated layout.
+struct LayoutHistory {
   std::string initial;
+  std::vector<LayoutChange> changes;
+  int lends = 0;
+  int reclaims = 0;
+  std::vector<std::pair<double, double>> train_spans, sync_spans;
+};
+
+LayoutHistory LayoutHistoryOf(const PlotRun& run) {
+  LayoutHistory h;
   for (const store::DecisionRecord& d : run.decisions) {
     if (d.applied) {
-      initial = d.layout;
+      h.initial = d.layout;
       break;
     }
   }
-  std::vector<Change> changes;
-  int lends = 0, reclaims = 0;
-  std::vector<std::pair<double, double>> train_spans, sync_spans;
   for (const store::EventRecord& e : run.events) {
-    if (e.kind == "relayout") changes.push_back({e.start_s, e.end_s, e.detail});
-    if (e.kind == "lend") ++lends;
-    if (e.kind == "reclaim") ++reclaims;
-    if (e.kind == "train") train_spans.emplace_back(e.start_s, e.end_s);
-    if (e.kind == "sync") sync_spans.emplace_back(e.start_s, e.end_s);
+    if (e.kind == "relayout") h.changes.push_back({e.start_s, e.end_s, e.detail});
+    if (e.kind == "lend") ++h.lends;
+    if (e.kind == "reclaim") ++h.reclaims;
+    if (e.kind == "train") h.train_spans.emplace_back(e.start_s, e.end_s);
+    if (e.kind == "sync") h.sync_spans.emplace_back(e.start_s, e.end_s);
   }
-  if (changes.empty()) {
+  if (h.changes.empty()) {
     // A run recorded without layout-change events: its applied decisions, as instant changes.
     bool first = true;
     for (const store::DecisionRecord& d : run.decisions) {
       if (!d.applied) continue;
-      if (!first) changes.push_back({d.at_s, d.at_s, d.layout});
+      if (!first) h.changes.push_back({d.at_s, d.at_s, d.layout});
       first = false;
     }
   }
-  if (initial.empty()) initial = changes.empty() ? "" : changes.front().layout;
-  const double end = steps.back().end_s;
-  if (initial.empty()) {
-    // No plan or layout change recorded: what each step says it used.
-    chart.parts = {"training", "rollout"};
-    for (const store::StepRecord& s : steps) {
-      if (chart.x.empty()) chart.x.push_back(s.start_s);
-      chart.x.push_back(s.end_s);
-      chart.values.push_back(
-          {static_cast<double>(s.train_gpus), static_cast<double>(s.rollout_gpus)});
+  if (h.initial.empty() && !h.changes.empty()) h.initial = h.changes.front().layout;
+  return h;
+}
+
+/// No plan or layout change recorded: what each step says it used.
+StackedSteps AllocationPerStep(const PlotRun& run) {
+  StackedSteps chart;
+  chart.parts = {"training", "rollout"};
+  for (const store::StepRecord& s : run.view.steps) {
+    if (chart.x.empty()) chart.x.push_back(s.start_s);
+    chart.x.push_back(s.end_s);
+    chart.values.push_back(
+        {static_cast<double>(s.train_gpus), static_cast<double>(s.rollout_gpus)});
+  }
+  chart.title = "GPU allocation over time";
+  chart.subtitle = RunLabel(run.view.run) + ": training and rollout GPUs of each step";
+  chart.x_label = "wall-clock (s)";
+  chart.y_label = "GPUs";
+  return chart;
+}
+
+/// The parts of an allocation chart (training, rollout by TP size, or plain rollout when a layout
+/// does not say, and switching) and the GPUs of each part under a layout.
+class AllocationParts {
+ public:
+  AllocationParts(const LayoutHistory& h, int gpus) : gpus_(gpus) {
+    auto note_tps = [&](const std::string& layout) {
+      for (const auto& [tp, g] : RolloutGpusByTp(layout)) tp_part_.emplace(tp, 0);
+    };
+    note_tps(h.initial);
+    for (const LayoutChange& c : h.changes) note_tps(c.layout);
+    names_.push_back("training");
+    for (auto& [tp, index] : tp_part_) {
+      index = names_.size();
+      names_.push_back(StrFormat("rollout TP%d", tp));
     }
-    chart.title = "GPU allocation over time";
-    chart.subtitle = RunLabel(run.view.run) + ": training and rollout GPUs of each step";
-    chart.x_label = "wall-clock (s)";
-    chart.y_label = "GPUs";
-    return chart;
+    plain_rollout_ = names_.size();
+    names_.push_back("rollout");
+    switching_ = names_.size();
+    names_.push_back("switching");
   }
-  // Parts: training, rollout by TP size (or plain rollout when a layout does not say), switching.
-  std::map<int, size_t> tp_part;
-  auto note_tps = [&](const std::string& layout) {
-    for (const auto& [tp, gpus] : RolloutGpusByTp(layout)) tp_part.emplace(tp, 0);
-  };
-  note_tps(initial);
-  for (const Change& c : changes) note_tps(c.layout);
-  chart.parts.push_back("training");
-  for (auto& [tp, index] : tp_part) {
-    index = chart.parts.size();
-    chart.parts.push_back(StrFormat("rollout TP%d", tp));
-  }
-  const size_t plain_rollout = chart.parts.size();
-  chart.parts.push_back("rollout");
-  const size_t switching = chart.parts.size();
-  chart.parts.push_back("switching");
-  // GPUs per part of a layout: in a colocated one, every GPU does one thing at a time.
-  auto layout_values = [&](const std::string& layout, const char* colocated_role) {
-    std::vector<double> v(chart.parts.size(), 0);
-    const int gpus = run.view.run.gpus;
+  const std::vector<std::string>& names() const { return names_; }
+  size_t switching() const { return switching_; }
+
+  /// GPUs per part of `layout`: in a colocated one every GPU does one thing at a time, `role`.
+  std::vector<double> Values(const std::string& layout, std::string_view role) const {
+    std::vector<double> v(names_.size(), 0);
     const int train = TrainGpus(layout).value_or(0);
     const std::vector<std::pair<int, int>> by_tp = RolloutGpusByTp(layout);
     if (Colocated(layout)) {
-      const size_t role =
-          std::string(colocated_role) == "training" ? 0
-          : std::string(colocated_role) == "switching"
-              ? switching
-              : (by_tp.size() == 1 ? tp_part.at(by_tp.front().first) : plain_rollout);
-      v[role] = std::max(train, gpus);
+      const size_t index = role == "training"    ? 0
+                           : role == "switching" ? switching_
+                           : by_tp.size() == 1   ? tp_part_.at(by_tp.front().first)
+                                                 : plain_rollout_;
+      v[index] = std::max(train, gpus_);
       return v;
     }
     v[0] = train;
-    for (const auto& [tp, g] : by_tp) v[tp_part.at(tp)] = g;
-    if (by_tp.empty()) v[plain_rollout] = std::max(0, gpus - train);
+    for (const auto& [tp, g] : by_tp) v[tp_part_.at(tp)] = g;
+    if (by_tp.empty()) v[plain_rollout_] = std::max(0, gpus_ - train);
     return v;
-  };
-  // Boundaries: every change's start and end, and for colocated layouts every train and sync
-  // span; between two boundaries the allocation is constant.
+  }
+
+ private:
+  int gpus_;
+  std::vector<std::string> names_;
+  std::map<int, size_t> tp_part_;
+  size_t plain_rollout_ = 0;
+  size_t switching_ = 0;
+};
+
+/// Boundaries between which the allocation is constant: every change's start and end, and for
+/// colocated layouts every train and sync span; sorted, none after `end`.
+std::vector<double> AllocationCuts(const LayoutHistory& h, double end) {
   std::vector<double> cuts = {0, end};
-  for (const Change& c : changes) {
+  for (const LayoutChange& c : h.changes) {
     cuts.push_back(c.start);
     cuts.push_back(c.end);
   }
-  for (const auto& [a, b] : train_spans) {
-    cuts.push_back(a);
-    cuts.push_back(b);
-  }
-  for (const auto& [a, b] : sync_spans) {
-    cuts.push_back(a);
-    cuts.push_back(b);
+  for (const auto& spans : {&h.train_spans, &h.sync_spans}) {
+    for (const auto& [a, b] : *spans) {
+      cuts.push_back(a);
+      cuts.push_back(b);
+    }
   }
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end(),
                          [](double a, double b) { return std::abs(a - b) < 1e-9; }),
              cuts.end());
   while (!cuts.empty() && cuts.back() > end + 1e-9) cuts.pop_back();
-  auto inside = [](const std::vector<std::pair<double, double>>& spans, double t) {
-    return std::any_of(spans.begin(), spans.end(),
-                       [t](const auto& s) { return t >= s.first && t < s.second; });
-  };
+  return cuts;
+}
+
+bool Inside(const std::vector<std::pair<double, double>>& spans, double t) {
+  return std::any_of(spans.begin(), spans.end(),
+                     [t](const auto& s) { return t >= s.first && t < s.second; });
+}
+
+/// The allocation at time `mid`: the layout in force, or during a change the GPUs that keep
+/// their role, the rest switching.
+std::vector<double> AllocationAt(const LayoutHistory& h, const AllocationParts& parts, int gpus,
+                                 double mid) {
+  std::string before = h.initial;
+  const LayoutChange* moving = nullptr;
+  for (const LayoutChange& c : h.changes) {
+    if (c.end <= mid) before = c.layout;
+    if (c.start <= mid && mid < c.end) moving = &c;
+  }
+  if (moving != nullptr) {
+    const std::vector<double> from = parts.Values(before, "rollout");
+    const std::vector<double> to = parts.Values(moving->layout, "rollout");
+    std::vector<double> v(parts.names().size(), 0);
+    double kept = 0;
+    for (size_t p = 0; p < v.size(); ++p) {
+      v[p] = std::min(from[p], to[p]);
+      kept += v[p];
+    }
+    v[parts.switching()] = std::max(0.0, gpus - kept);
+    return v;
+  }
+  if (Colocated(before)) {
+    return parts.Values(before, Inside(h.train_spans, mid)  ? "training"
+                                : Inside(h.sync_spans, mid) ? "switching"
+                                                            : "rollout");
+  }
+  return parts.Values(before, "rollout");
+}
+
+}  // namespace
+
+StackedSteps AllocationOverTime(const PlotRun& run) {
+  const std::vector<store::StepRecord>& steps = run.view.steps;
+  if (steps.empty()) return StackedSteps();
+  const LayoutHistory h = LayoutHistoryOf(run);
+  if (h.initial.empty()) return AllocationPerStep(run);
+  const int gpus = run.view.run.gpus;
+  const AllocationParts parts(h, gpus);
+  StackedSteps chart;
+  chart.parts = parts.names();
+  const std::vector<double> cuts = AllocationCuts(h, steps.back().end_s);
   for (size_t i = 0; i + 1 < cuts.size(); ++i) {
-    const double a = cuts[i];
-    const double mid = (a + cuts[i + 1]) / 2;
-    // The layout before `mid`, and the change under way at `mid`, if any.
-    std::string before = initial;
-    const Change* moving = nullptr;
-    for (const Change& c : changes) {
-      if (c.end <= mid) before = c.layout;
-      if (c.start <= mid && mid < c.end) moving = &c;
-    }
-    std::vector<double> v;
-    if (moving != nullptr) {
-      // GPUs that keep their role stay; those changing it are switching.
-      const std::vector<double> from = layout_values(before, "rollout");
-      const std::vector<double> to = layout_values(moving->layout, "rollout");
-      v.assign(chart.parts.size(), 0);
-      double kept = 0;
-      for (size_t p = 0; p < v.size(); ++p) {
-        v[p] = std::min(from[p], to[p]);
-        kept += v[p];
-      }
-      v[switching] = std::max(0.0, run.view.run.gpus - kept);
-    } else if (Colocated(before)) {
-      v = layout_values(before, inside(train_spans, mid)  ? "training"
-                                : inside(sync_spans, mid) ? "switching"
-                                                          : "rollout");
-    } else {
-      v = layout_values(before, "rollout");
-    }
+    std::vector<double> v = AllocationAt(h, parts, gpus, (cuts[i] + cuts[i + 1]) / 2);
     if (!chart.values.empty() && chart.values.back() == v) {
       chart.x.back() = cuts[i + 1];  // the same allocation goes on
       continue;
     }
-    if (chart.x.empty()) chart.x.push_back(a);
+    if (chart.x.empty()) chart.x.push_back(cuts[i]);
     chart.x.push_back(cuts[i + 1]);
     chart.values.push_back(std::move(v));
   }
   chart.title = "GPU allocation over time";
   std::string what = "training, rollout by TP size, switching";
-  if (Colocated(initial)) what = "colocated: all GPUs roll out, then train, then load weights";
+  if (Colocated(h.initial)) what = "colocated: all GPUs roll out, then train, then load weights";
   chart.subtitle = RunLabel(run.view.run) + ": " + what;
-  if (lends + reclaims > 0) {
-    chart.subtitle += StrFormat("; %d lend%s and %d reclaim%s of the trainer's GPUs", lends,
-                                lends == 1 ? "" : "s", reclaims, reclaims == 1 ? "" : "s");
+  if (h.lends + h.reclaims > 0) {
+    chart.subtitle += StrFormat("; %d lend%s and %d reclaim%s of the trainer's GPUs", h.lends,
+                                h.lends == 1 ? "" : "s", h.reclaims, h.reclaims == 1 ? "" : "s");
   }
-  const int moves = static_cast<int>(changes.size()) - lends - reclaims;
+  const int moves = static_cast<int>(h.changes.size()) - h.lends - h.reclaims;
   if (moves > 0) chart.subtitle += StrFormat("; %d planner move%s", moves, moves == 1 ? "" : "s");
   chart.x_label = "wall-clock (s)";
   chart.y_label = "GPUs";

@@ -138,8 +138,10 @@ std::optional<double> FinalEval(const RunView& view) {
 
 }  // namespace
 
-Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline,
-                   const Convergence& convergence, bool headlined) {
+namespace {
+
+/// The summary table's columns; `with_speedup`: a speedup over the baseline run.
+std::vector<Column> SummaryColumns(bool headlined, bool with_speedup) {
   using Shown = Column::Shown;
   // Under a headline that names the run, its system and status (RunHeadline), text leaves them
   // out: a single run's table then fits a terminal.
@@ -175,22 +177,28 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
        .right_align = true,
        .shown = Shown::kData},
   };
-  std::optional<double> reference;
-  const std::map<uint64_t, double> targets = EvalTargets(runs, convergence);
   // How each run was configured and what it ran: two fields for scripts; in text one line under
   // the row, so that the table fits a terminal.
   columns.push_back({.key = "configured_by", .header = "config", .shown = Shown::kData});
   columns.push_back(
       {.key = "configuration", .header = "layout at start, staleness", .shown = Shown::kData});
-  if (baseline && *baseline < runs.size()) {
-    columns.push_back({"speedup", "speedup", true});
-    reference = ComputeMetrics(runs[*baseline]).trajectories_per_s;
-  }
+  if (with_speedup) columns.push_back({"speedup", "speedup", true});
   columns.push_back({.key = "configured",
                      .header = "config: layout at start, staleness",
                      .shown = Shown::kReading,
                      .below = true});
-  Table table(columns);
+  return columns;
+}
+
+}  // namespace
+
+Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> baseline,
+                   const Convergence& convergence, bool headlined) {
+  const bool with_speedup = baseline && *baseline < runs.size();
+  std::optional<double> reference;
+  if (with_speedup) reference = ComputeMetrics(runs[*baseline]).trajectories_per_s;
+  const std::map<uint64_t, double> targets = EvalTargets(runs, convergence);
+  Table table(SummaryColumns(headlined, with_speedup));
   for (const RunView& view : runs) {
     const RunMetrics m = ComputeMetrics(view);
     const std::optional<double> target = Lookup(targets, view.run.seed);
@@ -224,7 +232,7 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
     };
     row.push_back(Cell::Text(ConfiguredBy(view.run)));
     row.push_back(Cell::Text(RunConfiguration(view)));
-    if (baseline && *baseline < runs.size()) {
+    if (with_speedup) {
       std::optional<double> speedup;
       if (reference && *reference > 0 && m.trajectories_per_s) {
         speedup = *m.trajectories_per_s / *reference;
@@ -237,8 +245,9 @@ Table SummaryTable(const std::vector<RunView>& runs, std::optional<size_t> basel
   return table;
 }
 
-Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems,
-                  const std::optional<std::string>& baseline, const Convergence& convergence) {
+namespace {
+
+std::vector<Column> RepeatColumns(bool with_speedup) {
   std::vector<Column> columns = {
       {"system", "system", false},
       {"runs", "runs", true},
@@ -247,7 +256,7 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
       {"trajectories_per_s_min", "min", true},
       {"trajectories_per_s_max", "max", true},
   };
-  if (baseline) columns.push_back({"speedup", "speedup mean", true});
+  if (with_speedup) columns.push_back({"speedup", "speedup mean", true});
   columns.push_back({"final_eval", "eval mean", true});
   columns.push_back({"time_to_target_s", "to target s mean", true});
   columns.push_back({"time_to_target_s_sd", "sd", true});
@@ -262,88 +271,108 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
       {.key = "evaluated", .header = "evaluated", .right_align = true, .shown = Shown::kData});
   columns.push_back({"configured_by", "config", false});
   columns.push_back({"configuration", "layout at start (first seed), staleness", false});
-  // Throughput per (system, seed), and each system's first run.
+  return columns;
+}
+
+/// The mean and the sample standard deviation (with two or more values) of `v`.
+struct MeanSd {
+  std::optional<double> mean, sd;
+};
+MeanSd Stats(const std::vector<double>& v) {
+  MeanSd out;
+  if (v.empty()) return out;
+  double sum = 0;
+  for (double x : v) sum += x;
+  out.mean = sum / static_cast<double>(v.size());
+  if (v.size() > 1) {
+    double sq = 0;
+    for (double x : v) sq += (x - *out.mean) * (x - *out.mean);
+    out.sd = std::sqrt(sq / static_cast<double>(v.size() - 1));
+  }
+  return out;
+}
+
+/// What the repeat table shows of each system, over its seeds.
+struct RepeatStats {
+  /// Throughput per (system, seed) of the runs that finished, and each system's first run.
   std::map<std::string, std::map<uint64_t, double>> rate;
   std::map<std::string, const RunView*> first;
-  const std::map<uint64_t, double> targets = EvalTargets(runs, convergence);
-  // Evaluation per system: final scores, times to target, and runs evaluated.
+  /// Evaluation per system: final scores, times to target, and runs evaluated.
   std::map<std::string, std::vector<double>> finals, times;
   std::map<std::string, int> evaluated;
+};
+
+RepeatStats GatherRepeats(const std::vector<RunView>& runs, const Convergence& convergence) {
+  RepeatStats r;
+  const std::map<uint64_t, double> targets = EvalTargets(runs, convergence);
   for (const RunView& view : runs) {
-    first.try_emplace(view.run.system, &view);
+    const std::string& system = view.run.system;
+    r.first.try_emplace(system, &view);
     if (view.run.status == store::kRunOk) {
       if (std::optional<double> f = FinalEval(view)) {
-        finals[view.run.system].push_back(*f);
-        ++evaluated[view.run.system];
+        r.finals[system].push_back(*f);
+        ++r.evaluated[system];
         if (std::optional<double> target = Lookup(targets, view.run.seed)) {
-          if (std::optional<double> t = TimeToTarget(view, *target)) {
-            times[view.run.system].push_back(*t);
-          }
+          if (std::optional<double> t = TimeToTarget(view, *target)) r.times[system].push_back(*t);
         }
       }
     }
     const std::optional<double> t = ComputeMetrics(view).trajectories_per_s;
-    if (t && view.run.status == store::kRunOk) rate[view.run.system][view.run.seed] = *t;
+    if (t && view.run.status == store::kRunOk) r.rate[system][view.run.seed] = *t;
   }
-  Table table(columns);
+  return r;
+}
+
+/// The mean over the seeds both ran of a system's throughput over the baseline's.
+std::optional<double> MeanSpeedup(const std::map<uint64_t, double>& by_seed,
+                                  const std::map<uint64_t, double>& baseline) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& [seed, t] : by_seed) {
+    auto it = baseline.find(seed);
+    if (it != baseline.end() && it->second > 0) {
+      sum += t / it->second;
+      ++n;
+    }
+  }
+  if (n == 0) return std::nullopt;
+  return sum / n;
+}
+
+}  // namespace
+
+Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::string>& systems,
+                  const std::optional<std::string>& baseline, const Convergence& convergence) {
+  RepeatStats r = GatherRepeats(runs, convergence);
+  Table table(RepeatColumns(baseline.has_value()));
   for (const std::string& system : systems) {
-    const std::map<uint64_t, double>& by_seed = rate[system];
+    const std::map<uint64_t, double>& by_seed = r.rate[system];
     std::vector<double> values;
     for (const auto& [seed, t] : by_seed) values.push_back(t);
-    std::optional<double> mean, sd, lo, hi, speedup;
+    const MeanSd rates = Stats(values);
+    std::optional<double> lo, hi;
     if (!values.empty()) {
-      double sum = 0;
-      for (double v : values) sum += v;
-      mean = sum / static_cast<double>(values.size());
       lo = *std::min_element(values.begin(), values.end());
       hi = *std::max_element(values.begin(), values.end());
-      if (values.size() > 1) {
-        double sq = 0;
-        for (double v : values) sq += (v - *mean) * (v - *mean);
-        sd = std::sqrt(sq / static_cast<double>(values.size() - 1));
-      }
-    }
-    if (baseline) {
-      double sum = 0;
-      int n = 0;
-      for (const auto& [seed, t] : by_seed) {
-        auto it = rate[*baseline].find(seed);
-        if (it != rate[*baseline].end() && it->second > 0) {
-          sum += t / it->second;
-          ++n;
-        }
-      }
-      if (n > 0) speedup = sum / n;
     }
     std::vector<Cell> row = {
-        Cell::Text(system),    Cell::Integer(static_cast<long long>(values.size())),
-        Cell::Number(mean, 3), Cell::Number(sd, 3),
-        Cell::Number(lo, 3),   Cell::Number(hi, 3)};
-    if (baseline) row.push_back(Cell::Number(speedup, 2));
-    const auto stats = [](const std::vector<double>& v) {
-      std::pair<std::optional<double>, std::optional<double>> out;
-      if (v.empty()) return out;
-      double sum = 0;
-      for (double x : v) sum += x;
-      out.first = sum / static_cast<double>(v.size());
-      if (v.size() > 1) {
-        double sq = 0;
-        for (double x : v) sq += (x - *out.first) * (x - *out.first);
-        out.second = std::sqrt(sq / static_cast<double>(v.size() - 1));
-      }
-      return out;
-    };
-    row.push_back(Cell::Number(stats(finals[system]).first, 3));
+        Cell::Text(system),          Cell::Integer(static_cast<long long>(values.size())),
+        Cell::Number(rates.mean, 3), Cell::Number(rates.sd, 3),
+        Cell::Number(lo, 3),         Cell::Number(hi, 3)};
+    if (baseline) row.push_back(Cell::Number(MeanSpeedup(by_seed, r.rate[*baseline]), 2));
+    const std::vector<double>& times = r.times[system];
+    row.push_back(Cell::Number(Stats(r.finals[system]).mean, 3));
     // The mean time to target only when every evaluated run reached it; "reached" says how many.
-    const bool all = !times[system].empty() && times[system].size() == finals[system].size();
-    row.push_back(Cell::Number(all ? stats(times[system]).first : std::nullopt, 1));
-    row.push_back(Cell::Number(all ? stats(times[system]).second : std::nullopt, 1));
-    row.push_back(Cell::Text(StrFormat("%zu/%d", times[system].size(), evaluated[system])));
-    row.push_back(Cell::Integer(static_cast<long long>(times[system].size())));
-    row.push_back(Cell::Integer(evaluated[system]));
-    auto f = first.find(system);
-    row.push_back(Cell::Text(f == first.end() ? "-" : ConfiguredBy(f->second->run)));
-    row.push_back(Cell::Text(f == first.end() ? "-" : RunConfiguration(*f->second)));
+    const bool all = !times.empty() && times.size() == r.finals[system].size();
+    const MeanSd to_target = all ? Stats(times) : MeanSd();
+    row.push_back(Cell::Number(to_target.mean, 1));
+    row.push_back(Cell::Number(to_target.sd, 1));
+    row.push_back(Cell::Text(StrFormat("%zu/%d", times.size(), r.evaluated[system])));
+    row.push_back(Cell::Integer(static_cast<long long>(times.size())));
+    row.push_back(Cell::Integer(r.evaluated[system]));
+    auto f = r.first.find(system);
+    row.push_back(Cell::Text(f == r.first.end() ? "-" : ConfiguredBy(f->second->run)));
+    row.push_back(Cell::Text(f == r.first.end() ? "-" : RunConfiguration(*f->second)));
     table.AddRow(std::move(row));
   }
   return table;

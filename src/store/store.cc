@@ -331,6 +331,8 @@ class Store::Impl {
       : db(std::move(connection)), schema_version(version) {}
 
   Status PrepareStatements();
+  Status PrepareWrites();
+  Status PrepareReads();
 
   /// kNotFound unless the run exists.
   Status RequireRun(int64_t run_id);
@@ -395,6 +397,11 @@ Status Store::Impl::Prepare(std::optional<Statement>& slot, const std::string& s
 }
 
 Status Store::Impl::PrepareStatements() {
+  LIBRA_RETURN_IF_ERROR(PrepareWrites());
+  return PrepareReads();
+}
+
+Status Store::Impl::PrepareWrites() {
   const std::string runs = kRunColumns;
   LIBRA_RETURN_IF_ERROR(Prepare(insert_run, InsertSql("runs", runs), "insert into runs"));
   LIBRA_RETURN_IF_ERROR(Prepare(finish_run,
@@ -452,7 +459,19 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(set_run_comparison,
                                 "UPDATE runs SET comparison_id = ? WHERE id = ?",
                                 "set the comparison of the run"));
+  LIBRA_RETURN_IF_ERROR(
+      Prepare(insert_probe, InsertSql("probes", kProbeColumns), "insert into probes"));
+  LIBRA_RETURN_IF_ERROR(
+      Prepare(insert_tuning, InsertSql("tunings", kTuningColumns), "insert into tunings"));
+  LIBRA_RETURN_IF_ERROR(
+      Prepare(insert_tuning_trial,
+              InsertSql("tuning_trials", std::string("tuning_id, ") + kTuningTrialColumns),
+              "insert into tuning_trials"));
+  return Status();
+}
 
+Status Store::Impl::PrepareReads() {
+  const std::string runs = kRunColumns;
   LIBRA_RETURN_IF_ERROR(Prepare(run_exists, "SELECT 1 FROM runs WHERE id = ?", "look up the run"));
   LIBRA_RETURN_IF_ERROR(Prepare(comparison_exists, "SELECT 1 FROM comparisons WHERE id = ?",
                                 "look up the comparison"));
@@ -495,17 +514,9 @@ Status Store::Impl::PrepareStatements() {
   LIBRA_RETURN_IF_ERROR(Prepare(select_comparison,
                                 "SELECT " + comparison_columns + " FROM comparisons WHERE id = ?",
                                 "select from comparisons"));
-  LIBRA_RETURN_IF_ERROR(
-      Prepare(insert_probe, InsertSql("probes", kProbeColumns), "insert into probes"));
   LIBRA_RETURN_IF_ERROR(Prepare(
       select_probes, std::string("SELECT id, ") + kProbeColumns + " FROM probes ORDER BY id",
       "select from probes"));
-  LIBRA_RETURN_IF_ERROR(
-      Prepare(insert_tuning, InsertSql("tunings", kTuningColumns), "insert into tunings"));
-  LIBRA_RETURN_IF_ERROR(
-      Prepare(insert_tuning_trial,
-              InsertSql("tuning_trials", std::string("tuning_id, ") + kTuningTrialColumns),
-              "insert into tuning_trials"));
   LIBRA_RETURN_IF_ERROR(Prepare(
       select_tunings, std::string("SELECT id, ") + kTuningColumns + " FROM tunings ORDER BY id",
       "select from tunings"));
