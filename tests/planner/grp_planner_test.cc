@@ -25,6 +25,14 @@ recipe::OptionValue BoolValue(bool x) {
   return v;
 }
 
+recipe::OptionValue StringValue(std::string x) {
+  recipe::OptionValue v;
+  v.kind = recipe::OptionValue::Kind::kString;
+  v.string_value = std::move(x);
+  v.where = "r.toml:10:1";
+  return v;
+}
+
 recipe::OptionTable Options(std::vector<std::pair<std::string, recipe::OptionValue>> entries) {
   recipe::OptionTable table;
   table.path = "system.planner_options";
@@ -224,6 +232,32 @@ TEST(GrpPlannerTest, PlansTimeSharedLayoutsAndKeepsThem) {
   ASSERT_TRUE(d.has_value());
   EXPECT_FALSE(d->layout.has_value());
   EXPECT_NE(d->reason.find("time-shared"), std::string::npos);
+}
+
+TEST(GrpPlannerTest, ASearchThatFailsOnlineIsNamedInTheDecision) {
+  // The exhaustive search takes at most kExhaustiveMaxRequests sampled requests: it plans on a
+  // startup profile of 5, and fails once the run's lengths fill the history past 10; the
+  // planner then weighs the elastic moves alone and its decision says why.
+  Fixture f(2, 50);
+  f.context.nodes = 2;
+  f.context.batch_trajectories = 16;
+  f.context.history.resize(5);
+  auto planner = Make(Options({{"search", StringValue("exhaustive")},
+                               {"max_requests", IntValue(kExhaustiveMaxRequests + 1)},
+                               {"interval", IntValue(2)},
+                               {"time_shared", BoolValue(false)}}));
+  auto plan = planner->Initial(f.context);
+  ASSERT_OK(plan);
+  std::vector<TrajectorySize> batch;
+  for (int i = 0; i < 16; ++i) batch.push_back(Fixture::Sample(i, 1.0));
+  EXPECT_FALSE(planner->OnStep(Observe(*plan, 0, batch, 50, 5)));
+  const auto d = planner->OnStep(Observe(*plan, 1, batch, 50, 5));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->trigger, "interval");
+  EXPECT_NE(d->reason.find("(the search failed: the exhaustive search is for cross-checks"),
+            std::string::npos)
+      << d->reason;
+  EXPECT_NE(d->reason.find("elastic moves only)"), std::string::npos) << d->reason;
 }
 
 TEST(GrpPlannerTest, ChecksItsOptionsAndNeedsACostModel) {
