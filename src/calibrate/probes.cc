@@ -72,40 +72,147 @@ std::optional<model::GpuSpec> CatalogGpuForDevice(const std::string& device_name
   return match;
 }
 
+namespace {
+
+/// A probe session's records by kind.
+class ProbesByKind {
+ public:
+  explicit ProbesByKind(const std::vector<store::ProbeRecord>& probes) {
+    for (const store::ProbeRecord& p : probes) by_kind_[p.kind].push_back(&p);
+  }
+  /// The records of `kind` (empty when none).
+  const std::vector<const store::ProbeRecord*>& Of(std::string_view kind) const {
+    static const std::vector<const store::ProbeRecord*> kNone;
+    auto it = by_kind_.find(std::string(kind));
+    return it == by_kind_.end() ? kNone : it->second;
+  }
+  /// The median of a per-GPU probe's values.
+  std::optional<double> Median(std::string_view kind) const {
+    const auto& records = Of(kind);
+    if (records.empty()) return std::nullopt;
+    std::vector<double> values;
+    for (const store::ProbeRecord* p : records) values.push_back(p->value);
+    return calibrate::Median(values);
+  }
+  /// The last record of a probe of the whole node (or nodes).
+  const store::ProbeRecord* NodeWide(std::string_view kind) const {
+    const auto& records = Of(kind);
+    return records.empty() ? nullptr : records.back();
+  }
+
+ private:
+  std::map<std::string, std::vector<const store::ProbeRecord*>> by_kind_;
+};
+
+/// Sets a GPU number to what a probe measured (value_si, in SI units) and records the override
+/// (in the catalog's `unit`).
+void Override(ProbeCalibration& c, const std::string& key, double* field, double value_si,
+              double unit, const std::string& source) {
+  c.overrides.push_back(GpuOverride{key, *field / unit, value_si / unit, source});
+  *field = value_si;
+}
+
+/// Memory: its size, and the device copy's bandwidth (decode_bw_util).
+void CalibrateMemory(const ProbesByKind& probes, const std::string& of_gpus, ProbeCalibration& c) {
+  const auto& inventory = probes.Of(gpu::kInventory);
+  if (!inventory.empty()) {
+    double smallest = inventory.front()->value;
+    for (const store::ProbeRecord* p : inventory) smallest = std::min(smallest, p->value);
+    Override(c, "hbm_gb", &c.gpu.hbm_bytes, smallest, kGB,
+             "GPU memory the CUDA runtime reports" + std::string(c.gpus > 1 ? " (smallest" : "") +
+                 (c.gpus > 1 ? of_gpus + ")" : ""));
+  }
+  if (const auto copy = probes.Median(gpu::kHbmCopy)) {
+    const std::string source = "device-to-device copy, median" + of_gpus;
+    if (*copy > c.gpu.hbm_bandwidth) {
+      c.notes.push_back(StrFormat(
+          "the device copy (%.0f GB/s) beats the GPU's HBM bandwidth (%.0f GB/s): its numbers are "
+          "wrong, so hbm_gbps becomes the measurement",
+          *copy / kGB, c.gpu.hbm_bandwidth / kGB));
+      Override(c, "hbm_gbps", &c.gpu.hbm_bandwidth, *copy, kGB, source);
+    }
+    c.decode_bw_util = *copy / c.gpu.hbm_bandwidth;
+    c.decode_bw_source = StrFormat("%s: %.0f GB/s over hbm_gbps %.0f", source.c_str(), *copy / kGB,
+                                   c.gpu.hbm_bandwidth / kGB);
+  } else {
+    c.notes.push_back("no device-copy probe: decode_bw_util is not set from probes");
+  }
+}
+
+/// Compute and the host link: the bf16 GEMM, pinned copies each way.
+void CalibrateComputeAndHost(const ProbesByKind& probes, const std::string& of_gpus,
+                             ProbeCalibration& c) {
+  if (const auto gemm = probes.Median(gpu::kGemmBf16)) {
+    if (*gemm > c.gpu.bf16_flops) {
+      c.notes.push_back(StrFormat(
+          "the bf16 GEMM (%.0f TFLOP/s) beats the GPU's bf16_tflops (%.0f): its numbers are "
+          "wrong, so bf16_tflops becomes the measurement",
+          *gemm / 1e12, c.gpu.bf16_flops / 1e12));
+      Override(c, "bf16_tflops", &c.gpu.bf16_flops, *gemm, 1e12,
+               "bf16 GEMM (cuBLAS), median" + of_gpus);
+    }
+    c.gemm_efficiency = *gemm / c.gpu.bf16_flops;
+  }
+  if (const auto h2d = probes.Median(gpu::kH2d)) {
+    Override(c, "h2d_gbps", &c.gpu.h2d_bandwidth, *h2d, kGB,
+             "pinned host-to-device copy, median" + of_gpus);
+  }
+  if (const auto d2h = probes.Median(gpu::kD2h)) {
+    Override(c, "d2h_gbps", &c.gpu.d2h_bandwidth, *d2h, kGB,
+             "pinned device-to-host copy, median" + of_gpus);
+  }
+}
+
+/// NCCL within the node and across nodes.
+void CalibrateCollectives(const ProbesByKind& probes, ProbeCalibration& c) {
+  if (const store::ProbeRecord* p = probes.NodeWide(gpu::kAllReduce)) {
+    Override(
+        c, "allreduce_gbps", &c.gpu.allreduce_bandwidth, p->value, kGB,
+        "NCCL all-reduce bus bandwidth, " + DetailText(*p, "gpus") + " GPUs" + LargestSize(*p));
+  } else {
+    c.notes.push_back(
+        "no NCCL probes (one GPU, or libra built without NCCL): allreduce_gbps, "
+        "allreduce_latency_us and nvlink_gbps keep their values");
+  }
+  if (const store::ProbeRecord* p = probes.NodeWide(gpu::kAllReduceLatency)) {
+    Override(c, "allreduce_latency_us", &c.gpu.allreduce_latency_s, p->value, 1e-6,
+             "NCCL all-reduce of 8 bytes, " + DetailText(*p, "gpus") + " GPUs");
+  }
+  if (const store::ProbeRecord* p = probes.NodeWide(gpu::kBroadcast)) {
+    Override(c, "nvlink_gbps", &c.gpu.nvlink_bandwidth, p->value, kGB,
+             "NCCL broadcast bus bandwidth, " + DetailText(*p, "gpus") + " GPUs" + LargestSize(*p));
+  }
+  if (const store::ProbeRecord* p = probes.NodeWide(gpu::kAllReduceNodes)) {
+    // A ring across nodes runs one channel per NIC, so its bus bandwidth is about what one node
+    // moves over the network.
+    Override(c, "inter_node_gbps", &c.gpu.inter_node_bandwidth, p->value, kGB,
+             "NCCL all-reduce bus bandwidth across " + DetailText(*p, "nodes") + " nodes x " +
+                 DetailText(*p, "gpus_per_node") + " GPUs" + LargestSize(*p));
+  }
+}
+
+}  // namespace
+
 Result<ProbeCalibration> CalibrateFromProbes(const std::vector<store::ProbeRecord>& probes,
                                              const model::GpuSpec& gpu) {
   if (probes.empty()) return Status::InvalidArgument("no probes to calibrate from");
-  std::map<std::string, std::vector<const store::ProbeRecord*>> by_kind;
   for (const store::ProbeRecord& p : probes) {
     if (!(p.value > 0) || !std::isfinite(p.value)) {
       return Status::InvalidArgument(StrFormat("probe %lld (%s) has value %g: not positive",
                                                static_cast<long long>(p.id), p.kind.c_str(),
                                                p.value));
     }
-    by_kind[p.kind].push_back(&p);
   }
-  auto median = [&](std::string_view kind) -> std::optional<double> {
-    auto it = by_kind.find(std::string(kind));
-    if (it == by_kind.end()) return std::nullopt;
-    std::vector<double> values;
-    for (const store::ProbeRecord* p : it->second) values.push_back(p->value);
-    return Median(values);
-  };
-  auto node_wide = [&](std::string_view kind) -> const store::ProbeRecord* {
-    auto it = by_kind.find(std::string(kind));
-    return it == by_kind.end() ? nullptr : it->second.back();
-  };
-
+  const ProbesByKind by_kind(probes);
   ProbeCalibration c;
   c.host = probes.front().host;
   c.recorded_at = probes.front().recorded_at;
   c.gpu = gpu;
-  const auto inventory = by_kind.find(std::string(gpu::kInventory));
-  if (inventory != by_kind.end()) {
-    c.gpus = static_cast<int>(inventory->second.size());
-    c.device = DetailText(*inventory->second.front(), "name");
+  const auto& inventory = by_kind.Of(gpu::kInventory);
+  if (!inventory.empty()) {
+    c.gpus = static_cast<int>(inventory.size());
+    c.device = DetailText(*inventory.front(), "name");
   }
-  const std::string of_gpus = c.gpus > 0 ? StrFormat(" of %d GPUs", c.gpus) : "";
   if (!c.device.empty()) {
     const std::optional<model::GpuSpec> catalog = CatalogGpuForDevice(c.device);
     if (catalog && catalog->name != gpu.name) {
@@ -120,76 +227,10 @@ Result<ProbeCalibration> CalibrateFromProbes(const std::vector<store::ProbeRecor
       c.notes.push_back(what);
     }
   }
-
-  auto set = [&](const std::string& key, double* field, double value_si, double unit,
-                 const std::string& source) {
-    c.overrides.push_back(GpuOverride{key, *field / unit, value_si / unit, source});
-    *field = value_si;
-  };
-
-  if (inventory != by_kind.end()) {
-    double smallest = inventory->second.front()->value;
-    for (const store::ProbeRecord* p : inventory->second) smallest = std::min(smallest, p->value);
-    set("hbm_gb", &c.gpu.hbm_bytes, smallest, kGB,
-        "GPU memory the CUDA runtime reports" + std::string(c.gpus > 1 ? " (smallest" : "") +
-            (c.gpus > 1 ? of_gpus + ")" : ""));
-  }
-  if (const auto copy = median(gpu::kHbmCopy)) {
-    const std::string source = "device-to-device copy, median" + of_gpus;
-    if (*copy > c.gpu.hbm_bandwidth) {
-      c.notes.push_back(StrFormat(
-          "the device copy (%.0f GB/s) beats the GPU's HBM bandwidth (%.0f GB/s): its numbers are "
-          "wrong, so hbm_gbps becomes the measurement",
-          *copy / kGB, c.gpu.hbm_bandwidth / kGB));
-      set("hbm_gbps", &c.gpu.hbm_bandwidth, *copy, kGB, source);
-    }
-    c.decode_bw_util = *copy / c.gpu.hbm_bandwidth;
-    c.decode_bw_source = StrFormat("%s: %.0f GB/s over hbm_gbps %.0f", source.c_str(), *copy / kGB,
-                                   c.gpu.hbm_bandwidth / kGB);
-  } else {
-    c.notes.push_back("no device-copy probe: decode_bw_util is not set from probes");
-  }
-  if (const auto gemm = median(gpu::kGemmBf16)) {
-    if (*gemm > c.gpu.bf16_flops) {
-      c.notes.push_back(StrFormat(
-          "the bf16 GEMM (%.0f TFLOP/s) beats the GPU's bf16_tflops (%.0f): its numbers are "
-          "wrong, so bf16_tflops becomes the measurement",
-          *gemm / 1e12, c.gpu.bf16_flops / 1e12));
-      set("bf16_tflops", &c.gpu.bf16_flops, *gemm, 1e12, "bf16 GEMM (cuBLAS), median" + of_gpus);
-    }
-    c.gemm_efficiency = *gemm / c.gpu.bf16_flops;
-  }
-  if (const auto h2d = median(gpu::kH2d)) {
-    set("h2d_gbps", &c.gpu.h2d_bandwidth, *h2d, kGB,
-        "pinned host-to-device copy, median" + of_gpus);
-  }
-  if (const auto d2h = median(gpu::kD2h)) {
-    set("d2h_gbps", &c.gpu.d2h_bandwidth, *d2h, kGB,
-        "pinned device-to-host copy, median" + of_gpus);
-  }
-  if (const store::ProbeRecord* p = node_wide(gpu::kAllReduce)) {
-    set("allreduce_gbps", &c.gpu.allreduce_bandwidth, p->value, kGB,
-        "NCCL all-reduce bus bandwidth, " + DetailText(*p, "gpus") + " GPUs" + LargestSize(*p));
-  } else {
-    c.notes.push_back(
-        "no NCCL probes (one GPU, or libra built without NCCL): allreduce_gbps, "
-        "allreduce_latency_us and nvlink_gbps keep their values");
-  }
-  if (const store::ProbeRecord* p = node_wide(gpu::kAllReduceLatency)) {
-    set("allreduce_latency_us", &c.gpu.allreduce_latency_s, p->value, 1e-6,
-        "NCCL all-reduce of 8 bytes, " + DetailText(*p, "gpus") + " GPUs");
-  }
-  if (const store::ProbeRecord* p = node_wide(gpu::kBroadcast)) {
-    set("nvlink_gbps", &c.gpu.nvlink_bandwidth, p->value, kGB,
-        "NCCL broadcast bus bandwidth, " + DetailText(*p, "gpus") + " GPUs" + LargestSize(*p));
-  }
-  if (const store::ProbeRecord* p = node_wide(gpu::kAllReduceNodes)) {
-    // A ring across nodes runs one channel per NIC, so its bus bandwidth is about what one node
-    // moves over the network.
-    set("inter_node_gbps", &c.gpu.inter_node_bandwidth, p->value, kGB,
-        "NCCL all-reduce bus bandwidth across " + DetailText(*p, "nodes") + " nodes x " +
-            DetailText(*p, "gpus_per_node") + " GPUs" + LargestSize(*p));
-  }
+  const std::string of_gpus = c.gpus > 0 ? StrFormat(" of %d GPUs", c.gpus) : "";
+  CalibrateMemory(by_kind, of_gpus, c);
+  CalibrateComputeAndHost(by_kind, of_gpus, c);
+  CalibrateCollectives(by_kind, c);
   return c;
 }
 

@@ -14,8 +14,7 @@ using recipe::OptionTable;
 using recipe::OptionValue;
 
 // The placeholders each template may use, besides the values every template gets.
-const std::vector<std::string> kCommon = {"recipe_dir", "workers_dir", "run_dir", "model",
-                                          "seed"};
+const std::vector<std::string> kCommon = {"recipe_dir", "workers_dir", "run_dir", "model", "seed"};
 const std::vector<std::string> kEngine = {"port", "tp",      "gpus",    "node",
                                           "host", "weights", "dialect", "instance"};
 const std::vector<std::string> kTrainer = {"port", "node", "host", "weights", "version", "replica"};
@@ -107,6 +106,32 @@ std::chrono::milliseconds Seconds(double s) {
   return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
 }
 
+/// One [[launcher.hosts]] entry of a launcher of `kind`.
+HostOptions DecodeHost(const recipe::Recipe& r, const std::string& kind, OptionReader& h) {
+  HostOptions o;
+  o.ssh.host = h.String("host", "");
+  o.ssh.user = h.String("user", "");
+  o.ssh.port = static_cast<int>(h.Int("port", 0, 0, 65535));
+  o.ssh.identity_file = h.String("identity_file", "");
+  o.address = h.String("address", "");
+  if (o.ssh.host.empty() && kind == "ssh") h.Error("host", "is required for ssh");
+  // What SshLauncher::Create refuses at run time, refused at validation.
+  for (const auto& [key, value] :
+       {std::pair{"host", &o.ssh.host}, std::pair{"user", &o.ssh.user}}) {
+    if (!value->empty() &&
+        ((*value)[0] == '-' || value->find_first_of(" \t\n\r\"") != std::string::npos)) {
+      h.Error(key, "'" + EscapeControl(*value) +
+                       "' must not start with '-' or hold blanks or quotes (ssh would read it as "
+                       "an option)");
+    }
+  }
+  if (!o.ssh.identity_file.empty() && std::filesystem::path(o.ssh.identity_file).is_relative()) {
+    o.ssh.identity_file =
+        (std::filesystem::path(r.cluster_backend.base_dir) / o.ssh.identity_file).string();
+  }
+  return o;
+}
+
 void DecodeLauncher(const recipe::Recipe& r, Decoder& d, LauncherOptions* out) {
   const OptionTable& table = r.cluster_backend.launcher;
   OptionReader reader(table);
@@ -137,28 +162,7 @@ void DecodeLauncher(const recipe::Recipe& r, Decoder& d, LauncherOptions* out) {
         }
         OptionTable entry{host.table, host.where, table.path + StrFormat(".hosts[%zu]", i)};
         OptionReader h(entry);
-        HostOptions o;
-        o.ssh.host = h.String("host", "");
-        o.ssh.user = h.String("user", "");
-        o.ssh.port = static_cast<int>(h.Int("port", 0, 0, 65535));
-        o.ssh.identity_file = h.String("identity_file", "");
-        o.address = h.String("address", "");
-        if (o.ssh.host.empty() && out->kind == "ssh") h.Error("host", "is required for ssh");
-        // What SshLauncher::Create refuses at run time, refused at validation.
-        for (const auto& [key, value] :
-             {std::pair{"host", &o.ssh.host}, std::pair{"user", &o.ssh.user}}) {
-          if (!value->empty() &&
-              ((*value)[0] == '-' || value->find_first_of(" \t\n\r\"") != std::string::npos)) {
-            h.Error(key, "'" + EscapeControl(*value) +
-                             "' must not start with '-' or hold blanks or quotes (ssh would "
-                             "read it as an option)");
-          }
-        }
-        if (!o.ssh.identity_file.empty() &&
-            std::filesystem::path(o.ssh.identity_file).is_relative()) {
-          o.ssh.identity_file =
-              (std::filesystem::path(r.cluster_backend.base_dir) / o.ssh.identity_file).string();
-        }
+        HostOptions o = DecodeHost(r, out->kind, h);
         d.Add(h.Finish());
         out->hosts.push_back(std::move(o));
       }
@@ -350,8 +354,8 @@ Result<ClusterOptions> DecodeClusterOptions(const recipe::Recipe& recipe) {
   options.values["recipe_dir"] = dir.lexically_normal().string();
   // libra's CPU stand-in workers (workers/), wherever the recipe was copied to.
   const char* workers = std::getenv("LIBRA_WORKERS_DIR");
-  options.values["workers_dir"] = workers != nullptr && *workers != '\0' ? workers
-                                                                          : LIBRA_WORKERS_DIR;
+  options.values["workers_dir"] =
+      workers != nullptr && *workers != '\0' ? workers : LIBRA_WORKERS_DIR;
   options.values["model"] = recipe.model.name;
   options.values["seed"] = std::to_string(recipe.seed);
   return options;

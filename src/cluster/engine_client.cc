@@ -104,6 +104,35 @@ std::optional<int64_t> TokenIdOf(const JsonValue& token) {
   return id;
 }
 
+// A vLLM reply without token_ids: the ids its logprobs name (an "id" per chat entry, or tokens
+// written "token_id:<id>"), else an error: the engine cannot give libra what it generated.
+Result<std::vector<TokenId>> TokenIdsOfLogprobs(const ReplyReader& reader, const std::string& at,
+                                                const JsonValue& logprobs,
+                                                const JsonValue::Array& entries, bool chat) {
+  std::vector<TokenId> ids;
+  const JsonValue* tokens = logprobs.Find("tokens");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::optional<int64_t> id;
+    if (chat) {
+      if (const JsonValue* v = entries[i].Find("id"); v != nullptr && v->is_int()) {
+        id = v->as_int();
+      } else if (const JsonValue* t = entries[i].Find("token")) {
+        id = TokenIdOf(*t);
+      }
+    } else if (tokens != nullptr && tokens->is_array() && i < tokens->as_array().size()) {
+      id = TokenIdOf(tokens->as_array()[i]);
+    }
+    if (!id || *id < 0 || *id > kMaxTokenId) {
+      return reader.Error(at +
+                          ".token_ids is missing and its logprobs name no token ids: the "
+                          "engine does not return the ids it generated (vLLM does with "
+                          "return_token_ids, from 0.10.2)");
+    }
+    ids.push_back(static_cast<TokenId>(*id));
+  }
+  return ids;
+}
+
 }  // namespace
 
 std::string_view EngineDialectName(EngineDialect dialect) {
@@ -236,28 +265,8 @@ Result<GenerateResult> EngineClient::ParseVllm(const GenerateRequest& request,
   if (const JsonValue* ids = choice.Find("token_ids"); ids != nullptr && !ids->is_null()) {
     LIBRA_ASSIGN_OR_RETURN(result.token_ids, reader.TokenIds(*ids, at + ".token_ids"));
   } else {
-    // No token_ids: the ids the logprobs name (an "id" per chat entry, or tokens written
-    // "token_id:<id>"), else the engine cannot give libra what it generated.
-    const JsonValue* tokens = logprobs->Find("tokens");
-    for (size_t i = 0; i < entries->size(); ++i) {
-      std::optional<int64_t> id;
-      if (chat) {
-        if (const JsonValue* v = (*entries)[i].Find("id"); v != nullptr && v->is_int()) {
-          id = v->as_int();
-        } else if (const JsonValue* t = (*entries)[i].Find("token")) {
-          id = TokenIdOf(*t);
-        }
-      } else if (tokens != nullptr && tokens->is_array() && i < tokens->as_array().size()) {
-        id = TokenIdOf(tokens->as_array()[i]);
-      }
-      if (!id || *id < 0 || *id > kMaxTokenId) {
-        return reader.Error(at +
-                            ".token_ids is missing and its logprobs name no token ids: the "
-                            "engine does not return the ids it generated (vLLM does with "
-                            "return_token_ids, from 0.10.2)");
-      }
-      result.token_ids.push_back(static_cast<TokenId>(*id));
-    }
+    LIBRA_ASSIGN_OR_RETURN(result.token_ids,
+                           TokenIdsOfLogprobs(reader, at, *logprobs, *entries, chat));
   }
   if (entries->size() != result.token_ids.size()) {
     return reader.Error(StrFormat("%s has %zu entries but %s.token_ids has %zu", list.c_str(),

@@ -313,6 +313,42 @@ int64_t ProcessesOfUser(uid_t uid) {
   _exit(128 + signo);
 }
 
+// Forks and execs the tool under `limits`, its signals unblocked; says why when it cannot start
+// (the exit code is then 127). -1 when the supervisor cannot fork.
+pid_t StartTool(char** tool_argv, char** envp, const std::vector<std::pair<int, rlimit>>& limits) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return -1;
+  const pid_t tool = fork();
+  if (tool < 0) {
+    Say(std::string("cannot fork: ") + std::strerror(errno));
+    return -1;
+  }
+  if (tool == 0) {
+    close(report[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) _exit(127);
+    for (const auto& [resource, value] : limits) {
+      setrlimit(static_cast<__rlimit_resource_t>(resource), &value);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(tool_argv[0], tool_argv, envp);
+    const int error = errno;
+    if (write(report[1], &error, sizeof(error)) < 0) {
+      // The supervisor then reports exit code 127 without a reason.
+    }
+    _exit(127);
+  }
+  close(report[1]);
+  int exec_error = 0;
+  if (read(report[0], &exec_error, sizeof(exec_error)) == sizeof(exec_error)) {
+    Say(StrFormat("cannot start '%s': %s", tool_argv[0], std::strerror(exec_error)));
+  }
+  close(report[0]);
+  return tool;
+}
+
 int Supervise(int argc, char** argv, char** envp) {
   // argv: self, flag, libra, dir, scratch, cpu, memory, files, file size, processes, --, tool...
   if (argc < 3 + kSupervisorArgs + 1 || std::string(argv[2 + kSupervisorArgs]) != "--") {
@@ -353,37 +389,8 @@ int Supervise(int argc, char** argv, char** envp) {
     const int64_t nproc = ProcessesOfUser(getuid()) + processes;
     limit(RLIMIT_NPROC, nproc, nproc);
   }
-
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) return 126;
-  const pid_t tool = fork();
-  if (tool < 0) {
-    Say(std::string("cannot fork: ") + std::strerror(errno));
-    return 126;
-  }
-  if (tool == 0) {
-    close(report[0]);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) _exit(127);
-    for (const auto& [resource, value] : limits) {
-      setrlimit(static_cast<__rlimit_resource_t>(resource), &value);
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(tool_argv[0], tool_argv, envp);
-    const int error = errno;
-    if (write(report[1], &error, sizeof(error)) < 0) {
-      // The supervisor then reports exit code 127 without a reason.
-    }
-    _exit(127);
-  }
-  close(report[1]);
-  int exec_error = 0;
-  if (read(report[0], &exec_error, sizeof(exec_error)) == sizeof(exec_error)) {
-    Say(StrFormat("cannot start '%s': %s", tool_argv[0], std::strerror(exec_error)));
-  }
-  close(report[0]);
+  const pid_t tool = StartTool(tool_argv, envp, limits);
+  if (tool < 0) return 126;
 
   int tool_status = 0;
   bool tool_done = false;

@@ -108,9 +108,10 @@ std::vector<OptionValue> TpCandidates(const recipe::Recipe& r) {
 std::string TpProblem(const recipe::Recipe& r, const char* what, double tp) {
   const bool power = tp == 1 || tp == 2 || tp == 4 || tp == 8;
   if (power && r.cluster.gpus_per_node % static_cast<int>(tp) == 0) return "";
-  return StrFormat("%s %g cannot fit the cluster: it must be 1, 2, 4 or 8 and divide its %d GPUs "
-                   "per node",
-                   what, tp, r.cluster.gpus_per_node);
+  return StrFormat(
+      "%s %g cannot fit the cluster: it must be 1, 2, 4 or 8 and divide its %d GPUs "
+      "per node",
+      what, tp, r.cluster.gpus_per_node);
 }
 
 int SplitUnit(const recipe::Recipe& r) {
@@ -118,8 +119,9 @@ int SplitUnit(const recipe::Recipe& r) {
   return r.cluster.nodes >= 4 ? gpn : std::max(1, gpn / 2);
 }
 
-const std::vector<KnobDef>& KnobDefs() {
-  static const std::vector<KnobDef> defs = {
+/// Knobs of the planners' options.
+std::vector<KnobDef> PlannerKnobs() {
+  return {
       {"train_gpus", Target::kPlannerOption, "train_gpus", true,
        [](const recipe::Recipe&, const recipe::SystemSpec& s) {
          return PlannerIs(s, {"static", "heddle"});
@@ -132,9 +134,10 @@ const std::vector<KnobDef>& KnobDefs() {
        },
        [](const recipe::Recipe& r, const recipe::SystemSpec&, double g) -> std::string {
          if (g >= 1 && g <= r.cluster.total_gpus() - 1) return "";
-         return StrFormat("%g training GPUs cannot fit the cluster: it has %d GPUs (%d x %d) and "
-                          "rollout needs at least one",
-                          g, r.cluster.total_gpus(), r.cluster.nodes, r.cluster.gpus_per_node);
+         return StrFormat(
+             "%g training GPUs cannot fit the cluster: it has %d GPUs (%d x %d) and "
+             "rollout needs at least one",
+             g, r.cluster.total_gpus(), r.cluster.nodes, r.cluster.gpus_per_node);
        }},
       {"rollout_tp", Target::kPlannerOption, "rollout_tp", true,
        [](const recipe::Recipe&, const recipe::SystemSpec& s) {
@@ -162,6 +165,12 @@ const std::vector<KnobDef>& KnobDefs() {
        [](const recipe::Recipe&, const recipe::SystemSpec&, double f) -> std::string {
          return f > 0 && f <= 1 ? "" : StrFormat("must be in (0, 1] (got %g)", f);
        }},
+  };
+}
+
+/// Knobs of the routers' options, and the staleness bound.
+std::vector<KnobDef> RouterAndStalenessKnobs() {
+  return {
       {"max_active", Target::kRouterOption, "max_active", true,
        [](const recipe::Recipe&, const recipe::SystemSpec& s) { return s.router == "sorted"; },
        [](const recipe::Recipe&, const recipe::SystemSpec&) {
@@ -196,12 +205,21 @@ const std::vector<KnobDef>& KnobDefs() {
        [](const recipe::Recipe& r, const recipe::SystemSpec&, double k) -> std::string {
          const int lo = r.rl.sync_interval - 1;
          if (k >= lo && k <= r.rl.staleness) return "";
-         return StrFormat("staleness %g is outside [%d, %d]: rl.staleness (%d) is the off-policy "
-                          "budget every system of the recipe shares, and rl.sync_interval %d "
-                          "needs at least %d",
-                          k, lo, r.rl.staleness, r.rl.staleness, r.rl.sync_interval, lo);
+         return StrFormat(
+             "staleness %g is outside [%d, %d]: rl.staleness (%d) is the off-policy "
+             "budget every system of the recipe shares, and rl.sync_interval %d "
+             "needs at least %d",
+             k, lo, r.rl.staleness, r.rl.staleness, r.rl.sync_interval, lo);
        }},
   };
+}
+
+const std::vector<KnobDef>& KnobDefs() {
+  static const std::vector<KnobDef> defs = [] {
+    std::vector<KnobDef> all = PlannerKnobs();
+    for (KnobDef& d : RouterAndStalenessKnobs()) all.push_back(std::move(d));
+    return all;
+  }();
   return defs;
 }
 
@@ -270,8 +288,7 @@ Result<Configuration> Configuration::FromJson(const JsonValue& json) {
       v.kind = OptionValue::Kind::kString;
       v.string_value = value.as_string();
     } else {
-      return Status::InvalidArgument("configuration value '" + key + "' is " +
-                                     value.type_name());
+      return Status::InvalidArgument("configuration value '" + key + "' is " + value.type_name());
     }
     config.settings.push_back({key, v});
   }
@@ -299,36 +316,23 @@ bool IsLibraSystem(const recipe::SystemSpec& system) {
   return PlannerIs(system, {"grp", "no-ehp", "libra-ref"});
 }
 
-Result<KnobSpace> KnobsFor(const recipe::Recipe& recipe, const recipe::SystemSpec& system) {
-  std::vector<std::string> errors;
-  const auto error = [&](const std::string& where, const std::string& key,
-                         const std::string& what) {
-    errors.push_back(where + ": " + system.tune.path + "." + key + ": " + what);
-  };
-  const recipe::OptionValue* enabled = system.tune.Find("enabled");
-  if (enabled != nullptr && enabled->kind != OptionValue::Kind::kBool) {
-    error(enabled->where, "enabled", "must be a boolean, not " + enabled->KindName());
-  }
-  const bool off = enabled != nullptr && enabled->kind == OptionValue::Kind::kBool &&
-                   !enabled->bool_value;
-  if (IsLibraSystem(system)) {
-    for (const recipe::OptionEntry& e : system.tune.entries) {
-      if (e.key == "enabled") continue;
-      error(e.value.where, e.key,
-            "'" + system.name + "' is Libra (planner " + system.planner +
-                "): its planner chooses its configuration, and it is never tuned");
-    }
-  }
-  // The knobs the system has by default, then those its [.tune] table names.
+namespace {
+
+/// Reports a problem of a system's [.tune] table: where, the key, what.
+using TuneError =
+    std::function<void(const std::string& where, const std::string& key, const std::string& what)>;
+
+/// The knobs of a system that is not Libra: those it has by default, then those its [.tune]
+/// table names (`given`, by name; a name it has no knob of is an error).
+std::vector<const KnobDef*> TunedKnobs(const recipe::Recipe& recipe,
+                                       const recipe::SystemSpec& system, const TuneError& error,
+                                       std::map<std::string, const recipe::OptionEntry*>* given) {
   std::vector<const KnobDef*> defs;
-  if (!IsLibraSystem(system)) {
-    for (const KnobDef& d : KnobDefs()) {
-      if (d.has_default(recipe, system)) defs.push_back(&d);
-    }
+  for (const KnobDef& d : KnobDefs()) {
+    if (d.has_default(recipe, system)) defs.push_back(&d);
   }
-  std::map<std::string, const recipe::OptionEntry*> given;
   for (const recipe::OptionEntry& e : system.tune.entries) {
-    if (e.key == "enabled" || IsLibraSystem(system)) continue;
+    if (e.key == "enabled") continue;
     const KnobDef* def = FindDef(e.key);
     const bool allowed =
         def != nullptr && (std::find(defs.begin(), defs.end(), def) != defs.end() ||
@@ -339,61 +343,96 @@ Result<KnobSpace> KnobsFor(const recipe::Recipe& recipe, const recipe::SystemSpe
       if (std::find(names.begin(), names.end(), "staleness") == names.end()) {
         names.push_back("staleness");
       }
-      std::string what = "'" + system.name + "' has no knob '" + e.key + "' (its knobs: " +
-                         StrJoin(names, ", ") + ")";
+      std::string what = "'" + system.name + "' has no knob '" + e.key +
+                         "' (its knobs: " + StrJoin(names, ", ") + ")";
       const std::string hint = ClosestMatch(e.key, names);
       if (!hint.empty()) what += "; did you mean '" + hint + "'?";
       error(e.value.where, e.key, what);
       continue;
     }
     if (std::find(defs.begin(), defs.end(), def) == defs.end()) defs.push_back(def);
-    given[e.key] = &e;
+    (*given)[e.key] = &e;
   }
-  KnobSpace space;
-  for (const KnobDef* def : defs) {
-    Knob knob;
-    knob.name = def->name;
-    knob.where = "default";
-    auto it = given.find(def->name);
-    if (it == given.end()) {
-      knob.values = def->defaults(recipe, system);
-    } else {
-      const recipe::OptionValue& v = it->second->value;
-      knob.where = v.where;
-      if (v.kind != OptionValue::Kind::kArray || v.array.empty()) {
-        error(v.where, def->name, "must be a non-empty array of candidate values");
-        continue;
-      }
-      for (const OptionValue& e : v.array) {
-        const bool number =
-            e.kind == OptionValue::Kind::kInt || (!def->integer && e.kind == OptionValue::Kind::kDouble);
-        if (!number) {
-          error(e.where, def->name,
-                std::string("values must be ") + (def->integer ? "integers" : "numbers") +
-                    ", not " + e.KindName());
-          continue;
-        }
-        const double x = e.kind == OptionValue::Kind::kInt ? static_cast<double>(e.int_value)
-                                                           : e.double_value;
-        const std::string why = def->check(recipe, system, x);
-        if (!why.empty()) {
-          error(e.where, def->name, why);
-          continue;
-        }
-        knob.values.push_back(def->integer ? IntValue(e.int_value) : DoubleValue(x));
-      }
+  return defs;
+}
+
+/// A knob's candidates: its defaults, or the values the [.tune] table gives (`given`; each
+/// checked, the bad ones reported and left out).
+Knob KnobOf(const KnobDef& def, const recipe::OptionEntry* given, const recipe::Recipe& recipe,
+            const recipe::SystemSpec& system, const TuneError& error) {
+  Knob knob;
+  knob.name = def.name;
+  knob.where = "default";
+  if (given == nullptr) {
+    knob.values = def.defaults(recipe, system);
+    return knob;
+  }
+  const recipe::OptionValue& v = given->value;
+  knob.where = v.where;
+  if (v.kind != OptionValue::Kind::kArray || v.array.empty()) {
+    error(v.where, def.name, "must be a non-empty array of candidate values");
+    return knob;
+  }
+  for (const OptionValue& e : v.array) {
+    const bool number =
+        e.kind == OptionValue::Kind::kInt || (!def.integer && e.kind == OptionValue::Kind::kDouble);
+    if (!number) {
+      error(e.where, def.name,
+            std::string("values must be ") + (def.integer ? "integers" : "numbers") + ", not " +
+                e.KindName());
+      continue;
     }
-    if (!knob.values.empty()) space.knobs.push_back(std::move(knob));
+    const double x =
+        e.kind == OptionValue::Kind::kInt ? static_cast<double>(e.int_value) : e.double_value;
+    const std::string why = def.check(recipe, system, x);
+    if (!why.empty()) {
+      error(e.where, def.name, why);
+      continue;
+    }
+    knob.values.push_back(def.integer ? IntValue(e.int_value) : DoubleValue(x));
+  }
+  return knob;
+}
+
+}  // namespace
+
+Result<KnobSpace> KnobsFor(const recipe::Recipe& recipe, const recipe::SystemSpec& system) {
+  std::vector<std::string> errors;
+  const TuneError error = [&](const std::string& where, const std::string& key,
+                              const std::string& what) {
+    errors.push_back(where + ": " + system.tune.path + "." + key + ": " + what);
+  };
+  const recipe::OptionValue* enabled = system.tune.Find("enabled");
+  if (enabled != nullptr && enabled->kind != OptionValue::Kind::kBool) {
+    error(enabled->where, "enabled", "must be a boolean, not " + enabled->KindName());
+  }
+  const bool off =
+      enabled != nullptr && enabled->kind == OptionValue::Kind::kBool && !enabled->bool_value;
+  KnobSpace space;
+  if (IsLibraSystem(system)) {
+    for (const recipe::OptionEntry& e : system.tune.entries) {
+      if (e.key == "enabled") continue;
+      error(e.value.where, e.key,
+            "'" + system.name + "' is Libra (planner " + system.planner +
+                "): its planner chooses its configuration, and it is never tuned");
+    }
+  } else {
+    std::map<std::string, const recipe::OptionEntry*> given;
+    for (const KnobDef* def : TunedKnobs(recipe, system, error, &given)) {
+      auto it = given.find(def->name);
+      Knob knob = KnobOf(*def, it == given.end() ? nullptr : it->second, recipe, system, error);
+      if (!knob.values.empty()) space.knobs.push_back(std::move(knob));
+    }
   }
   if (!errors.empty()) return Status(StatusCode::kInvalidRecipe, StrJoin(errors, "\n"));
   if (off) return KnobSpace{};
   constexpr size_t kMaxSpace = 100000;
   if (space.size() > kMaxSpace) {
     return Status::InvalidRecipe(
-        system.tune.where, StrFormat("%s: '%s' has %zu configurations to search; at most %zu: "
-                                     "narrow its ranges",
-                                     system.tune.path.c_str(), system.name.c_str(), space.size(),
-                                     kMaxSpace));
+        system.tune.where,
+        StrFormat("%s: '%s' has %zu configurations to search; at most %zu: "
+                  "narrow its ranges",
+                  system.tune.path.c_str(), system.name.c_str(), space.size(), kMaxSpace));
   }
   return space;
 }
@@ -433,13 +472,12 @@ uint64_t TuningSeed(uint64_t base, int i) {
   return base + (uint64_t{1} << 32) + static_cast<uint64_t>(i);
 }
 
-Result<SearchResult> Search(const KnobSpace& space, const SearchSettings& settings,
-                            const FeasibleFn& feasible, const EvaluateFn& evaluate,
-                            const SearchProgressFn& progress) {
-  LIBRA_CHECK(settings.budget_runs >= 1 &&
-              settings.seeds.size() >= static_cast<size_t>(settings.budget_runs))
-      << settings.budget_runs << " runs with " << settings.seeds.size() << " seeds";
-  SearchResult result;
+namespace {
+
+/// The indices of the configurations `feasible` accepts; the others are recorded as infeasible
+/// trials. kUnschedulable when none fits.
+Result<std::vector<size_t>> FeasibleCandidates(const KnobSpace& space, const FeasibleFn& feasible,
+                                               SearchResult* result) {
   std::vector<size_t> candidates;
   std::vector<std::string> reasons;
   for (size_t i = 0; i < space.size(); ++i) {
@@ -450,13 +488,45 @@ Result<SearchResult> Search(const KnobSpace& space, const SearchSettings& settin
       continue;
     }
     reasons.push_back(config.ToString() + ": " + ok.message());
-    result.trials.push_back({i, std::move(config), std::nullopt, std::nullopt, "infeasible",
-                             ok.message()});
+    result->trials.push_back(
+        {i, std::move(config), std::nullopt, std::nullopt, "infeasible", ok.message()});
   }
   if (candidates.empty()) {
     return Status::Unschedulable("no configuration of the search space fits: " +
                                  StrJoin(reasons, "; "));
   }
+  return candidates;
+}
+
+/// The candidates explored (positions among `candidates` of them): every one when they fit in
+/// 2/3 of the budget, else an evenly spread subset that keeps both ends of the space.
+std::vector<size_t> Explored(size_t candidates, int budget) {
+  const size_t explore_max = static_cast<size_t>(std::max(1, budget * 2 / 3));
+  std::vector<size_t> explored;
+  if (candidates <= explore_max) {
+    explored.resize(candidates);
+    std::iota(explored.begin(), explored.end(), size_t{0});
+  } else if (explore_max == 1) {
+    explored.push_back(0);
+  } else {
+    for (size_t k = 0; k < explore_max; ++k) {
+      explored.push_back(k * (candidates - 1) / (explore_max - 1));
+    }
+  }
+  return explored;
+}
+
+}  // namespace
+
+Result<SearchResult> Search(const KnobSpace& space, const SearchSettings& settings,
+                            const FeasibleFn& feasible, const EvaluateFn& evaluate,
+                            const SearchProgressFn& progress) {
+  LIBRA_CHECK(settings.budget_runs >= 1 &&
+              settings.seeds.size() >= static_cast<size_t>(settings.budget_runs))
+      << settings.budget_runs << " runs with " << settings.seeds.size() << " seeds";
+  SearchResult result;
+  LIBRA_ASSIGN_OR_RETURN(const std::vector<size_t> candidates,
+                         FeasibleCandidates(space, feasible, &result));
   // Scores by candidate position; seeds used per candidate.
   std::vector<std::vector<double>> scores(candidates.size());
   const auto run = [&](size_t c) -> Status {
@@ -480,21 +550,8 @@ Result<SearchResult> Search(const KnobSpace& space, const SearchSettings& settin
     return std::accumulate(scores[c].begin(), scores[c].end(), 0.0) /
            static_cast<double>(std::max<size_t>(1, scores[c].size()));
   };
-  // Exploration: every candidate once when it fits in 2/3 of the budget, else an evenly spread
-  // subset that keeps both ends of the space.
   const int budget = settings.budget_runs;
-  const size_t explore_max = static_cast<size_t>(std::max(1, budget * 2 / 3));
-  std::vector<size_t> explored;
-  if (candidates.size() <= explore_max) {
-    explored.resize(candidates.size());
-    std::iota(explored.begin(), explored.end(), size_t{0});
-  } else if (explore_max == 1) {
-    explored.push_back(0);
-  } else {
-    for (size_t k = 0; k < explore_max; ++k) {
-      explored.push_back(k * (candidates.size() - 1) / (explore_max - 1));
-    }
-  }
+  const std::vector<size_t> explored = Explored(candidates.size(), budget);
   for (size_t c : explored) {
     if (result.runs >= budget) break;
     LIBRA_RETURN_IF_ERROR(run(c));

@@ -45,113 +45,145 @@ std::string Position(const std::string& source, const toml::source_position& p) 
   return StrFormat("%s:%u:%u", source.c_str(), p.line, p.column);
 }
 
+/// The lexer behind CheckTomlShape: it tells keys from values and skips strings and comments,
+/// and over-counts rather than under-counts (a quoted key with dots in it counts as one
+/// segment, as it should).
+class TomlShapeScanner {
+ public:
+  TomlShapeScanner(std::string_view text, const std::string& source, int max_nesting)
+      : text_(text), source_(source), max_nesting_(max_nesting) {}
+
+  Status Scan() {
+    for (size_t i = 0; i < text_.size(); ++i) {
+      const char c = text_[i];
+      if (c == '\n') {
+        NewLine(i + 1);
+        if (open_.empty()) {
+          mode_ = Mode::kKey;
+          key_segments_ = 0;
+        }
+      } else if (c == '#') {
+        while (i + 1 < text_.size() && text_[i + 1] != '\n') ++i;
+      } else if (c == '"' || c == '\'') {
+        i = SkipString(i);
+        if (mode_ != Mode::kValue && key_segments_ == 0) key_segments_ = 1;
+      } else if (c == ' ' || c == '\t' || c == '\r') {
+        continue;
+      } else if (mode_ == Mode::kKey && open_.empty() && key_segments_ == 0 && c == '[') {
+        mode_ = Mode::kHeader;
+        if (i + 1 < text_.size() && text_[i + 1] == '[') ++i;
+      } else if (mode_ == Mode::kKey || mode_ == Mode::kHeader) {
+        LIBRA_RETURN_IF_ERROR(KeyChar(c, i));
+      } else {
+        LIBRA_RETURN_IF_ERROR(ValueChar(c, i));
+      }
+    }
+    return Status();
+  }
+
+ private:
+  enum class Mode { kKey, kHeader, kValue };
+  struct Open {
+    char bracket;
+    int depth;
+  };
+
+  void NewLine(size_t start) {
+    ++line_;
+    line_start_ = start;
+  }
+  int Base() const { return open_.empty() ? header_depth_ : open_.back().depth; }
+  Status TooDeep(size_t at) const {
+    return Status::InvalidRecipe(
+        StrFormat("%s:%u:%zu", source_.c_str(), line_, at - line_start_ + 1),
+        StrFormat("nested deeper than libra's limit of %d levels (tables, arrays and dotted "
+                  "keys together)",
+                  kMaxNesting));
+  }
+
+  /// The index of the last character of the string that opens at `i` (basic or literal,
+  /// single-line or multi-line).
+  size_t SkipString(size_t i) {
+    const char c = text_[i];
+    const bool triple = text_.substr(i, 3) == std::string(3, c);
+    const std::string_view end = triple ? text_.substr(i, 3) : text_.substr(i, 1);
+    size_t j = i + end.size();
+    for (; j < text_.size(); ++j) {
+      if (c == '"' && text_[j] == '\\') {
+        ++j;
+      } else if (text_.substr(j, end.size()) == end) {
+        break;
+      } else if (text_[j] == '\n') {
+        NewLine(j + 1);
+      }
+    }
+    return std::min(text_.size(), j + end.size()) - 1;
+  }
+
+  /// A character of a key or a [table] header.
+  Status KeyChar(char c, size_t& i) {
+    if (c == '.') {
+      ++key_segments_;
+    } else if (mode_ == Mode::kHeader && c == ']') {
+      header_depth_ = key_segments_;
+      key_segments_ = 0;
+      mode_ = Mode::kValue;  // the rest of the line is not a key
+      if (i + 1 < text_.size() && text_[i + 1] == ']') ++i;
+    } else if (mode_ == Mode::kKey && c == '=') {
+      value_depth_ = Base() + key_segments_;
+      key_segments_ = 0;
+      mode_ = Mode::kValue;
+    } else if (mode_ == Mode::kKey && c == '}' && !open_.empty()) {
+      open_.pop_back();  // an empty inline table
+      mode_ = Mode::kValue;
+      value_depth_ = Base();
+    } else if (key_segments_ == 0) {
+      key_segments_ = 1;
+    }
+    const int depth = mode_ == Mode::kHeader ? key_segments_ : Base() + key_segments_;
+    if (depth > max_nesting_) return TooDeep(i);
+    return Status();
+  }
+
+  /// A character of a value: brackets and braces open and close, commas separate.
+  Status ValueChar(char c, size_t i) {
+    if (c == '[' || c == '{') {
+      open_.push_back(Open{c, value_depth_ + 1});
+      if (open_.back().depth > max_nesting_) return TooDeep(i);
+      value_depth_ = open_.back().depth;
+      if (c == '{') mode_ = Mode::kKey;
+    } else if ((c == ']' || c == '}') && !open_.empty()) {
+      open_.pop_back();
+      value_depth_ = Base();
+    } else if (c == ',' && !open_.empty()) {
+      value_depth_ = Base();
+      if (open_.back().bracket == '{') mode_ = Mode::kKey;
+    }
+    return Status();
+  }
+
+  std::string_view text_;
+  const std::string& source_;
+  int max_nesting_;
+  std::vector<Open> open_;
+  int header_depth_ = 0;  // segments of the last [table] header
+  int key_segments_ = 0;  // segments of the key being read
+  int value_depth_ = 0;   // depth of a value that starts here
+  Mode mode_ = Mode::kKey;
+  unsigned line_ = 1;
+  size_t line_start_ = 0;
+};
+
 /// Checks, before toml++ sees it, that `text` is no larger than kMaxRecipeBytes and nests no
 /// deeper than kMaxNesting (tables, arrays and dotted-key segments together): toml++ recurses
-/// over the nesting, so a few kilobytes of dots or brackets would overflow the stack. A cheap
-/// lexer: it tells keys from values and skips strings and comments, and over-counts rather
-/// than under-counts (a quoted key with dots in it counts as one segment, as it should).
+/// over the nesting, so a few kilobytes of dots or brackets would overflow the stack.
 Status CheckTomlShape(std::string_view text, const std::string& source,
                       int max_nesting = kMaxNesting) {
   if (text.size() > kMaxRecipeBytes) {
     return Status::InvalidRecipe(
         source, StrFormat("the file is larger than libra's limit of %zu bytes", kMaxRecipeBytes));
   }
-  struct Open {
-    char bracket;
-    int depth;
-  };
-  std::vector<Open> open;
-  int header_depth = 0;  // segments of the last [table] header
-  int key_segments = 0;  // segments of the key being read
-  int value_depth = 0;   // depth of a value that starts here
-  enum class Mode { kKey, kHeader, kValue } mode = Mode::kKey;
-  unsigned line = 1;
-  size_t line_start = 0;
-  auto too_deep = [&](size_t at) {
-    return Status::InvalidRecipe(
-        StrFormat("%s:%u:%zu", source.c_str(), line, at - line_start + 1),
-        StrFormat("nested deeper than libra's limit of %d levels (tables, arrays and dotted "
-                  "keys together)",
-                  kMaxNesting));
-  };
-  auto base = [&] { return open.empty() ? header_depth : open.back().depth; };
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') {
-      ++line;
-      line_start = i + 1;
-      if (open.empty()) {
-        mode = Mode::kKey;
-        key_segments = 0;
-      }
-      continue;
-    }
-    if (c == '#') {
-      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
-      continue;
-    }
-    if (c == '"' || c == '\'') {
-      const bool triple = text.substr(i, 3) == std::string(3, c);
-      const std::string_view end = triple ? text.substr(i, 3) : text.substr(i, 1);
-      size_t j = i + end.size();
-      for (; j < text.size(); ++j) {
-        if (c == '"' && text[j] == '\\') {
-          ++j;
-        } else if (text.substr(j, end.size()) == end) {
-          break;
-        } else if (text[j] == '\n') {
-          ++line;
-          line_start = j + 1;
-        }
-      }
-      i = std::min(text.size(), j + end.size()) - 1;
-      if (mode != Mode::kValue && key_segments == 0) key_segments = 1;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r') continue;
-    if (mode == Mode::kKey && open.empty() && key_segments == 0 && c == '[') {
-      mode = Mode::kHeader;
-      if (i + 1 < text.size() && text[i + 1] == '[') ++i;
-      continue;
-    }
-    if (mode == Mode::kKey || mode == Mode::kHeader) {
-      if (c == '.') {
-        ++key_segments;
-      } else if (mode == Mode::kHeader && c == ']') {
-        header_depth = key_segments;
-        key_segments = 0;
-        mode = Mode::kValue;  // the rest of the line is not a key
-        if (i + 1 < text.size() && text[i + 1] == ']') ++i;
-      } else if (mode == Mode::kKey && c == '=') {
-        value_depth = base() + key_segments;
-        key_segments = 0;
-        mode = Mode::kValue;
-      } else if (mode == Mode::kKey && c == '}' && !open.empty()) {
-        open.pop_back();  // an empty inline table
-        mode = Mode::kValue;
-        value_depth = base();
-      } else if (key_segments == 0) {
-        key_segments = 1;
-      }
-      const int depth = mode == Mode::kHeader ? key_segments : base() + key_segments;
-      if (depth > max_nesting) return too_deep(i);
-      continue;
-    }
-    // A value.
-    if (c == '[' || c == '{') {
-      open.push_back(Open{c, value_depth + 1});
-      if (open.back().depth > max_nesting) return too_deep(i);
-      value_depth = open.back().depth;
-      if (c == '{') mode = Mode::kKey;
-    } else if ((c == ']' || c == '}') && !open.empty()) {
-      open.pop_back();
-      value_depth = base();
-    } else if (c == ',' && !open.empty()) {
-      value_depth = base();
-      if (open.back().bracket == '{') mode = Mode::kKey;
-    }
-  }
-  return Status();
+  return TomlShapeScanner(text, source, max_nesting).Scan();
 }
 
 /// "baselines[1].router" -> {"baselines", "1", "router"}.

@@ -154,6 +154,29 @@ std::string TomlValue(const OptionValue& value) {
   return "\"\"";
 }
 
+namespace {
+
+/// [rl] and [sim], every field.
+void WriteRlAndSim(const Recipe& recipe, Writer& w) {
+  w.Table("rl");
+  w.Key("prompts_per_step", std::to_string(recipe.rl.prompts_per_step));
+  w.Key("group_size", std::to_string(recipe.rl.group_size));
+  w.Key("staleness", std::to_string(recipe.rl.staleness));
+  w.Key("sync_interval", std::to_string(recipe.rl.sync_interval));
+  w.Key("batching", Quote(recipe.rl.batching));
+  w.Key("partial_rollout", recipe.rl.partial_rollout ? "true" : "false");
+
+  w.Table("sim");
+  w.Key("max_num_seqs", std::to_string(recipe.sim.max_num_seqs));
+  w.Key("max_batched_tokens", std::to_string(recipe.sim.max_batched_tokens));
+  w.Key("kv_policy", Quote(recipe.sim.kv_policy));
+  w.Key("sync_path", Quote(recipe.sim.sync_path));
+  w.Key("tool_concurrency", std::to_string(recipe.sim.tool_concurrency));
+  w.Key("record_events", recipe.sim.record_events ? "true" : "false");
+}
+
+}  // namespace
+
 std::string WriteResolvedRecipe(const Recipe& recipe, const SystemSpec& system,
                                 const OptionLog& log) {
   std::error_code ec;
@@ -198,21 +221,7 @@ std::string WriteResolvedRecipe(const Recipe& recipe, const SystemSpec& system,
   for (OptionEntry& e : table(recipe.workload.options)) workload.push_back(std::move(e));
   w.Section("workload", workload);
 
-  w.Table("rl");
-  w.Key("prompts_per_step", std::to_string(recipe.rl.prompts_per_step));
-  w.Key("group_size", std::to_string(recipe.rl.group_size));
-  w.Key("staleness", std::to_string(recipe.rl.staleness));
-  w.Key("sync_interval", std::to_string(recipe.rl.sync_interval));
-  w.Key("batching", Quote(recipe.rl.batching));
-  w.Key("partial_rollout", recipe.rl.partial_rollout ? "true" : "false");
-
-  w.Table("sim");
-  w.Key("max_num_seqs", std::to_string(recipe.sim.max_num_seqs));
-  w.Key("max_batched_tokens", std::to_string(recipe.sim.max_batched_tokens));
-  w.Key("kv_policy", Quote(recipe.sim.kv_policy));
-  w.Key("sync_path", Quote(recipe.sim.sync_path));
-  w.Key("tool_concurrency", std::to_string(recipe.sim.tool_concurrency));
-  w.Key("record_events", recipe.sim.record_events ? "true" : "false");
+  WriteRlAndSim(recipe, w);
 
   const ClusterBackendSpec& cb = recipe.cluster_backend;
   for (const auto& [name, given] :

@@ -557,7 +557,10 @@ std::string RenderLineChart(const LineChart& chart) {
   return svg.Finish(plot_bottom + 38 + kMargin);
 }
 
-std::string RenderHorizontalBars(const HorizontalBars& chart) {
+namespace {
+
+/// The smallest and largest finite ends of the chart's spans; nullopt when it has none.
+std::optional<std::pair<double, double>> SpanRange(const HorizontalBars& chart) {
   std::optional<double> lo, hi;
   for (const HorizontalBars::Row& row : chart.rows) {
     for (const auto& lane : row.lanes) {
@@ -568,8 +571,35 @@ std::string RenderHorizontalBars(const HorizontalBars& chart) {
       }
     }
   }
-  if (!lo) return NoData(chart.title, chart.subtitle);
-  lo = std::min(*lo, 0.0);
+  if (!lo) return std::nullopt;
+  return std::make_pair(*lo, *hi);
+}
+
+/// The legend lists the parts some span uses, with their colours.
+void UsedParts(const HorizontalBars& chart, std::vector<std::string>* legend,
+               std::vector<size_t>* colours) {
+  std::vector<bool> used(chart.parts.size(), false);
+  for (const HorizontalBars::Row& row : chart.rows) {
+    for (const auto& lane : row.lanes) {
+      for (const HorizontalBars::Span& s : lane) {
+        if (s.part < used.size() && s.to > s.from) used[s.part] = true;
+      }
+    }
+  }
+  for (size_t i = 0; i < chart.parts.size(); ++i) {
+    if (!used[i]) continue;
+    legend->push_back(chart.parts[i]);
+    colours->push_back(i);
+  }
+}
+
+}  // namespace
+
+std::string RenderHorizontalBars(const HorizontalBars& chart) {
+  const std::optional<std::pair<double, double>> range = SpanRange(chart);
+  if (!range) return NoData(chart.title, chart.subtitle);
+  const double lo = std::min(range->first, 0.0);
+  const double hi = range->second;
   Svg svg;
   const double top = svg.Heading(chart.title, chart.subtitle);
   double label_w = 0;
@@ -581,24 +611,11 @@ std::string RenderHorizontalBars(const HorizontalBars& chart) {
   label_w = std::min(label_w, 220.0);
   const double left = kMargin + label_w + 10;
   const double right = kWidth - kMargin - (note_w > 0 ? note_w + 8 : 4);
-  // The legend lists the parts some span uses.
-  std::vector<bool> used(chart.parts.size(), false);
-  for (const HorizontalBars::Row& row : chart.rows) {
-    for (const auto& lane : row.lanes) {
-      for (const HorizontalBars::Span& s : lane) {
-        if (s.part < used.size() && s.to > s.from) used[s.part] = true;
-      }
-    }
-  }
   std::vector<std::string> legend;
   std::vector<size_t> colours;
-  for (size_t i = 0; i < chart.parts.size(); ++i) {
-    if (!used[i]) continue;
-    legend.push_back(chart.parts[i]);
-    colours.push_back(i);
-  }
+  UsedParts(chart, &legend, &colours);
   const double plot_top = LegendRows(&svg, legend, colours, true, left, right, top) + 6;
-  const Axis x = MakeXAxis(*lo, *hi, left, right, false);
+  const Axis x = MakeXAxis(lo, hi, left, right, false);
   // Row heights: the first lane 16 px, the others 8, 3 px apart, 16 px between rows.
   std::vector<double> row_top;
   double y = plot_top;
@@ -609,9 +626,8 @@ std::string RenderHorizontalBars(const HorizontalBars& chart) {
     y += h + 16;
   }
   const double plot_bottom = y - 8;
-  if (*lo < 0) {
-    svg.Rect(x.Map(*lo), plot_top - 4, x.Map(0) - x.Map(*lo), plot_bottom - plot_top + 4,
-             "#f0f0f0");
+  if (lo < 0) {
+    svg.Rect(x.Map(lo), plot_top - 4, x.Map(0) - x.Map(lo), plot_bottom - plot_top + 4, "#f0f0f0");
   }
   for (double t : x.ticks) svg.Line(x.Map(t), plot_top - 4, x.Map(t), plot_bottom, "#e5e5e5");
   for (size_t r = 0; r < chart.rows.size(); ++r) {
@@ -632,12 +648,12 @@ std::string RenderHorizontalBars(const HorizontalBars& chart) {
     }
     if (!row.note.empty()) svg.Text(right + 8, row_top[r] + 12, row.note, "start");
   }
-  if (*lo < 0) svg.Line(x.Map(0), plot_top - 4, x.Map(0), plot_bottom, "#333333", 1);
+  if (lo < 0) svg.Line(x.Map(0), plot_top - 4, x.Map(0), plot_bottom, "#333333", 1);
   XTicks(svg, x, plot_bottom, true);
   svg.Line(left, plot_bottom, right, plot_bottom, "#333333");
   double bottom = plot_bottom + 38;
   svg.Text((left + right) / 2, bottom, chart.x_label, "middle");
-  if (*lo < 0 && !chart.before_zero.empty()) {
+  if (lo < 0 && !chart.before_zero.empty()) {
     // Under the axis title, by the shaded band it explains.
     bottom += kLine + 2;
     svg.Text(left, bottom, "shaded: " + chart.before_zero, "start", "fill=\"#555555\"");

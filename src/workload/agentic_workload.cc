@@ -368,6 +368,35 @@ AgenticWorkload::PromptLatent AgenticWorkload::Latent(int64_t index) const {
 
 PromptInfo AgenticWorkload::Prompt(int64_t index) const { return Latent(index).info; }
 
+void AgenticWorkload::CallTool(double target, double work_term, double c_rest, double z_latency,
+                               double z_failure, double z_output, TurnScript* turn) const {
+  const AgenticParams& p = params_;
+  size_t pick = 0;
+  while (pick + 1 < tool_cumulative_weight_.size() &&
+         (tool_cumulative_weight_[pick] <= target || p.tools[pick].weight <= 0)) {
+    ++pick;
+  }
+  const ToolParams& tool = p.tools[pick];
+  turn->end = TurnEnd::kToolCall;
+  turn->tool = tool.name;
+  const double latency =
+      tool.latency_median_s <= 0
+          ? 0
+          : tool.latency_median_s * std::exp(tool.latency_sigma * (work_term + c_rest * z_latency));
+  if (tool.timeout_s > 0 && latency >= tool.timeout_s) {
+    turn->tool_status = ToolStatus::kTimeout;
+    turn->tool_latency_s = tool.timeout_s;
+    turn->tool_output_tokens = p.timeout_output_tokens;
+    return;
+  }
+  // Fails when the correlated normal lies in the top failure_rate of its distribution.
+  const bool failed = Phi(-(work_term + c_rest * z_failure)) < tool.failure_rate;
+  turn->tool_status = failed ? ToolStatus::kFailure : ToolStatus::kSuccess;
+  turn->tool_latency_s = latency;
+  turn->tool_output_tokens = LogNormalTokens(tool.output_tokens_median, tool.output_tokens_sigma,
+                                             z_output, 0, tool.output_tokens_max);
+}
+
 TrajectoryScript AgenticWorkload::Script(int64_t prompt, int sample, int policy_version,
                                          double skill) const {
   const AgenticParams& p = params_;
@@ -433,32 +462,7 @@ TrajectoryScript AgenticWorkload::Script(int64_t prompt, int sample, int policy_
     used += turn.generated_tokens;
     context += turn.generated_tokens;
 
-    size_t pick = 0;
-    const double target = u_tool * total_weight;
-    while (pick + 1 < tool_cumulative_weight_.size() &&
-           (tool_cumulative_weight_[pick] <= target || p.tools[pick].weight <= 0)) {
-      ++pick;
-    }
-    const ToolParams& tool = p.tools[pick];
-    turn.end = TurnEnd::kToolCall;
-    turn.tool = tool.name;
-    const double latency =
-        tool.latency_median_s <= 0
-            ? 0
-            : tool.latency_median_s *
-                  std::exp(tool.latency_sigma * (c * z_work + c_rest * z_latency));
-    if (tool.timeout_s > 0 && latency >= tool.timeout_s) {
-      turn.tool_status = ToolStatus::kTimeout;
-      turn.tool_latency_s = tool.timeout_s;
-      turn.tool_output_tokens = p.timeout_output_tokens;
-    } else {
-      // Fails when the correlated normal lies in the top failure_rate of its distribution.
-      const bool failed = Phi(-(c * z_work + c_rest * z_failure)) < tool.failure_rate;
-      turn.tool_status = failed ? ToolStatus::kFailure : ToolStatus::kSuccess;
-      turn.tool_latency_s = latency;
-      turn.tool_output_tokens = LogNormalTokens(tool.output_tokens_median, tool.output_tokens_sigma,
-                                                z_output, 0, tool.output_tokens_max);
-    }
+    CallTool(u_tool * total_weight, c * z_work, c_rest, z_latency, z_failure, z_output, &turn);
     if (p.max_context_tokens > 0) {
       // A tool reply that would not fit the context is cut to what does.
       turn.tool_output_tokens =

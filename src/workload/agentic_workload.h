@@ -181,6 +181,11 @@ class AgenticWorkload : public Workload {
     double shared_z = 0;  // the group's common length component, standard normal
   };
   PromptLatent Latent(int64_t index) const;
+  /// A turn that ends in a tool call: the tool drawn at `target` of the cumulative weights, its
+  /// latency, outcome and output, read through the copula (`work_term` = c x the trajectory's
+  /// latent work, `c_rest` = sqrt(1 - c^2), the rest the turn's own normals).
+  void CallTool(double target, double work_term, double c_rest, double z_latency, double z_failure,
+                double z_output, TurnScript* turn) const;
 
   std::string name_;
   AgenticParams params_;
