@@ -189,13 +189,13 @@ report::Document SummaryDocument(const RecipeOptions& options, const recipe::Rec
 }
 
 /// Prints the summary of `views` and where they are recorded; the exit code.
-int PrintSummary(const RecipeOptions& options, const Io& io, const recipe::Recipe& recipe,
-                 const std::vector<Entrant>& entrants, const Plan& plan,
-                 const std::vector<report::RunView>& views, std::optional<int64_t> comparison_id,
-                 int exit_code) {
+int PrintSummary(const RecipeOptions& options, report::Format format, const Io& io,
+                 const recipe::Recipe& recipe, const std::vector<Entrant>& entrants,
+                 const Plan& plan, const std::vector<report::RunView>& views,
+                 std::optional<int64_t> comparison_id, int exit_code) {
   const report::Document doc =
       SummaryDocument(options, recipe, entrants, plan, views, comparison_id);
-  if (report::IsDataFormat(*ChosenFormat(options.output))) {
+  if (report::IsDataFormat(format)) {
     const int printed = Print(io, doc, options.output);
     return exit_code != kExitOk ? exit_code : printed;
   }
@@ -236,9 +236,10 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
                const recipe::Recipe& recipe, const std::vector<Entrant>& entrants,
                const Plan& plan) {
   if (Status s = CheckFormats(options); !s.ok()) return Fail(io, s);
+  const report::Format format = *ChosenFormat(options.output);
   const bool json_log = options.log_format == "json";
   // The step and run lines are a log: with tables for scripts on stdout, they go to stderr.
-  std::ostream& log = LogStream(options, io);
+  std::ostream& log = report::IsDataFormat(format) ? io.err : io.out;
   auto worlds = MakeWorlds(recipe, entrants, plan);
   if (!worlds.ok()) return Fail(io, worlds.status());
   EarlierRuns earlier;
@@ -299,7 +300,8 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
     }
   }
   if (options.quiet) return exit_code;
-  return PrintSummary(options, io, recipe, entrants, plan, views, *comparison_id, exit_code);
+  return PrintSummary(options, format, io, recipe, entrants, plan, views, *comparison_id,
+                      exit_code);
 }
 
 // `libra run --resume RUN`: the run's recipe as recorded, and its system.
