@@ -468,22 +468,14 @@ bool ReferenceCostModel::TrainOom(const ReferenceTrainConfig& config, int64_t L)
   return TrainMemory(config, config.b_micro, L) > TrainMemoryLimit();
 }
 
-ReferenceTrainTime ReferenceCostModel::TrainIterationTime(const ReferenceTrainConfig& config,
-                                                          int64_t B, int64_t L) const {
-  LIBRA_CHECK(config.tp >= 1 && config.pp >= 1 && config.dp >= 1 && config.b_micro >= 1)
-      << "tp " << config.tp << " pp " << config.pp << " dp " << config.dp << " b_micro "
-      << config.b_micro;
+void ReferenceCostModel::LayerTimes(const ReferenceTrainConfig& config, int64_t L,
+                                    ReferenceTrainTime* times) const {
   const ReferenceParams& p = params_;
   const int tp = config.tp;
-  const int pp = config.pp;
   const int dp = config.dp;
   const int64_t b_micro = config.b_micro;
   const double len = static_cast<double>(L);
-  ReferenceTrainTime out;
-  out.b_per_dp = std::max<int64_t>(1, B / dp);
-  out.n_micro = std::max<int64_t>(1, out.b_per_dp / b_micro);
-  out.layers_per_pp = p.n_layers / pp;
-
+  ReferenceTrainTime& out = *times;
   // Background traffic ratio: ZeRO sharding with DP keeps the network busy during compute.
   double bg_ratio = 0.0;
   if (config.zero_level >= 2 && dp > 1) {
@@ -524,6 +516,24 @@ ReferenceTrainTime ReferenceCostModel::TrainIterationTime(const ReferenceTrainCo
   out.bwd_per_micro_s =
       out.layers_per_pp * (slowed(attn_fwd, bg_ratio_bwd) + slowed(attn_bwd, bg_ratio_bwd) +
                            slowed(mlp_bwd, bg_ratio_bwd) + out.tp_comm_per_layer_s);
+}
+
+ReferenceTrainTime ReferenceCostModel::TrainIterationTime(const ReferenceTrainConfig& config,
+                                                          int64_t B, int64_t L) const {
+  LIBRA_CHECK(config.tp >= 1 && config.pp >= 1 && config.dp >= 1 && config.b_micro >= 1)
+      << "tp " << config.tp << " pp " << config.pp << " dp " << config.dp << " b_micro "
+      << config.b_micro;
+  const ReferenceParams& p = params_;
+  const int tp = config.tp;
+  const int pp = config.pp;
+  const int dp = config.dp;
+  const int64_t b_micro = config.b_micro;
+  ReferenceTrainTime out;
+  out.b_per_dp = std::max<int64_t>(1, B / dp);
+  out.n_micro = std::max<int64_t>(1, out.b_per_dp / b_micro);
+  out.layers_per_pp = p.n_layers / pp;
+
+  LayerTimes(config, L, &out);
 
   const double t_f = out.fwd_per_micro_s;
   const double t_b = out.bwd_per_micro_s;

@@ -365,6 +365,11 @@ class ReferenceCostModel : public CostModel {
                                int64_t global_batch = 32) const;
 
  private:
+  /// The per-layer and per-micro-batch compute and TP communication times of `times`
+  /// (compute_iteration_time's first half), for sequences of `L` tokens; needs
+  /// times->layers_per_pp.
+  void LayerTimes(const ReferenceTrainConfig& config, int64_t L, ReferenceTrainTime* times) const;
+
   GpuSpec gpu_;
   ModelArch arch_;
   ReferenceParams params_;

@@ -127,6 +127,72 @@ Solved SolveAt(IterationTimes& iteration, const InstanceSetting& s, const Rollou
   return out;
 }
 
+/// The cache's hit rate at the period a hit rate gives: a fixed point, by bisection (the period
+/// falls as the hit rate rises, and the hit rate rises with the period). At period P the
+/// instance starts calls/P tool calls a second; each call's context is cached until its
+/// trajectory's next turn is admitted: the call's latency plus the wait for admission. Waiting
+/// for admission: every trajectory in flight that is neither in a tool call nor running. In
+/// flight: when the instance is saturated, all that the staleness bound lets in (s + 1 batches,
+/// less the part of the cycle spent outside rollout); otherwise those whose turns and tools are
+/// under way (Little's law).
+struct CacheFixedPoint {
+  IterationTimes& iteration;
+  const InstanceSetting& s;
+  const RolloutLoad& load;
+  double n_max = 0;
+  double capacity = 0;
+  double context = 0;  // the decode set's mean context
+  Solved at_one;       // the solution with every context cached
+
+  /// The hit rate the period of `solved` gives.
+  double HitAfter(const Solved& solved, bool saturated) const {
+    const double held_per_trajectory = load.held_context / load.trajectories;
+    const double mean_tool = load.tool_s / load.calls;
+    const double p = solved.period;
+    const double calls_per_s = load.calls / p;
+    const double in_tools = calls_per_s * mean_tool;
+    const double latency =
+        (load.decode * solved.iteration + load.tool_s + load.prefill_s) / load.trajectories;
+    const double allowed =
+        load.trajectories * (s.batches_in_flight > 0
+                                 ? s.batches_in_flight
+                                 : std::max(1.0, s.staleness + 1 - s.outside_s / p));
+    const double in_flight =
+        saturated ? allowed : std::min(allowed, load.trajectories * latency / p);
+    const double queued = std::max(0.0, in_flight - in_tools - solved.decode_set);
+    const double wait = queued / ((load.calls + load.trajectories) / p);  // per turn
+    const double cache = std::max(0.0, capacity - solved.decode_set * context);
+    // Context-seconds held per second: tools and prefill at each trajectory's own mean context
+    // (the long ones hold large contexts for long), and the queue at the mean.
+    const double held =
+        (load.tool_context + load.prefill_context) / p + queued * held_per_trajectory;
+    if (held <= cache) return 1.0;
+    // E[min(latency + wait, age)] of the calls fills the cache.
+    const double target = cache / (calls_per_s * held_per_trajectory);
+    if (target <= wait) return 0.0;
+    if (s.tools == nullptr || s.tools->empty()) return std::min(1.0, (target - wait) / mean_tool);
+    if (target - wait >= s.tools->Mean()) return 1.0;
+    return s.tools->FractionWithin(s.tools->AgeForCappedMean(target - wait));
+  }
+
+  /// The solution and its hit rate in the saturated or the unsaturated equilibrium.
+  std::pair<Solved, double> Solve(bool saturated) const {
+    if (HitAfter(at_one, saturated) >= 1) return {at_one, 1.0};
+    double lo = 0;
+    double hi = 1;
+    for (int k = 0; k < 12; ++k) {
+      const double mid = (lo + hi) / 2;
+      if (HitAfter(SolveAt(iteration, s, load, n_max, mid), saturated) > mid) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    const double hit = (lo + hi) / 2;
+    return {SolveAt(iteration, s, load, n_max, hit), hit};
+  }
+};
+
 }  // namespace
 
 ToolLatencies::ToolLatencies(std::span<const double> latencies) {
@@ -282,68 +348,17 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
   };
   if (load.calls <= 0 || load.miss_s <= 0) return finish(SolveAt(iteration, s, load, n_max, 1), 1);
   if (s.kv_policy == KvPolicy::kFree) return finish(SolveAt(iteration, s, load, n_max, 0), 0);
-  // The cache's hit rate at the period a hit rate gives: a fixed point, by bisection (the period
-  // falls as the hit rate rises, and the hit rate rises with the period). At period P the
-  // instance starts calls/P tool calls a second; each call's context is cached until its
-  // trajectory's next turn is admitted: the call's latency plus the wait for admission. Waiting
-  // for admission: every trajectory in flight that is neither in a tool call nor running. In
-  // flight: when the instance is saturated, all that the staleness bound lets in (s + 1 batches,
-  // less the part of the cycle spent outside rollout); otherwise those whose turns and tools are
-  // under way (Little's law).
-  const double held_per_trajectory = load.held_context / load.trajectories;
-  const double mean_tool = load.tool_s / load.calls;
-  auto hit_after = [&](const Solved& solved, bool saturated) {
-    const double p = solved.period;
-    const double calls_per_s = load.calls / p;
-    const double in_tools = calls_per_s * mean_tool;
-    const double latency =
-        (load.decode * solved.iteration + load.tool_s + load.prefill_s) / load.trajectories;
-    const double allowed =
-        load.trajectories * (s.batches_in_flight > 0
-                                 ? s.batches_in_flight
-                                 : std::max(1.0, s.staleness + 1 - s.outside_s / p));
-    const double in_flight =
-        saturated ? allowed : std::min(allowed, load.trajectories * latency / p);
-    const double queued = std::max(0.0, in_flight - in_tools - solved.decode_set);
-    const double wait = queued / ((load.calls + load.trajectories) / p);  // per turn
-    const double cache = std::max(0.0, capacity - solved.decode_set * context);
-    // Context-seconds held per second: tools and prefill at each trajectory's own mean context
-    // (the long ones hold large contexts for long), and the queue at the mean.
-    const double held =
-        (load.tool_context + load.prefill_context) / p + queued * held_per_trajectory;
-    if (held <= cache) return 1.0;
-    // E[min(latency + wait, age)] of the calls fills the cache.
-    const double target = cache / (calls_per_s * held_per_trajectory);
-    if (target <= wait) return 0.0;
-    if (s.tools == nullptr || s.tools->empty()) return std::min(1.0, (target - wait) / mean_tool);
-    if (target - wait >= s.tools->Mean()) return 1.0;
-    return s.tools->FractionWithin(s.tools->AgeForCappedMean(target - wait));
-  };
   // Two equilibria can exist: a saturated engine thrashing its cache with every trajectory the
   // staleness bound lets in queued for admission, and an unsaturated one whose trajectories hold
   // only what their turns and tools take. A run starts with every allowed batch launched at once,
   // so it falls into the saturated one whenever that one is self-consistent.
-  const Solved at_one = SolveAt(iteration, s, load, n_max, 1);
-  auto fixed_point = [&](bool saturated) {
-    if (hit_after(at_one, saturated) >= 1) return std::make_pair(at_one, 1.0);
-    double lo = 0;
-    double hi = 1;
-    for (int k = 0; k < 12; ++k) {
-      const double mid = (lo + hi) / 2;
-      if (hit_after(SolveAt(iteration, s, load, n_max, mid), saturated) > mid) {
-        lo = mid;
-      } else {
-        hi = mid;
-      }
-    }
-    const double hit = (lo + hi) / 2;
-    return std::make_pair(SolveAt(iteration, s, load, n_max, hit), hit);
-  };
-  const auto [thrashing, thrashing_hit] = fixed_point(true);
+  const CacheFixedPoint cache{iteration, s, load, n_max, capacity, context,
+                              SolveAt(iteration, s, load, n_max, 1)};
+  const auto [thrashing, thrashing_hit] = cache.Solve(true);
   if (thrashing_hit < 1 && std::string_view(thrashing.bound) == "throughput") {
     return finish(thrashing, thrashing_hit);
   }
-  const auto [calm, calm_hit] = fixed_point(false);
+  const auto [calm, calm_hit] = cache.Solve(false);
   return finish(calm, calm_hit);
 }
 

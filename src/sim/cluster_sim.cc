@@ -45,9 +45,7 @@ Status ClusterSim::Submit(const backend::Action& action) {
       action);
 }
 
-Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
-  const double now = queue_.now();
-  const bool first = layout_.instances.empty() && layout_.train_gpus == 0;
+Result<std::vector<bool>> ClusterSim::KeptBy(const backend::Layout& layout) const {
   // An instance that keeps its id, GPUs and TP keeps its state (running turns, cache).
   std::vector<bool> kept(instances_.size(), false);
   for (size_t i = 0; i < layout.instances.size(); ++i) {
@@ -79,6 +77,25 @@ Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
                                               to.first));
     }
   }
+  return kept;
+}
+
+void ClusterSim::DropCachesOfLeaving(const std::vector<bool>& kept) {
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    if (kept[i]) continue;
+    for (Trajectory* t = instances_[i].lru_first; t != nullptr;) {
+      Trajectory* next = t->lru_next;
+      t->cached_on = -1;
+      t->lru_prev = t->lru_next = nullptr;
+      t = next;
+    }
+  }
+}
+
+Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
+  const double now = queue_.now();
+  const bool first = layout_.instances.empty() && layout_.train_gpus == 0;
+  LIBRA_ASSIGN_OR_RETURN(const std::vector<bool> kept, KeptBy(layout));
   double done_at = now;
   // GPUs of leaving instances join training after switching role.
   if (!first && layout.train_gpus > layout_.train_gpus) {
@@ -112,16 +129,7 @@ Status ClusterSim::ApplyLayout(const backend::Layout& layout) {
     }
     instances.push_back(std::move(instance));
   }
-  // Contexts cached on instances that left are gone.
-  for (size_t i = 0; i < instances_.size(); ++i) {
-    if (kept[i]) continue;
-    for (Trajectory* t = instances_[i].lru_first; t != nullptr;) {
-      Trajectory* next = t->lru_next;
-      t->cached_on = -1;
-      t->lru_prev = t->lru_next = nullptr;
-      t = next;
-    }
-  }
+  DropCachesOfLeaving(kept);  // contexts cached on instances that left are gone
   layout_ = layout;
   instances_ = std::move(instances);
   for (Instance& instance : instances_) {
@@ -487,6 +495,36 @@ bool ClusterSim::PreemptForPriority(Instance& instance) {
   return true;
 }
 
+bool ClusterSim::MakeRoom(Instance& instance) {
+  if (instance.lru_first == nullptr) return Preempt(instance);
+  DropCache(*instance.lru_first);
+  ++stats_.evictions;
+  return true;
+}
+
+model::IterationLoad ClusterSim::MixedLoad(Instance& instance, int64_t* growing) {
+  model::IterationLoad load;
+  int64_t budget = spec_.max_batched_tokens;
+  instance.chunks.assign(instance.running.size(), 0);
+  for (size_t i = 0; i < instance.running.size(); ++i) {
+    const Seq& s = instance.running[i];
+    if (s.prefill_left == 0 && s.decode_left > 0) {
+      load.AddDecode(s.context);
+      --budget;
+    }
+  }
+  for (size_t i = 0; i < instance.running.size() && budget > 0; ++i) {
+    const Seq& s = instance.running[i];
+    if (s.prefill_left == 0) continue;
+    const int64_t chunk = std::min(s.prefill_left, budget);
+    load.AddPrefill(chunk, s.context - s.prefill_left);
+    instance.chunks[i] = chunk;
+    budget -= chunk;
+    if (chunk == s.prefill_left && s.decode_left > 0) ++*growing;  // its first token
+  }
+  return load;
+}
+
 Status ClusterSim::StartPhase(Instance& instance, double now) {
   const double resume = std::max(paused_until_, instance.ready_at);
   if (now < resume) {
@@ -497,14 +535,6 @@ Status ClusterSim::StartPhase(Instance& instance, double now) {
   }
   LIBRA_RETURN_IF_ERROR(Admit(instance));
   const int tp = instance.spec.tp;
-  // KV for growth: cached contexts of trajectories waiting for tools go first (least recently
-  // used first, as engines reuse free cached blocks), running sequences only when none is left.
-  auto make_room = [&] {
-    if (instance.lru_first == nullptr) return Preempt(instance);
-    DropCache(*instance.lru_first);
-    ++stats_.evictions;
-    return true;
-  };
   while (true) {
     if (instance.running.empty()) {
       instance.phase = Phase::kIdle;
@@ -518,28 +548,9 @@ Status ClusterSim::StartPhase(Instance& instance, double now) {
       if (s.prefill_left > 0) prefilling = true;
     }
     if (prefilling) {
-      // A mixed iteration: the decode set plus prefill chunks within the token budget.
-      model::IterationLoad load;
-      int64_t budget = spec_.max_batched_tokens;
-      instance.chunks.assign(instance.running.size(), 0);
-      for (size_t i = 0; i < instance.running.size(); ++i) {
-        const Seq& s = instance.running[i];
-        if (s.prefill_left == 0 && s.decode_left > 0) {
-          load.AddDecode(s.context);
-          --budget;
-        }
-      }
-      for (size_t i = 0; i < instance.running.size() && budget > 0; ++i) {
-        const Seq& s = instance.running[i];
-        if (s.prefill_left == 0) continue;
-        const int64_t chunk = std::min(s.prefill_left, budget);
-        load.AddPrefill(chunk, s.context - s.prefill_left);
-        instance.chunks[i] = chunk;
-        budget -= chunk;
-        if (chunk == s.prefill_left && s.decode_left > 0) ++growing;  // its first token
-      }
+      const model::IterationLoad load = MixedLoad(instance, &growing);
       if (instance.used + growing > instance.capacity) {
-        if (!make_room()) return Status::Internal("sim: KV accounting went negative");
+        if (!MakeRoom(instance)) return Status::Internal("sim: KV accounting went negative");
         continue;
       }
       instance.phase = Phase::kIteration;
@@ -560,7 +571,7 @@ Status ClusterSim::StartPhase(Instance& instance, double now) {
     if (iterations > 0) {
       const int64_t room = (instance.capacity - instance.used) / n;
       if (room == 0) {
-        if (!make_room()) return Status::Internal("sim: KV accounting went negative");
+        if (!MakeRoom(instance)) return Status::Internal("sim: KV accounting went negative");
         continue;
       }
       iterations = std::min(iterations, room);

@@ -144,6 +144,12 @@ class ClusterSim : public backend::Backend {
   Status Train(const backend::Train& train);
   Status Sync(const backend::SyncWeights& sync);
   Status ApplyLayout(const backend::Layout& layout);
+  /// For each current instance, whether `layout` keeps it (same id, GPUs and TP); an error when
+  /// the layout's ids are not 0..n-1, an instance has no room for KV cache, or an instance that
+  /// leaves still has a turn in flight or on its way.
+  Result<std::vector<bool>> KeptBy(const backend::Layout& layout) const;
+  /// Forgets the contexts cached on the instances `kept` does not keep.
+  void DropCachesOfLeaving(const std::vector<bool>& kept);
 
   /// Handles one popped event; appends what the coordinator must see to `out`.
   Status Handle(const EventQueue<Pending>::Entry& entry, std::vector<backend::Event>* out);
@@ -151,6 +157,13 @@ class ClusterSim : public backend::Backend {
   Status Boundary(Instance& instance, double now, std::vector<backend::Event>* out);
   /// Starts the next phase of an instance at a boundary.
   Status StartPhase(Instance& instance, double now);
+  /// KV for growth: cached contexts of trajectories waiting for tools go first (least recently
+  /// used first, as engines reuse free cached blocks), running sequences only when none is left.
+  /// False when there is nothing to free.
+  bool MakeRoom(Instance& instance);
+  /// A mixed iteration's load: the decode set plus prefill chunks within the token budget (noted
+  /// in instance.chunks); `growing` gains the sequences that produce their first token in it.
+  model::IterationLoad MixedLoad(Instance& instance, int64_t* growing);
   /// New work arrived: an idle instance starts; a span is cut at its next iteration boundary.
   Status Kick(Instance& instance, double now);
   /// Ends a span at the iteration boundary after `now`.
