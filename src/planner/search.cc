@@ -577,8 +577,9 @@ void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
 /// its batch, as instances of the plan's largest TP (the elastic hybrid pool as a planned layout).
 /// Per step the lent GPUs switch to rollout (a role switch), serve turns until the batch is
 /// ready, finish the turns they hold (half a turn at their decode speed, on average) and switch
-/// back before the trainer starts. The rollout side carries what the lent GPUs do not, in
-/// proportion to GPU-time, and its batches wait for that drain and the switch back too. The
+/// back before the trainer starts. The lent GPUs take a share of the turns that follow tool calls
+/// (the first turns go out at launch, before they join), in proportion to GPU-time; the rollout
+/// side carries the rest, and its batches wait for that drain and the switch back too. The
 /// period: the smallest P with P >= the trainer's cycle and >= the rollout side's period with
 /// its share at P (bisection: a longer period lends longer). nullopt when the pipeline cannot lend
 /// (synchronous, time-shared, instances that do not pack) or, unless `always`, when lending does
@@ -610,9 +611,14 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
           EstimateInstance(*p.cost, p.Setting(tp, 0), k.load.Share(1.0 / k.count)).iteration_s;
     }
   }
+  // Lent instances join after the step's batches were launched, so they only get the turns
+  // routed while they serve: a trajectory's first turn goes out at its launch, its later turns
+  // (after each tool call) to whichever instance the router picks then. A single-turn workload
+  // lends nothing.
+  const double continued = turns > 0 ? (turns - trajectories) / turns : 0;
   // The reclaim waits for the longest turn running on a lent instance (about twice a mean turn),
   // and the trajectories that were there build their contexts again elsewhere.
-  const double drain = turns > 0 ? 2 * decode / turns * iteration : 0;
+  const double drain = continued > 0 ? 2 * decode / turns * iteration : 0;
   const double moved_prefill =
       trajectories > 0
           ? p.cost->PrefillTime(tp, std::max<int64_t>(1, std::llround(held / trajectories)), 0)
@@ -623,7 +629,8 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
     const double outside = drain + out + trainer_s;
     auto needs = [&](double at) {
       const double lent_s = std::max(0.0, at - outside - in);
-      const double share = rollout_gpus * at / (rollout_gpus * at + lent * lent_s);
+      const double share =
+          1 - continued * lent * lent_s / (rollout_gpus * at + lent * lent_s);
       std::vector<KindShare> scaled = kinds;
       for (KindShare& k : scaled) {
         const double moved = k.load.trajectories * (1 - share);
@@ -649,8 +656,10 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
   CandidatePlan lending = plan;
   lending.lend_trainer = true;
   lending.train_s = plan.train_s + out;
-  lending.step_s = period(plan.train_s + plan.sync_s);
-  lending.rollout_s = period(0);
+  // When the trainer's wait is too short for the drain and the switches, the lent GPUs barely
+  // serve: the step is at worst the plan's own, plus the switch back that every reclaim costs.
+  lending.step_s = std::min(period(plan.train_s + plan.sync_s), plan.step_s + out);
+  lending.rollout_s = std::min(period(0), plan.rollout_s + out);
   if (!always && !(lending.step_s < plan.step_s)) return std::nullopt;
   return lending;
 }

@@ -213,15 +213,16 @@ TEST(SearchTest, TimeSharedLayoutsAreCandidates) {
 }
 
 TEST(SearchTest, ARolloutBoundPipelineLendsItsWaitingTrainer) {
-  // Asynchronous and rollout-bound (2 training GPUs wait 5 s of every 8): lending them to
-  // rollout while they wait shortens the step; EvaluatePlan reproduces it.
+  // Asynchronous and rollout-bound (2 training GPUs wait 5 s of every 8), multi-turn: lending
+  // them to rollout while they wait shortens the step; EvaluatePlan reproduces it.
   FakeCost cost;
   SearchSpace space = HandSpace();
   space.fixed_train_gpus = 2;
   space.rollout_tps = {2};
   PipelineShape shape = Synchronous(4);
   shape.staleness = 1;
-  const std::vector<RequestSample> history = Decodes({10, 2, 1, 3});
+  std::vector<RequestSample> history = Decodes({10, 2, 1, 3});
+  for (RequestSample& r : history) r.turns = 4;  // three instant tool calls each
   auto result = Search(cost, space, shape, history);
   ASSERT_OK(result);
   ASSERT_TRUE(result->best);
@@ -237,6 +238,25 @@ TEST(SearchTest, ARolloutBoundPipelineLendsItsWaitingTrainer) {
   ASSERT_TRUE(plain->best);
   EXPECT_FALSE(plain->best->lend_trainer);
   EXPECT_DOUBLE_EQ(plain->best->step_s, 8);
+}
+
+TEST(SearchTest, ASingleTurnWorkloadLendsNothing) {
+  // The same pipeline with single-turn requests: their only turn goes out at launch, before the
+  // trainer's GPUs join rollout, so lending them cannot shorten the step.
+  FakeCost cost;
+  SearchSpace space = HandSpace();
+  space.fixed_train_gpus = 2;
+  space.rollout_tps = {2};
+  PipelineShape shape = Synchronous(4);
+  shape.staleness = 1;
+  const std::vector<RequestSample> history = Decodes({10, 2, 1, 3});
+  auto result = Search(cost, space, shape, history);
+  ASSERT_OK(result);
+  ASSERT_TRUE(result->best);
+  EXPECT_FALSE(result->best->lend_trainer);
+  auto lent = EvaluatePlan(cost, space, shape, history, result->best->train, {2}, false, true);
+  ASSERT_OK(lent);
+  EXPECT_GE(lent->step_s, result->best->step_s);
 }
 
 TEST(SearchTest, EveryPruneReasonIsCounted) {
