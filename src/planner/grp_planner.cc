@@ -389,17 +389,23 @@ void GrpPlanner::Calibrate(const StepObservation& o, std::span<const RequestSamp
   train_cal_.Observe(predicted->train_s, o.train_s);
   // Rollout alone is measured only when nothing overlaps it (synchronous), or when the trainer
   // waited for it over the last steps (rollout-bound); asynchronous step times alternate as
-  // batches run ahead by up to `staleness` steps, so their mean is compared.
+  // batches run ahead by up to `staleness` steps, so their mean is compared, and only once the
+  // pipeline has filled: the first staleness + 1 batches all start at once and end close
+  // together, so their steps say nothing about the steady state the model predicts.
+  const bool filled = o.step - 2 > context_.staleness;  // the window's oldest step
   if (context_.staleness == 0) {
     rollout_cal_.Observe(predicted->rollout_s, o.rollout_s);
-  } else if (recent_.size() >= 3) {
+  } else if (recent_.size() >= 3 && filled) {
     double mean_step = 0;
     double mean_wait = 0;
     for (const RecentStep& r : recent_) {
       mean_step += r.step_s / static_cast<double>(recent_.size());
       mean_wait += r.wait_s / static_cast<double>(recent_.size());
     }
-    if (mean_wait > 0.01 * mean_step) rollout_cal_.Observe(predicted->rollout_s, mean_step);
+    // Rollout-bound, the step is the rollout side's period with the trainer's step in its
+    // batches' cycle: compared with the model's step, not with its period of rollout alone
+    // (which leaves that cycle out and would scale the rollout up for it).
+    if (mean_wait > 0.01 * mean_step) rollout_cal_.Observe(predicted->step_s, mean_step);
   }
 }
 

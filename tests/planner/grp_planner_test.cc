@@ -209,6 +209,33 @@ TEST(GrpPlannerTest, CalibrationLearnsMeasuredOverPredicted) {
   EXPECT_NEAR(planner->train_factor(), 0.8, 1e-6);
 }
 
+TEST(GrpPlannerTest, AsynchronousRolloutCalibrationWaitsForAFilledPipeline) {
+  // Asynchronous (staleness 2) and rollout-bound. The first staleness + 1 batches start together
+  // and end close together: no rollout calibration while the last three steps include one of
+  // them. Afterwards the measured step, 1.2 x the model's step for the layout, sets the rollout
+  // factor to 1.2: the step is compared with the model's step, not with its rollout alone.
+  Fixture f(2);
+  auto planner = Make(Options({{"interval", IntValue(0)},
+                               {"time_shared", BoolValue(false)},
+                               {"hybrid", BoolValue(false)}}));
+  auto plan = planner->Initial(f.context);
+  ASSERT_OK(plan);
+  const std::optional<CandidatePlan> predicted = planner->Predict(plan->layout);
+  ASSERT_TRUE(predicted);
+  auto observe = [&](int step, double step_s) {
+    StepObservation o = Observe(*plan, step, f.context.history, step_s, predicted->train_s);
+    o.step_s = step_s;
+    o.wait_s = 0.2 * step_s;
+    planner->OnStep(o);
+  };
+  for (int step = 0; step <= 2; ++step) observe(step, 3 * predicted->step_s);
+  for (int step = 3; step <= 4; ++step) observe(step, 1.2 * predicted->step_s);
+  EXPECT_EQ(planner->rollout_factor(), 1);
+  for (int step = 5; step < 12; ++step) observe(step, 1.2 * predicted->step_s);
+  EXPECT_NEAR(planner->rollout_factor(), 1.2, 1e-6);
+  EXPECT_NEAR(planner->train_factor(), 1, 1e-6);
+}
+
 TEST(GrpPlannerTest, PlansTimeSharedLayoutsAndKeepsThem) {
   // Synchronous: every GPU rolling out and then training beats any split that leaves GPUs idle
   // for half the step; the plan says so, predicts its phases (training with the role switches),
