@@ -102,6 +102,7 @@ Result<MeasuredPlan> MeasurePlan(const recipe::Recipe& as_written, const recipe:
                                  const BackendFactory& make_backend, bool rollout_alone) {
   // The plan is made for the startup profile: a drifting workload is measured as it starts.
   recipe::Recipe recipe = as_written;
+  recipe.steps = std::max(recipe.steps, kMinMeasuredSteps);
   bool drift_held = false;
   for (recipe::OptionEntry& entry : recipe.workload.options.entries) {
     if (entry.key == "drift" && entry.value.kind == recipe::OptionValue::Kind::kString &&

@@ -154,8 +154,8 @@ struct CacheFixedPoint {
     const double latency =
         (load.decode * solved.iteration + load.tool_s + load.prefill_s) / load.trajectories;
     const double allowed =
-        load.trajectories * (s.batches_in_flight > 0
-                                 ? s.batches_in_flight
+        load.trajectories * (s.paced_batches > 0
+                                 ? s.paced_batches
                                  : std::max(1.0, s.staleness + 1 - s.outside_s / p));
     const double in_flight =
         saturated ? allowed : std::min(allowed, load.trajectories * latency / p);
@@ -173,6 +173,17 @@ struct CacheFixedPoint {
     if (s.tools == nullptr || s.tools->empty()) return std::min(1.0, (target - wait) / mean_tool);
     if (target - wait >= s.tools->Mean()) return 1.0;
     return s.tools->FractionWithin(s.tools->AgeForCappedMean(target - wait));
+  }
+
+  /// The share of the cache the contexts in flight fill when the trainer paces the batches
+  /// (one per outside_s, at most paced_batches in flight): Little's law at that pace.
+  double PacedOccupancy(const Solved& solved) const {
+    const double latency =
+        (load.decode * solved.iteration + load.tool_s + load.prefill_s) / load.trajectories;
+    const double batches =
+        s.outside_s > 0 ? std::min(s.paced_batches, latency / s.outside_s) : s.paced_batches;
+    const double in_flight = load.trajectories * batches;
+    return in_flight * (load.held_context / load.trajectories) / capacity;
   }
 
   /// The solution and its hit rate in the saturated or the unsaturated equilibrium.
@@ -354,6 +365,12 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
   // so it falls into the saturated one whenever that one is self-consistent.
   const CacheFixedPoint cache{iteration, s, load, n_max, capacity, context,
                               SolveAt(iteration, s, load, n_max, 1)};
+  if (s.paced_batches > 0) {
+    const auto [calm, calm_hit] = cache.Solve(false);
+    if (calm.period <= s.outside_s && cache.PacedOccupancy(calm) <= kPacedHeadroom) {
+      return finish(calm, calm_hit);
+    }
+  }
   const auto [thrashing, thrashing_hit] = cache.Solve(true);
   if (thrashing_hit < 1 && std::string_view(thrashing.bound) == "throughput") {
     return finish(thrashing, thrashing_hit);

@@ -23,7 +23,8 @@
 //    `outside` is what else a batch waits for in the cycle (the trainer's step and sync in an
 //    asynchronous disaggregated pipeline; 0 for rollout alone). With (ii) as an equality the
 //    condition is a quadratic in P, solved in closed form; the eviction fixed point adds a few
-//    iterations when the cache is short.
+//    iterations when the cache is short. When the trainer sets the pace (paced_batches), the
+//    instance keeps up if its unsaturated equilibrium does with enough of the cache free.
 // A synchronous pipeline is staleness 0 with nothing outside: P is then the batch's makespan.
 //
 // Cost: O(1) per instance from the sums of its share (RolloutLoad), so the search evaluates every
@@ -76,13 +77,24 @@ struct InstanceSetting {
   /// Seconds of the cycle outside rollout that a batch also waits for (train + sync in an
   /// asynchronous disaggregated pipeline; 0 otherwise).
   double outside_s = 0;
-  /// Batches in flight when the engine is saturated; 0: what the staleness bound lets in at the
-  /// period, staleness + 1 - outside_s / period.
-  double batches_in_flight = 0;
+  /// > 0: the trainer paces the pipeline (a batch launches once per `outside_s`), with at most
+  /// this many batches in flight, and the question is whether the instance keeps up with that
+  /// pace. It does, without the queue that makes a saturated engine thrash its cache, when its
+  /// unsaturated equilibrium keeps up and the contexts in flight at that pace (Little's law)
+  /// leave the cache at least kPacedHeadroom free; otherwise it is saturated with this many
+  /// batches in flight. 0: every batch the staleness bound lets in at the period, staleness + 1 -
+  /// outside_s / period, in whichever equilibrium a run falls into.
+  double paced_batches = 0;
   KvPolicy kv_policy = KvPolicy::kCache;
   /// Per-call tool latencies (may be empty: then the mean of the work's own tool time).
   const ToolLatencies* tools = nullptr;
 };
+
+/// The share of the KV cache that the contexts in flight at the trainer's pace may fill for the
+/// instance to stay unsaturated (InstanceSetting::paced_batches): each batch arrives at once, and
+/// the simulator, the reference here, leaves the thrashing a run starts in when that occupancy
+/// is 0.45-0.49 and stays in it at 0.59-0.71 (swe-long, seeds 1-3, docs/planner.md).
+inline constexpr double kPacedHeadroom = 0.5;
 
 /// One trajectory as the model sees it on one TP size (a sampled request of the history).
 struct RequestCost {

@@ -185,13 +185,13 @@ struct Problem {
     longest_batch.front() = shape->max_sequence_tokens;
     return cost->TrainStep(layout, shape->passes, longest_batch).oom();
   }
-  InstanceSetting Setting(int tp, double outside_s, double batches_in_flight = 0) const {
+  InstanceSetting Setting(int tp, double outside_s, double paced_batches = 0) const {
     InstanceSetting s;
     s.tp = tp;
     s.max_num_seqs = space->max_num_seqs;
     s.staleness = shape->staleness;
     s.outside_s = outside_s;
-    s.batches_in_flight = batches_in_flight;
+    s.paced_batches = paced_batches;
     s.kv_policy = shape->kv_policy;
     s.tools = &tools;
     return s;
@@ -207,15 +207,15 @@ struct KindShare {
 };
 
 /// The slowest instance's period (unscaled) with `outside_s` in the cycle (rollout_model.h) and,
-/// when given, `batches_in_flight` for a saturated engine.
+/// when given, `paced_batches` in flight at the trainer's pace (rollout_model.h).
 double Period(const Problem& p, const std::vector<KindShare>& kinds, double outside_s,
-              double batches_in_flight = 0) {
+              double paced_batches = 0) {
   double worst = 0;
   for (const KindShare& kind : kinds) {
     if (kind.count <= 0 || kind.load.empty()) continue;
     if (!p.Holds(kind.tp)) return kInf;
     worst =
-        std::max(worst, EstimateInstance(*p.cost, p.Setting(kind.tp, outside_s, batches_in_flight),
+        std::max(worst, EstimateInstance(*p.cost, p.Setting(kind.tp, outside_s, paced_batches),
                                          kind.load.Share(1.0 / kind.count))
                             .period_s);
   }
@@ -234,8 +234,9 @@ double PlanStep(const Problem& p, const std::vector<KindShare>& kinds, double ro
   const double outside = train_s + sync_s;
   const double scale = shape.rollout_scale;
   // When the trainer sets the pace, each batch launches a whole step after the one before it
-  // completes, so only `staleness` batches are in flight: if the rollout side keeps up with
-  // that (less KV pressure than with every allowed batch in flight), the step is the trainer's.
+  // completes, so at most `staleness` batches are in flight and they arrive no faster than the
+  // trainer takes them: if the rollout side keeps up with that (far less KV pressure than with
+  // every allowed batch in flight, rollout_model.h), the step is the trainer's.
   if (scale * Period(p, kinds, outside / scale, shape.staleness) <= outside) return outside;
   return std::max(outside, scale * Period(p, kinds, outside / scale));
 }

@@ -61,14 +61,14 @@ planner::Plan PlanOf(const recipe::Recipe& r) {
 }
 
 TEST(PlanCheckTest, MeasuresEveryPhaseOverTheSteadyState) {
-  // Asynchronous: the window starts after the pipeline filled (staleness 1: step 2); the rollout
-  // side alone (training free) is faster per step than the pipeline, which also waits for the
-  // trainer; deterministic for a seed.
+  // Asynchronous: a 6-step recipe runs kMinMeasuredSteps; the window starts after the pipeline
+  // filled (staleness 1: step 2); the rollout side alone (training free) is faster per step than
+  // the pipeline, which also waits for the trainer; deterministic for a seed.
   const recipe::Recipe r = Parse();
   const planner::Plan plan = PlanOf(r);
   auto measured = MeasurePlan(r, r.system, plan, nullptr, Sim());
   ASSERT_OK(measured);
-  EXPECT_EQ(measured->steps, 6);
+  EXPECT_EQ(measured->steps, kMinMeasuredSteps);
   EXPECT_EQ(measured->first_steady_step, 2);
   const planner::PhaseTimes& p = measured->phases;
   EXPECT_GT(p.rollout_s, 0);
