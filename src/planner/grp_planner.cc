@@ -156,8 +156,11 @@ std::vector<RequestSample> GrpPlanner::History() const {
 
 std::optional<CandidatePlan> GrpPlanner::Predict(const backend::Layout& layout,
                                                  std::span<const RequestSample> history,
-                                                 std::optional<bool> lend_trainer) const {
-  auto plan = EvaluatePlan(*context_.cost, Space(false, nullptr), Shape(), history, layout.train,
+                                                 std::optional<bool> lend_trainer,
+                                                 bool credit_pace) const {
+  PipelineShape shape = Shape();
+  shape.credit_pace = credit_pace;
+  auto plan = EvaluatePlan(*context_.cost, Space(false, nullptr), shape, history, layout.train,
                            RolloutTps(layout), layout.colocated,
                            lend_trainer.value_or(lend_trainer_) && !layout.colocated);
   if (!plan.ok()) return std::nullopt;
@@ -364,6 +367,9 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   const std::vector<RequestSample> step(o.trajectories.begin(), o.trajectories.end());
   Calibrate(o, step);
   const bool drifted = ObserveLengths(o, step);
+  // Asynchronous: no look before the last three steps all came after the pipeline filled, so
+  // that the layout in force has a steady measurement to be judged by (Decide).
+  if (context_.staleness > 0 && o.step - 2 <= context_.staleness) return std::nullopt;
   std::optional<std::string> trigger = Trigger(o);
   if (!trigger && drifted && !o.transition_in_flight &&
       o.step - last_change_step_ >= options_.cooldown) {
@@ -432,10 +438,20 @@ PlanDecision GrpPlanner::Decide(const StepObservation& o, std::string trigger) {
     return decision;
   }
   const std::vector<RequestSample> history = History();
-  const std::optional<CandidatePlan> current = Predict(o.layout, history);
+  std::optional<CandidatePlan> current = Predict(o.layout, history);
   if (!current) {
     decision.reason = "the layout in force is infeasible for the cost model; kept";
     return decision;
+  }
+  // The layout in force is never predicted slower than it measured over its last three steps
+  // (after the pipeline filled, all on this layout): a length history that moves an instance
+  // across kPacedHeadroom would otherwise turn a layout that keeps up into a thrashing one.
+  const int oldest = o.step - 2;
+  if (recent_.size() >= 3 && oldest > context_.staleness && oldest > last_change_step_ &&
+      !o.transition_in_flight) {
+    double mean_step = 0;
+    for (const RecentStep& r : recent_) mean_step += r.step_s / 3;
+    current->step_s = std::min(current->step_s, mean_step);
   }
   decision.current_step_s = current->step_s;
   decision.next_step_s = current->step_s;
@@ -486,7 +502,8 @@ std::optional<GrpPlanner::Move> GrpPlanner::BestMove(const backend::Layout& layo
   }
   std::optional<Move> best;
   for (const backend::Layout& candidate : candidates) {
-    const std::optional<CandidatePlan> predicted = Predict(candidate, history);
+    // A move does not bet on the unsaturated regime at the trainer's pace (rollout_model.h).
+    const std::optional<CandidatePlan> predicted = Predict(candidate, history, std::nullopt, false);
     if (!predicted) continue;
     const double transition = TransitionSeconds(layout, candidate, history);
     const double gain = (current.step_s - predicted->step_s) * remaining - transition;

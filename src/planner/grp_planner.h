@@ -115,9 +115,11 @@ class GrpPlanner : public Planner {
   PipelineShape Shape() const;
   std::vector<RequestSample> History() const;
   /// Calibrated prediction of a layout on the history; nullopt when infeasible.
+  /// `credit_pace` false: without the unsaturated regime at the trainer's pace (a move's target).
   std::optional<CandidatePlan> Predict(const backend::Layout& layout,
                                        std::span<const RequestSample> history,
-                                       std::optional<bool> lend_trainer = std::nullopt) const;
+                                       std::optional<bool> lend_trainer = std::nullopt,
+                                       bool credit_pace = true) const;
   double TransitionSeconds(const backend::Layout& from, const backend::Layout& to,
                            std::span<const RequestSample> history) const;
   std::optional<std::string> Trigger(const StepObservation& observation);

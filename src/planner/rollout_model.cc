@@ -154,9 +154,8 @@ struct CacheFixedPoint {
     const double latency =
         (load.decode * solved.iteration + load.tool_s + load.prefill_s) / load.trajectories;
     const double allowed =
-        load.trajectories * (s.paced_batches > 0
-                                 ? s.paced_batches
-                                 : std::max(1.0, s.staleness + 1 - s.outside_s / p));
+        load.trajectories *
+        (s.paced_batches > 0 ? s.paced_batches : std::max(1.0, s.staleness + 1 - s.outside_s / p));
     const double in_flight =
         saturated ? allowed : std::min(allowed, load.trajectories * latency / p);
     const double queued = std::max(0.0, in_flight - in_tools - solved.decode_set);
@@ -362,10 +361,11 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
   // Two equilibria can exist: a saturated engine thrashing its cache with every trajectory the
   // staleness bound lets in queued for admission, and an unsaturated one whose trajectories hold
   // only what their turns and tools take. A run starts with every allowed batch launched at once,
-  // so it falls into the saturated one whenever that one is self-consistent.
-  const CacheFixedPoint cache{iteration, s, load, n_max, capacity, context,
-                              SolveAt(iteration, s, load, n_max, 1)};
-  if (s.paced_batches > 0) {
+  // so it falls into the saturated one whenever that one is self-consistent, unless the trainer
+  // paces the batches and the unsaturated one keeps up with room to spare (paced_batches).
+  const CacheFixedPoint cache{
+      iteration, s, load, n_max, capacity, context, SolveAt(iteration, s, load, n_max, 1)};
+  if (s.paced_batches > 0 && s.credit_pace) {
     const auto [calm, calm_hit] = cache.Solve(false);
     if (calm.period <= s.outside_s && cache.PacedOccupancy(calm) <= kPacedHeadroom) {
       return finish(calm, calm_hit);

@@ -85,6 +85,10 @@ struct InstanceSetting {
   /// batches in flight. 0: every batch the staleness bound lets in at the period, staleness + 1 -
   /// outside_s / period, in whichever equilibrium a run falls into.
   double paced_batches = 0;
+  /// false: a paced instance is never credited with its unsaturated regime (re-planning's
+  /// candidates: near kPacedHeadroom the model cannot tell which regime a run falls into, and a
+  /// move that bets wrong runs 2-3x slower).
+  bool credit_pace = true;
   KvPolicy kv_policy = KvPolicy::kCache;
   /// Per-call tool latencies (may be empty: then the mean of the work's own tool time).
   const ToolLatencies* tools = nullptr;

@@ -192,6 +192,7 @@ struct Problem {
     s.staleness = shape->staleness;
     s.outside_s = outside_s;
     s.paced_batches = paced_batches;
+    s.credit_pace = shape->credit_pace;
     s.kv_policy = shape->kv_policy;
     s.tools = &tools;
     return s;
@@ -214,10 +215,9 @@ double Period(const Problem& p, const std::vector<KindShare>& kinds, double outs
   for (const KindShare& kind : kinds) {
     if (kind.count <= 0 || kind.load.empty()) continue;
     if (!p.Holds(kind.tp)) return kInf;
-    worst =
-        std::max(worst, EstimateInstance(*p.cost, p.Setting(kind.tp, outside_s, paced_batches),
-                                         kind.load.Share(1.0 / kind.count))
-                            .period_s);
+    worst = std::max(worst, EstimateInstance(*p.cost, p.Setting(kind.tp, outside_s, paced_batches),
+                                             kind.load.Share(1.0 / kind.count))
+                                .period_s);
   }
   return worst;
 }
@@ -630,8 +630,7 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
     const double outside = drain + out + trainer_s;
     auto needs = [&](double at) {
       const double lent_s = std::max(0.0, at - outside - in);
-      const double share =
-          1 - continued * lent * lent_s / (rollout_gpus * at + lent * lent_s);
+      const double share = 1 - continued * lent * lent_s / (rollout_gpus * at + lent * lent_s);
       std::vector<KindShare> scaled = kinds;
       for (KindShare& k : scaled) {
         const double moved = k.load.trajectories * (1 - share);

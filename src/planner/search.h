@@ -134,6 +134,9 @@ struct PipelineShape {
   /// latencies of individual tool calls (rollout_model.h). Defaults: cache, none.
   KvPolicy kv_policy = KvPolicy::kCache;
   std::vector<double> tool_latencies_s;
+  /// Whether a trainer-paced rollout side may be credited with its unsaturated regime under KV
+  /// pressure (InstanceSetting::credit_pace, rollout_model.h). Default: true.
+  bool credit_pace = true;
   /// Calibration factors applied to the cost model's rollout and training predictions (measured
   /// over predicted). Defaults: 1.
   double rollout_scale = 1;

@@ -131,28 +131,49 @@ TEST(GrpPlannerTest, NoEhpPlansOnceAndNeverLooksAgain) {
 }
 
 TEST(GrpPlannerTest, LooksOnlyWhenTriggered) {
-  // interval 4, warmup 1, cooldown 2: step 0 is warm-up, steps 1 and 2 have no trigger (steady
-  // lengths, no waiting), step 3 is the interval.
+  // interval 4, staleness 2: no look before the last three steps all come after the pipeline
+  // filled (steps 0-2), so not at step 3 although it is an interval; steps 5 and 6 have no
+  // trigger (steady lengths, no waiting), step 7 is the interval.
   Fixture f;
   auto planner = Make(Options({{"interval", IntValue(4)}}));
   auto plan = planner->Initial(f.context);
   ASSERT_OK(plan);
   const double predicted = *plan->predicted_step_s;
-  for (int step = 0; step < 3; ++step) {
+  for (int step = 0; step < 7; ++step) {
     SCOPED_TRACE(step);
     EXPECT_FALSE(planner->OnStep(Observe(*plan, step, f.context.history, predicted, 1)));
   }
-  const auto decision = planner->OnStep(Observe(*plan, 3, f.context.history, predicted, 1));
+  const auto decision = planner->OnStep(Observe(*plan, 7, f.context.history, predicted, 1));
   ASSERT_TRUE(decision.has_value());
   EXPECT_EQ(decision->trigger, "interval");
   ASSERT_TRUE(decision->current_step_s.has_value());
   ASSERT_TRUE(decision->next_step_s.has_value());
 }
 
+TEST(GrpPlannerTest, TheLayoutInForceIsJudgedByWhatItMeasures) {
+  // The run keeps up at half the step the model predicts (as a trainer-paced pipeline does when
+  // the model puts it in its thrashing regime): the decision's current step is the measured one,
+  // so no candidate predicted between the two looks better.
+  Fixture f;
+  auto planner = Make(Options({{"interval", IntValue(6)}}));
+  auto plan = planner->Initial(f.context);
+  ASSERT_OK(plan);
+  const double predicted = *plan->predicted_step_s;
+  for (int step = 0; step < 5; ++step) {
+    EXPECT_FALSE(planner->OnStep(Observe(*plan, step, f.context.history, 0.5 * predicted, 1)));
+  }
+  const auto decision = planner->OnStep(Observe(*plan, 5, f.context.history, 0.5 * predicted, 1));
+  ASSERT_TRUE(decision.has_value());
+  ASSERT_TRUE(decision->current_step_s.has_value());
+  EXPECT_NEAR(*decision->current_step_s, 0.5 * predicted, 1e-6 * predicted);
+  EXPECT_FALSE(decision->layout.has_value()) << decision->reason;
+}
+
 TEST(GrpPlannerTest, DriftTriggersAndTheTransitionMustPayOverTheRemainingSteps) {
-  // Lengths double at step 2 ("drift"). With 200 steps left a better layout repays its
-  // transition; with no step left nothing can, and the decision says kept.
-  for (int steps : {3, 200}) {
+  // Lengths double at step 5, the first that may look once the pipeline filled ("drift"). With
+  // 194 steps left a better layout repays its transition; with no step left nothing can, and
+  // the decision says kept.
+  for (int steps : {6, 200}) {
     SCOPED_TRACE(steps);
     Fixture f(2, steps);
     auto planner = Make(Options({{"interval", IntValue(0)}, {"time_shared", BoolValue(false)}}));
@@ -160,14 +181,16 @@ TEST(GrpPlannerTest, DriftTriggersAndTheTransitionMustPayOverTheRemainingSteps) 
     ASSERT_OK(plan);
     std::vector<TrajectorySize> longer;
     for (int i = 0; i < 256; ++i) longer.push_back(Fixture::Sample(i, 2.0));
-    EXPECT_FALSE(planner->OnStep(Observe(*plan, 1, f.context.history, 50, 5)));
-    const auto d = planner->OnStep(Observe(*plan, 2, longer, 50, 5));
+    for (int step = 0; step < 5; ++step) {
+      EXPECT_FALSE(planner->OnStep(Observe(*plan, step, f.context.history, 50, 5)));
+    }
+    const auto d = planner->OnStep(Observe(*plan, 5, longer, 50, 5));
     ASSERT_TRUE(d.has_value());
     EXPECT_EQ(d->trigger, "drift");
     ASSERT_TRUE(d->gain_s.has_value()) << d->reason;
     ASSERT_TRUE(d->transition_s.has_value());
     EXPECT_GT(*d->transition_s, 0);
-    if (steps == 3) {
+    if (steps == 6) {
       EXPECT_FALSE(d->layout.has_value());
       EXPECT_LE(*d->gain_s, 0);
       EXPECT_NE(d->reason.find("kept"), std::string::npos);
@@ -277,8 +300,9 @@ TEST(GrpPlannerTest, ASearchThatFailsOnlineIsNamedInTheDecision) {
   ASSERT_OK(plan);
   std::vector<TrajectorySize> batch;
   for (int i = 0; i < 16; ++i) batch.push_back(Fixture::Sample(i, 1.0));
-  EXPECT_FALSE(planner->OnStep(Observe(*plan, 0, batch, 50, 5)));
-  const auto d = planner->OnStep(Observe(*plan, 1, batch, 50, 5));
+  for (int step = 0; step < 5; ++step)
+    EXPECT_FALSE(planner->OnStep(Observe(*plan, step, batch, 50, 5)));
+  const auto d = planner->OnStep(Observe(*plan, 5, batch, 50, 5));
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->trigger, "interval");
   EXPECT_NE(d->reason.find("(the search failed: the exhaustive search is for cross-checks"),
