@@ -212,16 +212,24 @@ TEST(SearchTest, TimeSharedLayoutsAreCandidates) {
       EvaluatePlan(cost, space, Synchronous(4), Decodes({1}), {1, 1, 2, 1}, {2}, true).ok());
 }
 
-TEST(SearchTest, ARolloutBoundPipelineLendsItsWaitingTrainer) {
-  // Asynchronous and rollout-bound (2 training GPUs wait 5 s of every 8), multi-turn: lending
-  // them to rollout while they wait shortens the step; EvaluatePlan reproduces it.
+/// Asynchronous (staleness 1) and rollout-bound: 2 training GPUs wait 5 s of every 8.
+struct WaitingTrainer {
+  WaitingTrainer() {
+    space.fixed_train_gpus = 2;
+    space.rollout_tps = {2};
+    shape.staleness = 1;
+  }
   FakeCost cost;
   SearchSpace space = HandSpace();
-  space.fixed_train_gpus = 2;
-  space.rollout_tps = {2};
   PipelineShape shape = Synchronous(4);
-  shape.staleness = 1;
   std::vector<RequestSample> history = Decodes({10, 2, 1, 3});
+};
+
+TEST(SearchTest, ARolloutBoundPipelineLendsItsWaitingTrainer) {
+  // Multi-turn: lending the waiting trainer's GPUs to rollout shortens the step; EvaluatePlan
+  // reproduces it.
+  WaitingTrainer w;
+  auto& [cost, space, shape, history] = w;
   for (RequestSample& r : history) r.turns = 4;  // three instant tool calls each
   auto result = Search(cost, space, shape, history);
   ASSERT_OK(result);
@@ -241,15 +249,10 @@ TEST(SearchTest, ARolloutBoundPipelineLendsItsWaitingTrainer) {
 }
 
 TEST(SearchTest, ASingleTurnWorkloadLendsNothing) {
-  // The same pipeline with single-turn requests: their only turn goes out at launch, before the
-  // trainer's GPUs join rollout, so lending them cannot shorten the step.
-  FakeCost cost;
-  SearchSpace space = HandSpace();
-  space.fixed_train_gpus = 2;
-  space.rollout_tps = {2};
-  PipelineShape shape = Synchronous(4);
-  shape.staleness = 1;
-  const std::vector<RequestSample> history = Decodes({10, 2, 1, 3});
+  // Single-turn requests: their only turn goes out at launch, before the trainer's GPUs join
+  // rollout, so lending them cannot shorten the step.
+  WaitingTrainer w;
+  const auto& [cost, space, shape, history] = w;
   auto result = Search(cost, space, shape, history);
   ASSERT_OK(result);
   ASSERT_TRUE(result->best);
