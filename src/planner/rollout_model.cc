@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -365,18 +366,19 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
   // paces the batches and the unsaturated one keeps up with room to spare (paced_batches).
   const CacheFixedPoint cache{
       iteration, s, load, n_max, capacity, context, SolveAt(iteration, s, load, n_max, 1)};
+  std::optional<std::pair<Solved, double>> calm;
   if (s.paced_batches > 0 && s.credit_pace) {
-    const auto [calm, calm_hit] = cache.Solve(false);
-    if (calm.period <= s.outside_s && cache.PacedOccupancy(calm) <= kPacedHeadroom) {
-      return finish(calm, calm_hit);
+    calm = cache.Solve(false);
+    if (calm->first.period <= s.outside_s && cache.PacedOccupancy(calm->first) <= kPacedHeadroom) {
+      return finish(calm->first, calm->second);
     }
   }
   const auto [thrashing, thrashing_hit] = cache.Solve(true);
   if (thrashing_hit < 1 && std::string_view(thrashing.bound) == "throughput") {
     return finish(thrashing, thrashing_hit);
   }
-  const auto [calm, calm_hit] = cache.Solve(false);
-  return finish(calm, calm_hit);
+  if (!calm) calm = cache.Solve(false);
+  return finish(calm->first, calm->second);
 }
 
 }  // namespace libra::planner
