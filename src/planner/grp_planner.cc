@@ -333,6 +333,16 @@ std::optional<backend::Layout> GrpPlanner::IdleTrainerLayout(const backend::Layo
   return LendTrainerGpus(current, context_.gpus_per_node, tp);
 }
 
+bool GrpPlanner::Filled(const StepObservation& o) const {
+  return recent_.size() >= 3 && o.step - 2 > context_.staleness;
+}
+
+double GrpPlanner::MeanRecent(double RecentStep::*field) const {
+  double mean = 0;
+  for (const RecentStep& r : recent_) mean += r.*field / static_cast<double>(recent_.size());
+  return mean;
+}
+
 std::optional<std::string> GrpPlanner::Trigger(const StepObservation& o) {
   if (o.transition_in_flight) return std::nullopt;
   if (o.step < options_.warmup) return std::nullopt;
@@ -369,7 +379,7 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   const bool drifted = ObserveLengths(o, step);
   // Asynchronous: no look before the last three steps all came after the pipeline filled, so
   // that the layout in force has a steady measurement to be judged by (Decide).
-  if (context_.staleness > 0 && o.step - 2 <= context_.staleness) return std::nullopt;
+  if (context_.staleness > 0 && !Filled(o)) return std::nullopt;
   std::optional<std::string> trigger = Trigger(o);
   if (!trigger && drifted && !o.transition_in_flight &&
       o.step - last_change_step_ >= options_.cooldown) {
@@ -398,16 +408,11 @@ void GrpPlanner::Calibrate(const StepObservation& o, std::span<const RequestSamp
   // batches run ahead by up to `staleness` steps, so their mean is compared, and only once the
   // pipeline has filled: the first staleness + 1 batches all start at once and end close
   // together, so their steps say nothing about the steady state the model predicts.
-  const bool filled = o.step - 2 > context_.staleness;  // the window's oldest step
   if (context_.staleness == 0) {
     rollout_cal_.Observe(predicted->rollout_s, o.rollout_s);
-  } else if (recent_.size() >= 3 && filled) {
-    double mean_step = 0;
-    double mean_wait = 0;
-    for (const RecentStep& r : recent_) {
-      mean_step += r.step_s / static_cast<double>(recent_.size());
-      mean_wait += r.wait_s / static_cast<double>(recent_.size());
-    }
+  } else if (Filled(o)) {
+    const double mean_step = MeanRecent(&RecentStep::step_s);
+    const double mean_wait = MeanRecent(&RecentStep::wait_s);
     // Rollout-bound, the step is the rollout side's period with the trainer's step in its
     // batches' cycle: compared with the model's step, not with its period of rollout alone
     // (which leaves that cycle out and would scale the rollout up for it).
@@ -446,12 +451,8 @@ PlanDecision GrpPlanner::Decide(const StepObservation& o, std::string trigger) {
   // The layout in force is never predicted slower than it measured over its last three steps
   // (after the pipeline filled, all on this layout): a length history that moves an instance
   // across kPacedHeadroom would otherwise turn a layout that keeps up into a thrashing one.
-  const int oldest = o.step - 2;
-  if (recent_.size() >= 3 && oldest > context_.staleness && oldest > last_change_step_ &&
-      !o.transition_in_flight) {
-    double mean_step = 0;
-    for (const RecentStep& r : recent_) mean_step += r.step_s / 3;
-    current->step_s = std::min(current->step_s, mean_step);
+  if (Filled(o) && o.step - 2 > last_change_step_ && !o.transition_in_flight) {
+    current->step_s = std::min(current->step_s, MeanRecent(&RecentStep::step_s));
   }
   decision.current_step_s = current->step_s;
   decision.next_step_s = current->step_s;

@@ -111,6 +111,12 @@ class GrpPlanner : public Planner {
   double train_factor() const { return train_cal_.factor(); }
 
  private:
+  struct RecentStep {
+    double step_s = 0;
+    double wait_s = 0;
+    double train_s = 0;
+    double sync_s = 0;
+  };
   SearchSpace Space(bool online, const model::TrainLayout* current) const;
   PipelineShape Shape() const;
   std::vector<RequestSample> History() const;
@@ -123,6 +129,11 @@ class GrpPlanner : public Planner {
   double TransitionSeconds(const backend::Layout& from, const backend::Layout& to,
                            std::span<const RequestSample> history) const;
   std::optional<std::string> Trigger(const StepObservation& observation);
+  /// Whether the last three steps (recent_) all came after the pipeline filled: after the first
+  /// staleness + 1, whose batches start together and end close together.
+  bool Filled(const StepObservation& o) const;
+  /// The mean of `field` over recent_.
+  double MeanRecent(double RecentStep::*field) const;
   /// Folds a step's measured train and rollout times into the calibration factors.
   void Calibrate(const StepObservation& observation, std::span<const RequestSample> step);
   /// Adds the step's lengths and tool latencies to the history; whether its lengths drifted (the
@@ -161,12 +172,6 @@ class GrpPlanner : public Planner {
   bool lend_trainer_ = false;
   /// The homogeneous plan's TP size, once chosen.
   std::optional<int> homogeneous_tp_;
-  struct RecentStep {
-    double step_s = 0;
-    double wait_s = 0;
-    double train_s = 0;
-    double sync_s = 0;
-  };
   std::deque<RecentStep> recent_;  // the last three steps
   int64_t last_rejected_ = 0;
 };

@@ -145,6 +145,11 @@ struct CacheFixedPoint {
   double context = 0;  // the decode set's mean context
   Solved at_one;       // the solution with every context cached
 
+  /// A trajectory's mean latency at the iteration time of `solved`.
+  double Latency(const Solved& solved) const {
+    return (load.decode * solved.iteration + load.tool_s + load.prefill_s) / load.trajectories;
+  }
+
   /// The hit rate the period of `solved` gives.
   double HitAfter(const Solved& solved, bool saturated) const {
     const double held_per_trajectory = load.held_context / load.trajectories;
@@ -152,13 +157,11 @@ struct CacheFixedPoint {
     const double p = solved.period;
     const double calls_per_s = load.calls / p;
     const double in_tools = calls_per_s * mean_tool;
-    const double latency =
-        (load.decode * solved.iteration + load.tool_s + load.prefill_s) / load.trajectories;
     const double allowed =
         load.trajectories *
         (s.paced_batches > 0 ? s.paced_batches : std::max(1.0, s.staleness + 1 - s.outside_s / p));
     const double in_flight =
-        saturated ? allowed : std::min(allowed, load.trajectories * latency / p);
+        saturated ? allowed : std::min(allowed, load.trajectories * Latency(solved) / p);
     const double queued = std::max(0.0, in_flight - in_tools - solved.decode_set);
     const double wait = queued / ((load.calls + load.trajectories) / p);  // per turn
     const double cache = std::max(0.0, capacity - solved.decode_set * context);
@@ -178,10 +181,9 @@ struct CacheFixedPoint {
   /// The share of the cache the contexts in flight fill when the trainer paces the batches
   /// (one per outside_s, at most paced_batches in flight): Little's law at that pace.
   double PacedOccupancy(const Solved& solved) const {
-    const double latency =
-        (load.decode * solved.iteration + load.tool_s + load.prefill_s) / load.trajectories;
-    const double batches =
-        s.outside_s > 0 ? std::min(s.paced_batches, latency / s.outside_s) : s.paced_batches;
+    const double batches = s.outside_s > 0
+                               ? std::min(s.paced_batches, Latency(solved) / s.outside_s)
+                               : s.paced_batches;
     const double in_flight = load.trajectories * batches;
     return in_flight * (load.held_context / load.trajectories) / capacity;
   }
