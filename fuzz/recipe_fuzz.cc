@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   recipe::SortDiagnostics(&parsed->diagnostics);
   static_cast<void>(recipe::DiagnosticsToStatus(parsed->diagnostics));
   if (!parsed->diagnostics.empty()) return 0;
-  if (parsed->recipe.backend == "cluster") {
+  if (parsed->recipe.backend == recipe::Backend::kCluster) {
     static_cast<void>(cluster::DecodeClusterOptions(parsed->recipe));
   }
   auto again = recipe::ParseRecipe(parsed->recipe.effective_toml, "fuzz/recipe.toml");

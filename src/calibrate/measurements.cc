@@ -363,7 +363,7 @@ Result<MeasurementSet> MeasurementsFromRun(const RunRecords& records,
   set.gpus_per_node = model_context->gpus_per_node;
   const std::map<int, RecordedLayout> layouts = RecordedLayouts(records, name, &set.notes);
   AddTrainAndSync(records, layouts,
-                  r.sim.sync_path == "disk" ? model::SyncPath::kDisk : model::SyncPath::kNccl, name,
+                  r.sim.sync_path, name,
                   &set);
   AddRollout(records, layouts, options, name, &set);
   return set;

@@ -72,14 +72,18 @@ Status ExportTrajectories(store::Store& store, int64_t run_id, const std::string
       script.tool = turn.tool;
       script.tool_output_tokens = turn.tool_output_tokens;
       script.tool_latency_s = turn.tool_latency_s;
-      if (!workload::ParseTurnEnd(turn.end, &script.end) ||
-          (!turn.tool_status.empty() &&
-           !workload::ParseToolStatus(turn.tool_status, &script.tool_status))) {
+      const std::optional<workload::TurnEnd> end = EnumNames<workload::TurnEnd>::Find(turn.end);
+      const std::optional<workload::ToolStatus> tool_status =
+          turn.tool_status.empty() ? script.tool_status
+                                   : EnumNames<workload::ToolStatus>::Find(turn.tool_status);
+      if (!end || !tool_status) {
         return Status::Store(store.path(), StrFormat("run %lld, trajectory %lld, turn %d: "
                                                      "unreadable turn record",
                                                      static_cast<long long>(run_id),
                                                      static_cast<long long>(t.id), turn.turn));
       }
+      script.end = *end;
+      script.tool_status = *tool_status;
       r.turns.push_back(script);
     }
     if (r.turns.empty()) {
@@ -195,7 +199,7 @@ void AddSummary(const std::vector<report::RunView>& views, const Selection& sele
   std::vector<std::string> simulated;
   std::vector<std::string> real;
   for (const report::RunView& v : views) {
-    (v.run.backend == "sim" ? simulated : real).push_back(std::to_string(v.run.id));
+    (v.run.Simulated() ? simulated : real).push_back(std::to_string(v.run.id));
   }
   if (!simulated.empty() && !real.empty()) {
     doc->AddNote(StrFormat(
@@ -218,8 +222,8 @@ Status WriteMarkdown(store::Store& store, const std::vector<report::RunView>& vi
   const std::filesystem::path link =
       std::filesystem::path(plots_dir).lexically_normal().lexically_relative(
           base.empty() ? std::filesystem::path(".") : base);
-  const bool simulated = std::any_of(
-      views.begin(), views.end(), [](const report::RunView& v) { return v.run.backend == "sim"; });
+  const bool simulated = std::any_of(views.begin(), views.end(),
+                                     [](const report::RunView& v) { return v.run.Simulated(); });
   const std::string& title = selection.title;
   std::string md = "# " + (title.empty() ? report::RunHeadline(views.front().run) : title) + "\n\n";
   md += StrFormat("From `%s` by libra %s (%s).%s\n\n", options.db.c_str(), LIBRA_VERSION,

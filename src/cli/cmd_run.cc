@@ -262,7 +262,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
       if (auto it = earlier.find({entrant.system.name, w.world.seed, w.scenario});
           it != earlier.end()) {
         if (it->second.status == store::kRunOk) {
-          auto view = report::ReadRunView(store, it->second.id);
+          auto view = ReadRunView(store, it->second.id);
           if (!view.ok()) return Fail(io, view.status());
           if (!options.quiet) LogRun(log, json_log, view->run, /*recorded_before=*/true);
           views.push_back(std::move(*view));
@@ -270,7 +270,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
         }
         resume = it->second.id;
       }
-      StepLog steps(io, !options.quiet, json_log, log, label, recipe.backend == "sim");
+      StepLog steps(io, !options.quiet, json_log, log, label, recipe.Simulated());
       experiment::RunRequest request;
       request.recipe = &w.world;
       request.system = &entrant.system;
@@ -288,7 +288,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
       steps.Clear();
       if (!outcome.ok()) return Fail(io, outcome.status());
       // Read back from the store, so that what is printed is what was recorded.
-      auto view = report::ReadRunView(store, outcome->run_id);
+      auto view = ReadRunView(store, outcome->run_id);
       if (!view.ok()) return Fail(io, view.status());
       if (!options.quiet) LogRun(log, json_log, view->run, /*recorded_before=*/false);
       views.push_back(std::move(*view));

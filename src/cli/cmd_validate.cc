@@ -45,7 +45,7 @@ int RunValidate(const RecipeOptions& options, const Io& io) {
       systems.AddRow({report::Cell::Text(s->name), report::Cell::Text(s->router),
                       report::Cell::Text(s->planner),
                       report::Cell::Integer(recipe->StalenessFor(*s)),
-                      report::Cell::Text(recipe->BatchingFor(*s))});
+                      report::Cell::Text(NameOf(recipe->BatchingFor(*s)))});
     }
   } else {
     for (const std::string& line : StrSplit(recipe.status().message(), '\n')) {
@@ -62,7 +62,7 @@ int RunVersion(const Io& io) {
   io.out << "libra " << LIBRA_VERSION << " (" << LIBRA_GIT_REVISION << ")\n";
   io.out << "features: cuda " << (LIBRA_HAVE_CUDA ? "on" : "off") << ", nccl "
          << (LIBRA_HAVE_NCCL ? "on" : "off") << "\n";
-  io.out << "backends: " << StrJoin(recipe::KnownBackends(), ", ") << "\n";
+  io.out << "backends: " << StrJoin(EnumNames<recipe::Backend>::All(), ", ") << "\n";
   io.out << "routers: " << StrJoin(sched::BuiltinRouters().Names(), ", ") << "\n";
   io.out << "planners: " << StrJoin(planner::BuiltinPlanners().Names(), ", ") << "\n";
   std::vector<std::string> systems;

@@ -239,7 +239,7 @@ void ClusterBackend::ProbeCapabilities(Done done) {
   if (e == nullptr) return done(Status());
   ProbePlan plan;
   plan.prompt_token = options_.agent.tool_call_token;
-  plan.reload = options_.trainer.weight_sync == "disk";
+  plan.reload = options_.trainer.weight_sync == WeightSyncMode::kDisk;
   plan.version = versions_.policy;
   plan.sleep = layout_.colocated;
   const std::string name = e->name;
@@ -464,7 +464,7 @@ void ClusterBackend::WakeColocated(Done done) {
 void ClusterBackend::Sync(const backend::SyncWeights& sync) {
   const double started = runtime_.Now();
   const int version = sync.version;
-  if (options_.trainer.weight_sync == "none") {
+  if (options_.trainer.weight_sync == WeightSyncMode::kNone) {
     // Rollout or evaluation only: the engines keep the weights they started with.
     if (version == start_version_ + 1 || !warned_no_sync_) {
       warned_no_sync_ = true;
@@ -506,7 +506,7 @@ void ClusterBackend::Evaluate(const backend::Evaluate& evaluate) {
   }
   const double started = runtime_.Now();
   const int version = evaluate.version;
-  if (version > start_version_ && options_.trainer.weight_sync == "none") {
+  if (version > start_version_ && options_.trainer.weight_sync == WeightSyncMode::kNone) {
     Emit(backend::EvalDone{version, std::nullopt,
                            "weight_sync = \"none\": the engines never load a trained version",
                            started},

@@ -107,14 +107,14 @@ std::chrono::milliseconds Seconds(double s) {
 }
 
 /// One [[launcher.hosts]] entry of a launcher of `kind`.
-HostOptions DecodeHost(const recipe::Recipe& r, const std::string& kind, OptionReader& h) {
+HostOptions DecodeHost(const recipe::Recipe& r, LauncherKind kind, OptionReader& h) {
   HostOptions o;
   o.ssh.host = h.String("host", "");
   o.ssh.user = h.String("user", "");
   o.ssh.port = static_cast<int>(h.Int("port", 0, 0, 65535));
   o.ssh.identity_file = h.String("identity_file", "");
   o.address = h.String("address", "");
-  if (o.ssh.host.empty() && kind == "ssh") h.Error("host", "is required for ssh");
+  if (o.ssh.host.empty() && kind == LauncherKind::kSsh) h.Error("host", "is required for ssh");
   // What SshLauncher::Create refuses at run time, refused at validation.
   for (const auto& [key, value] :
        {std::pair{"host", &o.ssh.host}, std::pair{"user", &o.ssh.user}}) {
@@ -135,7 +135,7 @@ HostOptions DecodeHost(const recipe::Recipe& r, const std::string& kind, OptionR
 void DecodeLauncher(const recipe::Recipe& r, Decoder& d, LauncherOptions* out) {
   const OptionTable& table = r.cluster_backend.launcher;
   OptionReader reader(table);
-  out->kind = reader.String("kind", "local", {"local", "ssh", "slurm"});
+  out->kind = reader.Enum("kind", LauncherKind::kLocal);
   SlurmOptions& slurm = out->slurm;
   slurm.job_id = reader.String("job_id", "");
   slurm.salloc_args = d.Strings(reader, table, "salloc_args");
@@ -168,17 +168,18 @@ void DecodeLauncher(const recipe::Recipe& r, Decoder& d, LauncherOptions* out) {
       }
     }
   }
-  if (out->kind == "ssh" && out->hosts.size() != static_cast<size_t>(r.cluster.nodes)) {
+  if (out->kind == LauncherKind::kSsh &&
+      out->hosts.size() != static_cast<size_t>(r.cluster.nodes)) {
     reader.Error("hosts", StrFormat("the ssh launcher needs one [[launcher.hosts]] per node: "
                                     "%zu given, [cluster] has %d node(s)",
                                     out->hosts.size(), r.cluster.nodes));
   }
-  if (out->kind == "local" && !out->hosts.empty() &&
+  if (out->kind == LauncherKind::kLocal && !out->hosts.empty() &&
       out->hosts.size() != static_cast<size_t>(r.cluster.nodes)) {
     reader.Error("hosts",
                  StrFormat("%zu hosts for %d node(s)", out->hosts.size(), r.cluster.nodes));
   }
-  if (out->kind == "slurm" && !out->hosts.empty() &&
+  if (out->kind == LauncherKind::kSlurm && !out->hosts.empty() &&
       out->hosts.size() != static_cast<size_t>(r.cluster.nodes)) {
     reader.Error("hosts", StrFormat("%zu hosts for %d node(s): give one [[launcher.hosts]] per "
                                     "node, or none (the allocation's nodes, in order)",
@@ -189,7 +190,9 @@ void DecodeLauncher(const recipe::Recipe& r, Decoder& d, LauncherOptions* out) {
     if (host.address.empty()) {
       // Slurm nodes without an address are reached by their node name, set once the allocation
       // is known (MakeLaunchers).
-      host.address = out->kind == "ssh" ? host.ssh.host : out->kind == "slurm" ? "" : "127.0.0.1";
+      host.address = out->kind == LauncherKind::kSsh     ? host.ssh.host
+                     : out->kind == LauncherKind::kSlurm ? ""
+                                                         : "127.0.0.1";
     }
   }
   d.Add(reader.Finish());
@@ -254,8 +257,7 @@ void DecodeTrainer(const recipe::Recipe& r, Decoder& d, TrainerOptions* out) {
   out->port = static_cast<int>(reader.Int("port", 18100, 1024, 65535));
   out->health_timeout = Seconds(reader.Double("health_timeout_s", 300, 0.1, 86400));
   out->restarts = static_cast<int>(reader.Int("restarts", 1, 0, 100));
-  out->weight_sync =
-      reader.String("weight_sync", "disk", {"disk", "distributed", "restart", "none"});
+  out->weight_sync = reader.Enum("weight_sync", WeightSyncMode::kDisk);
   out->group_backend = reader.String("group_backend", "nccl", {"nccl", "gloo"});
   out->master_port = static_cast<int>(reader.Int("master_port", 18200, 1024, 65535));
   out->step_timeout_s = reader.Double("step_timeout_s", 0, 0, 86400 * 7);
@@ -301,7 +303,7 @@ void DecodeAgent(const recipe::Recipe& r, Decoder& d, AgentOptions* out) {
 
 Result<std::vector<std::unique_ptr<Launcher>>> MakeLaunchers(LauncherOptions& launcher) {
   std::vector<std::unique_ptr<Launcher>> launchers;
-  if (launcher.kind == "slurm") {
+  if (launcher.kind == LauncherKind::kSlurm) {
     LIBRA_ASSIGN_OR_RETURN(
         std::shared_ptr<SlurmAllocation> allocation,
         SlurmAllocation::Acquire(launcher.slurm, static_cast<int>(launcher.hosts.size())));
@@ -322,7 +324,7 @@ Result<std::vector<std::unique_ptr<Launcher>>> MakeLaunchers(LauncherOptions& la
     return launchers;
   }
   for (const HostOptions& host : launcher.hosts) {
-    if (launcher.kind == "ssh") {
+    if (launcher.kind == LauncherKind::kSsh) {
       LIBRA_ASSIGN_OR_RETURN(auto ssh, SshLauncher::Create(host.ssh, launcher.ssh));
       launchers.push_back(std::move(ssh));
     } else {

@@ -3,6 +3,7 @@
 // schema, defaults and messages (docs/cluster.md, "Recipe tables", lists every key).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -29,9 +30,29 @@ struct HostOptions {
   std::string address;
 };
 
+/// How the nodes' processes are started ([launcher] kind).
+enum class LauncherKind { kLocal, kSsh, kSlurm };
+constexpr std::array<EnumName<LauncherKind>, 3> EnumTable(LauncherKind) {
+  return {{{LauncherKind::kLocal, "local"},
+           {LauncherKind::kSsh, "ssh"},
+           {LauncherKind::kSlurm, "slurm"}}};
+}
+
+/// How trained weights reach the engines ([trainer] weight_sync): "disk" (save, then every engine
+/// reloads), "distributed" (a broadcast from the trainer in a process group with the engines),
+/// "restart" (save, then every engine starts again on the new weights: engines that cannot
+/// reload) or "none" (the engines keep their weights: rollout or evaluation only).
+enum class WeightSyncMode { kDisk, kDistributed, kRestart, kNone };
+constexpr std::array<EnumName<WeightSyncMode>, 4> EnumTable(WeightSyncMode) {
+  return {{{WeightSyncMode::kDisk, "disk"},
+           {WeightSyncMode::kDistributed, "distributed"},
+           {WeightSyncMode::kRestart, "restart"},
+           {WeightSyncMode::kNone, "none"}}};
+}
+
 struct LauncherOptions {
-  /// "local", "ssh" or "slurm". Default: "local".
-  std::string kind = "local";
+  /// Default: local.
+  LauncherKind kind = LauncherKind::kLocal;
   /// One per recipe node ([cluster] nodes), in node order; the local launcher runs every node on
   /// this machine.
   std::vector<HostOptions> hosts{};
@@ -105,11 +126,8 @@ struct TrainerOptions {
   std::chrono::milliseconds health_timeout{300000};
   /// Times a trainer that died is started again (from the last checkpoint). Default: 1.
   int restarts = 1;
-  /// "disk" (save, then every engine reloads), "distributed" (a broadcast from the trainer in a
-  /// process group with the engines), "restart" (save, then every engine starts again on the new
-  /// weights: engines that cannot reload) or "none" (the engines keep their weights: rollout or
-  /// evaluation only). Default: "disk".
-  std::string weight_sync = "disk";
+  /// Default: disk.
+  WeightSyncMode weight_sync = WeightSyncMode::kDisk;
   /// The group's backend for "distributed": "nccl" on GPUs, "gloo" on CPUs. Default: "nccl".
   std::string group_backend = "nccl";
   /// Where the trainer listens for the group's rendezvous. Default: 18200.

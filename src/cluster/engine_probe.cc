@@ -150,7 +150,7 @@ Status CheckCapabilities(const std::string& engine, const EngineClient& client,
         "%s: %s failed (%s); [trainer] weight_sync = \"%s\" needs engines that reload weights "
         "from disk: use weight_sync = \"restart\" (or \"none\" to roll out without syncing)",
         who.c_str(), route.c_str(), found.reload_from_disk.error.c_str(),
-        options.trainer.weight_sync.c_str()));
+        NameOf(options.trainer.weight_sync).c_str()));
   }
   if (colocated && found.sleep_wake.present == false) {
     const std::string route = client.dialect() == EngineDialect::kVllm

@@ -343,8 +343,8 @@ void TurnRunner::ToolFinished(TrajectoryId id, double started, const std::string
       std::string named =
           status != nullptr && status->is_string() ? status->as_string() : "success";
       if (named == "error") named = "failure";
-      if (!workload::ParseToolStatus(named, &done.status))
-        done.status = workload::ToolStatus::kFailure;
+      done.status =
+          EnumNames<workload::ToolStatus>::Find(named).value_or(workload::ToolStatus::kFailure);
     } else {
       failed = ids.status();
     }

@@ -41,10 +41,10 @@ void WeightSync::Sync(int version, Done done) {
       [this, policy, version, done = std::move(done)](Status saved) {
         if (!saved.ok()) return done(saved);
         versions_.policy = version;
-        if (runtime_.options->trainer.weight_sync == "distributed") {
+        if (runtime_.options->trainer.weight_sync == WeightSyncMode::kDistributed) {
           return Distribute(version, done);
         }
-        if (runtime_.options->trainer.weight_sync == "restart") {
+        if (runtime_.options->trainer.weight_sync == WeightSyncMode::kRestart) {
           // Engines that cannot load weights: each serving one starts again on policy.pt.
           std::vector<AsyncStep> restarts;
           for (const auto& [key, e] : engines_.engines()) {

@@ -333,11 +333,10 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   router_.OnTurnDone(sched::TurnObservation{t.id, PromptId(t.prompt), done.instance, t.turns - 1,
                                             done.generated_tokens, done.end});
   if (config_.record_events) {
-    AddEvent(
-        "turn", Shifted(done.started_at), now, "instance " + done.instance.ToString(), t.id.value,
-        t.step,
-        StrFormat("turn %d: %lld tokens, %s", t.turns - 1,
-                  static_cast<long long>(done.generated_tokens), workload::TurnEndName(done.end)));
+    AddEvent("turn", Shifted(done.started_at), now, "instance " + done.instance.ToString(),
+             t.id.value, t.step,
+             StrFormat("turn %d: %lld tokens, %s", t.turns - 1,
+                       static_cast<long long>(done.generated_tokens), NameOf(done.end).c_str()));
   }
 
   store::TurnRecord turn;
@@ -347,7 +346,7 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
   turn.start_s = Shifted(done.started_at);
   turn.end_s = now;
   turn.generated_tokens = done.generated_tokens;
-  turn.end = workload::TurnEndName(done.end);
+  turn.end = NameOf(done.end);
   turn.tool = done.end == workload::TurnEnd::kToolCall ? done.tool : "";
   t.turn_records.push_back(turn);
 
@@ -417,9 +416,9 @@ sched::TrajectoryObservation Coordinator::ObservationOf(const Trajectory& t, boo
   observation.truncated = truncated;
   for (const store::TurnRecord& r : t.turn_records) {
     observation.turn_tokens.push_back(r.generated_tokens);
-    if (r.end == workload::TurnEndName(workload::TurnEnd::kToolCall)) {
-      workload::ToolStatus status = workload::ToolStatus::kSuccess;
-      workload::ParseToolStatus(r.tool_status, &status);
+    if (r.end == EnumNames<workload::TurnEnd>::Name(workload::TurnEnd::kToolCall)) {
+      const workload::ToolStatus status = EnumNames<workload::ToolStatus>::Find(r.tool_status)
+                                              .value_or(workload::ToolStatus::kSuccess);
       observation.tools.push_back(sched::ToolObservation{r.tool, status, r.tool_output_tokens});
     }
   }
@@ -485,13 +484,13 @@ Status Coordinator::OnToolDone(double now, const backend::ToolDone& done) {
   Trajectory& t = it->second;
   t.context_tokens += done.output_tokens;
   store::TurnRecord& called = t.turn_records.back();
-  called.tool_status = workload::ToolStatusName(done.status);
+  called.tool_status = NameOf(done.status);
   called.tool_output_tokens = done.output_tokens;
   called.tool_latency_s = now - Shifted(done.started_at);
   t.last_tool = sched::ToolObservation{called.tool, done.status, done.output_tokens};
   if (config_.record_events) {
     AddEvent("tool", Shifted(done.started_at), now, "tools", t.id.value, t.step,
-             StrFormat("%s, %lld tokens", workload::ToolStatusName(done.status),
+             StrFormat("%s, %lld tokens", NameOf(done.status).c_str(),
                        static_cast<long long>(done.output_tokens)));
   }
   waiting_.push_back(t.id);

@@ -46,7 +46,7 @@ Status NeedRoofline(const recipe::Recipe& r, const Perturbation& p) {
 }
 
 Result<workload::AgenticParams> Agentic(const recipe::Recipe& r, const Perturbation& p) {
-  if (r.workload.kind != "agentic") {
+  if (r.workload.kind != recipe::WorkloadKind::kAgentic) {
     return Status::InvalidArgument(
         StrFormat("sensitivity scenario '%s' changes the agentic workload model, and %s replays "
                   "a trace",
@@ -83,8 +83,8 @@ Result<recipe::Recipe> ApplyPerturbation(const recipe::Recipe& recipe, const Per
   if (p.constant.empty()) return r;
   if (p.constant == "iteration_overhead") {
     LIBRA_RETURN_IF_ERROR(NeedRoofline(r, p));
-    const double ms =
-        NumberOr(r.cost_model.options, "iteration_overhead_ms", defaults.iteration_overhead_s * 1e3);
+    const double ms = NumberOr(r.cost_model.options, "iteration_overhead_ms",
+                               defaults.iteration_overhead_s * 1e3);
     SetNumber(r.cost_model.options, "iteration_overhead_ms", ms * p.factor, p.name);
   } else if (p.constant == "train_mfu" || p.constant == "decode_bw_util") {
     LIBRA_RETURN_IF_ERROR(NeedRoofline(r, p));

@@ -15,11 +15,11 @@ Result<TuneOutcome> TuneSystem(store::Store& store, const TuneRequest& request,
                                const BackendFactory& make_backend) {
   const recipe::Recipe& recipe = *request.recipe;
   const recipe::SystemSpec& system = *request.system;
-  if (recipe.backend != "sim") {
+  if (!recipe.Simulated()) {
     return Status::InvalidArgument(
         StrFormat("%s: tuning searches by simulation, and backend = '%s'; tune a simulator copy "
                   "of the recipe (--set backend=sim)",
-                  recipe.source.c_str(), recipe.backend.c_str()));
+                  recipe.source.c_str(), NameOf(recipe.backend).c_str()));
   }
   LIBRA_ASSIGN_OR_RETURN(const KnobSpace space, KnobsFor(recipe, system));
   if (space.empty()) {
@@ -32,7 +32,8 @@ Result<TuneOutcome> TuneSystem(store::Store& store, const TuneRequest& request,
   const recipe::Recipe base = TuningRecipe(recipe);
   SearchSettings settings;
   settings.budget_runs = recipe.tuning.budget_runs;
-  for (int i = 0; i < settings.budget_runs; ++i) settings.seeds.push_back(TuningSeed(recipe.seed, i));
+  for (int i = 0; i < settings.budget_runs; ++i)
+    settings.seeds.push_back(TuningSeed(recipe.seed, i));
 
   const FeasibleFn feasible = [&](const Configuration& config) {
     return CheckInitialPlan(base, ApplyConfiguration(system, config));
@@ -67,8 +68,7 @@ Result<TuneOutcome> TuneSystem(store::Store& store, const TuneRequest& request,
   record.winner_runs = result.winner_runs;
   record.libra_version = LIBRA_VERSION;
   for (const Trial& t : result.trials) {
-    record.trials.push_back(
-        {ToJson(t.config.ToJson()), t.seed, t.score, t.status, t.error});
+    record.trials.push_back({ToJson(t.config.ToJson()), t.seed, t.score, t.status, t.error});
   }
   LIBRA_ASSIGN_OR_RETURN(record.id, store.RecordTuning(record));
   outcome.winner = result.winner_config;
@@ -87,9 +87,9 @@ Result<std::optional<TuneOutcome>> FindTuning(store::Store& store, const recipe:
     bool known = false;
     for (const Knob& k : space.knobs) known = known || k.name == s.knob;
     if (!known) {
-      return Status::InvalidArgument(StrFormat(
-          "tuning %lld of '%s' set knob '%s', which the system no longer has",
-          static_cast<long long>(record->id), system.name.c_str(), s.knob.c_str()));
+      return Status::InvalidArgument(
+          StrFormat("tuning %lld of '%s' set knob '%s', which the system no longer has",
+                    static_cast<long long>(record->id), system.name.c_str(), s.knob.c_str()));
     }
   }
   TuneOutcome outcome;

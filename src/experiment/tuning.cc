@@ -592,16 +592,16 @@ std::string TuningKey(const recipe::Recipe& r, const recipe::SystemSpec& s) {
       r.cluster.gpu.c_str(), TableToString(r.cluster.gpu_spec).c_str(), r.cluster.nodes,
       r.cluster.gpus_per_node, r.model.name.c_str(), TableToString(r.model.arch).c_str(),
       r.cost_model.name.c_str(), TableToString(r.cost_model.options).c_str(),
-      r.workload.kind.c_str(), r.workload.preset.c_str(), r.workload.trace.c_str(),
+      NameOf(r.workload.kind).c_str(), r.workload.preset.c_str(), r.workload.trace.c_str(),
       TableToString(r.workload.options).c_str(), r.rl.prompts_per_step, r.rl.group_size,
-      r.rl.staleness, r.rl.sync_interval, r.rl.batching.c_str(), r.rl.partial_rollout ? 1 : 0,
-      r.sim.max_num_seqs, r.sim.max_batched_tokens, r.sim.kv_policy.c_str(),
-      r.sim.sync_path.c_str(), r.sim.tool_concurrency, r.steps, r.tuning.budget_runs,
-      r.tuning.steps);
+      r.rl.staleness, r.rl.sync_interval, NameOf(r.rl.batching).c_str(),
+      r.rl.partial_rollout ? 1 : 0, r.sim.max_num_seqs, r.sim.max_batched_tokens,
+      NameOf(r.sim.kv_policy).c_str(), NameOf(r.sim.sync_path).c_str(), r.sim.tool_concurrency,
+      r.steps, r.tuning.budget_runs, r.tuning.steps);
   key += StrFormat("system %s %s %s %s %s %d %s %d %s", s.name.c_str(), s.router.c_str(),
                    TableToString(s.router_options).c_str(), s.planner.c_str(),
                    TableToString(s.planner_options).c_str(), s.staleness.value_or(-1),
-                   s.batching.value_or("").c_str(),
+                   s.batching ? NameOf(*s.batching).c_str() : "",
                    s.partial_rollout ? static_cast<int>(*s.partial_rollout) : -1,
                    TableToString(s.tune).c_str());
   return StrFormat("%016llx", static_cast<unsigned long long>(Fnv1a(key)));

@@ -78,11 +78,8 @@ struct TrainEstimate {
   bool oom() const { return memory_bytes > memory_limit_bytes; }
 };
 
-/// How weights reach the rollout engines.
-enum class SyncPath {
-  kNccl,  // gathered on the trainer, broadcast over NCCL, loaded in place
-  kDisk,  // written to shared storage, read and reloaded by the engines
-};
+/// How weights reach the rollout engines (the recipe's sim.sync_path).
+using SyncPath = recipe::SyncPath;
 
 struct SyncRequest {
   SyncPath path = SyncPath::kNccl;

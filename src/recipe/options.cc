@@ -175,7 +175,11 @@ std::string OptionReader::String(const std::string& key, const std::string& defa
   }
   if (!allowed.empty() &&
       std::find(allowed.begin(), allowed.end(), v->string_value) == allowed.end()) {
-    Error(key, "must be one of " + StrJoin(allowed, ", ") + " (got '" + v->string_value + "')");
+    std::string what =
+        "must be one of " + StrJoin(allowed, ", ") + " (got '" + v->string_value + "')";
+    const std::string hint = ClosestMatch(v->string_value, allowed);
+    if (!hint.empty()) what += "; did you mean '" + hint + "'?";
+    Error(key, what);
     return default_value;
   }
   if (OptionLog* log = OptionLog::Current()) log->Record(table_.path, key, *v);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/status.h"
 
 namespace libra::recipe {
@@ -94,6 +95,12 @@ class OptionReader {
   /// `allowed` empty means any string.
   std::string String(const std::string& key, const std::string& default_value,
                      const std::vector<std::string>& allowed = {});
+  /// One of an enum's names (EnumNames); the default when absent or wrong.
+  template <typename E>
+  E Enum(const std::string& key, E default_value) {
+    const std::string name = String(key, NameOf(default_value), EnumNames<E>::All());
+    return EnumNames<E>::Find(name).value_or(default_value);
+  }
   /// An array of integers, each within [min, max].
   std::vector<int64_t> IntList(const std::string& key, const std::vector<int64_t>& default_value,
                                int64_t min = std::numeric_limits<int64_t>::min(),

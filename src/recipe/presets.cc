@@ -60,9 +60,9 @@ const std::vector<Preset>& Presets() {
        .router = "least-conn",
        .planner = "static",
        .staleness = 2,
-       .batching = "stream",
+       .batching = Batching::kStream,
        .partial_rollout = true,
-       .objective = "decoupled",
+       .objective = Objective::kDecoupled,
        .staleness_knob = true},
       {.name = "sortedrl",
        .summary = "SortedRL-style: colocated, shortest-first routing, early updates on the groups "
@@ -70,7 +70,7 @@ const std::vector<Preset>& Presets() {
        .router = "sorted",
        .planner = "colocated",
        .staleness = 1,
-       .batching = "stream"},
+       .batching = Batching::kStream},
       {.name = "heddle",
        .summary = "Heddle-style: a fixed split whose rollout TP mix follows the length profile; "
                   "predicted-longest first, presorted-DP placement, KV migration at tool returns",

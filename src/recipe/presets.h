@@ -24,9 +24,9 @@ struct Preset {
   /// The pipeline settings the preset fixes (e.g. staleness 0 for a synchronous system); unset
   /// ones come from the recipe's [rl].
   std::optional<int> staleness{};
-  std::optional<std::string> batching{};
+  std::optional<Batching> batching{};
   std::optional<bool> partial_rollout{};
-  std::optional<std::string> objective{};
+  std::optional<Objective> objective{};
   /// Whether its real system lets its users set the staleness bound (AReaL's
   /// max_head_offpolicyness): `libra tune` then searches it, up to the recipe's rl.staleness.
   bool staleness_knob = false;

@@ -3,15 +3,62 @@
 // in docs/recipes.md; keep the two in step.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "recipe/options.h"
 
 namespace libra::recipe {
+
+// The recipe's settings that take one of a few names: parsed once here (EnumNames), compared as
+// enums everywhere else.
+
+/// Where a recipe runs: the built-in simulator, or real processes (docs/cluster.md).
+enum class Backend { kSim, kCluster };
+constexpr std::array<EnumName<Backend>, 2> EnumTable(Backend) {
+  return {{{Backend::kSim, "sim"}, {Backend::kCluster, "cluster"}}};
+}
+
+/// What the rollouts are: the generative agentic model, or a JSONL trace replayed.
+enum class WorkloadKind { kAgentic, kTrace };
+constexpr std::array<EnumName<WorkloadKind>, 2> EnumTable(WorkloadKind) {
+  return {{{WorkloadKind::kAgentic, "agentic"}, {WorkloadKind::kTrace, "trace"}}};
+}
+
+/// How a step's batch is formed (RlSpec::batching).
+enum class Batching { kOrdered, kStream };
+constexpr std::array<EnumName<Batching>, 2> EnumTable(Batching) {
+  return {{{Batching::kOrdered, "ordered"}, {Batching::kStream, "stream"}}};
+}
+
+/// How the trainer's loss treats samples of older policies.
+enum class Objective {
+  kPpo,        // the clipped PPO/GRPO ratio against the behaviour policy (verl, most systems)
+  kDecoupled,  // AReaL's decoupled objective: a proximal policy separates the two corrections
+};
+constexpr std::array<EnumName<Objective>, 2> EnumTable(Objective) {
+  return {{{Objective::kPpo, "ppo"}, {Objective::kDecoupled, "decoupled"}}};
+}
+
+/// What happens to a trajectory's KV cache while it waits for a tool (SimSpec::kv_policy).
+enum class KvPolicy { kCache, kFree };
+constexpr std::array<EnumName<KvPolicy>, 2> EnumTable(KvPolicy) {
+  return {{{KvPolicy::kCache, "cache"}, {KvPolicy::kFree, "free"}}};
+}
+
+/// How weights reach the rollout engines.
+enum class SyncPath {
+  kNccl,  // gathered on the trainer, broadcast over NCCL, loaded in place
+  kDisk,  // written to shared storage, read and reloaded by the engines
+};
+constexpr std::array<EnumName<SyncPath>, 2> EnumTable(SyncPath) {
+  return {{{SyncPath::kNccl, "nccl"}, {SyncPath::kDisk, "disk"}}};
+}
 
 /// [cluster]: the GPUs an experiment runs on.
 struct ClusterSpec {
@@ -51,7 +98,7 @@ struct CostModelSpec {
 /// [workload]: what the rollouts look like: an agentic preset with overrides, or a trace.
 struct WorkloadSpec {
   /// "agentic" (the generative model) or "trace" (a JSONL file replayed). Default: "agentic".
-  std::string kind = "agentic";
+  WorkloadKind kind = WorkloadKind::kAgentic;
   /// The agentic preset: "r2e-gym", "search-r1", "dapo-math", "swe-long". Default: "r2e-gym".
   std::string preset = "r2e-gym";
   /// The trace file (kind = "trace"), relative to the recipe's folder. Required for a trace.
@@ -77,13 +124,13 @@ struct RlSpec {
   /// How a step's batch is formed: "ordered" (step k trains the groups of prompts k*P..k*P+P-1,
   /// so no sample can exceed the staleness bound) or "stream" (the first P groups to complete,
   /// whatever their prompts; a group that would exceed the bound is rejected). Default: "ordered".
-  std::string batching = "ordered";
+  Batching batching = Batching::kOrdered;
   /// After a weight sync, in-flight trajectories generate their next turns with the new weights
   /// (interruptible rollouts) instead of the weights they started with. Default: false.
   bool partial_rollout = false;
   /// The trainer's loss, which decides what a stale sample is worth: "ppo" (the clipped ratio
   /// against the behaviour policy) or "decoupled" (AReaL's decoupled objective). Default: "ppo".
-  std::string objective = "ppo";
+  Objective objective = Objective::kPpo;
   bool operator==(const RlSpec&) const = default;
 };
 
@@ -110,9 +157,9 @@ struct SimSpec {
   /// What happens to a trajectory's KV cache while it waits for a tool: "cache" keeps it in the
   /// instance's prefix cache (evicted least recently used first under memory pressure: the
   /// engines' behaviour with prefix caching), "free" drops it. Default: "cache".
-  std::string kv_policy = "cache";
+  KvPolicy kv_policy = KvPolicy::kCache;
   /// How weights reach the engines: "nccl" or "disk" (write, read, restart). Default: "nccl".
-  std::string sync_path = "nccl";
+  SyncPath sync_path = SyncPath::kNccl;
   /// Tool calls running at once (a sandbox pool); more wait. 0: unlimited. Default: 0.
   int tool_concurrency = 0;
   /// Record a span per turn and tool call (the timeline's detail); off for speed. Default: false.
@@ -151,10 +198,10 @@ struct SystemSpec {
   /// Override rl.staleness, rl.batching and rl.partial_rollout for this system (e.g. a
   /// synchronous baseline). Default: unset.
   std::optional<int> staleness;
-  std::optional<std::string> batching;
+  std::optional<Batching> batching;
   std::optional<bool> partial_rollout;
   /// Override rl.objective for this system (AReaL's decoupled loss). Default: unset.
-  std::optional<std::string> objective;
+  std::optional<Objective> objective;
   /// [.tune]: the ranges `libra tune` searches for this system's knobs (each key a knob name, its
   /// value an array of candidates), replacing the defaults the knob takes from the cluster;
   /// `enabled = false` keeps the system as written. Decoded by the experiment module
@@ -188,7 +235,7 @@ struct Recipe {
   /// Training steps to run. Default: 10.
   int steps = 10;
   /// Execution backend. Default: "sim".
-  std::string backend = "sim";
+  Backend backend = Backend::kSim;
   ClusterSpec cluster;
   ModelSpec model;
   CostModelSpec cost_model;
@@ -208,19 +255,22 @@ struct Recipe {
   /// Location of each key path that was set ("file:line:col" or "--set k=v"); for messages.
   std::map<std::string, std::string> locations;
 
+  /// Whether the recipe's world is simulated (backend = "sim"): virtual time, so that a run
+  /// replays exactly and its throughput can be bounded before it runs. What the rest of libra
+  /// asks, rather than which backend it is.
+  bool Simulated() const { return backend == Backend::kSim; }
+
   /// "file:line:col: key.path" for a key (falls back to the nearest located parent, or the file).
   std::string Where(const std::string& key_path) const;
 
   /// The staleness bound in force for `spec`.
   int StalenessFor(const SystemSpec& spec) const { return spec.staleness.value_or(rl.staleness); }
-  const std::string& BatchingFor(const SystemSpec& spec) const {
-    return spec.batching ? *spec.batching : rl.batching;
-  }
+  Batching BatchingFor(const SystemSpec& spec) const { return spec.batching.value_or(rl.batching); }
   bool PartialRolloutFor(const SystemSpec& spec) const {
     return spec.partial_rollout.value_or(rl.partial_rollout);
   }
-  const std::string& ObjectiveFor(const SystemSpec& spec) const {
-    return spec.objective ? *spec.objective : rl.objective;
+  Objective ObjectiveFor(const SystemSpec& spec) const {
+    return spec.objective.value_or(rl.objective);
   }
 };
 
@@ -242,8 +292,5 @@ Status DiagnosticsToStatus(const std::vector<Diagnostic>& diagnostics);
 /// The intrinsic checks that need no registry: ranges, divisibility, cross-field rules, unique
 /// names. Appends one Diagnostic per problem.
 void ValidateRecipe(const Recipe& recipe, std::vector<Diagnostic>* diagnostics);
-
-/// The backends this build knows.
-const std::vector<std::string>& KnownBackends();
 
 }  // namespace libra::recipe

@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 #include <string_view>
+#include <type_traits>
 
 #include "common/files.h"
 #include "common/strings.h"
@@ -469,6 +470,25 @@ class Converter {
         return;
       }
       *out = static_cast<int>(wide);
+    }
+
+    /// One of an enum's names (EnumNames), as a string.
+    template <typename E>
+    requires std::is_enum_v<E>
+    void Read(const std::string& key, E* out) {
+      const toml::node* node = Node(key, false);
+      if (node == nullptr) return;
+      const std::optional<std::string> name = node->value_exact<std::string>();
+      if (!name) {
+        TypeError(key, *node, "a string");
+        return;
+      }
+      Result<E> value = EnumNames<E>::Parse(*name);
+      if (!value.ok()) {
+        c_->Error(c_->Where(node, KeyPath(key), where_), KeyPath(key), value.status().message());
+        return;
+      }
+      *out = *value;
     }
 
     /// An optional key: set only when given (and well typed).

@@ -163,14 +163,15 @@ void WriteRlAndSim(const Recipe& recipe, Writer& w) {
   w.Key("group_size", std::to_string(recipe.rl.group_size));
   w.Key("staleness", std::to_string(recipe.rl.staleness));
   w.Key("sync_interval", std::to_string(recipe.rl.sync_interval));
-  w.Key("batching", Quote(recipe.rl.batching));
+  w.Key("batching", Quote(NameOf(recipe.rl.batching)));
   w.Key("partial_rollout", recipe.rl.partial_rollout ? "true" : "false");
+  w.Key("objective", Quote(NameOf(recipe.rl.objective)));
 
   w.Table("sim");
   w.Key("max_num_seqs", std::to_string(recipe.sim.max_num_seqs));
   w.Key("max_batched_tokens", std::to_string(recipe.sim.max_batched_tokens));
-  w.Key("kv_policy", Quote(recipe.sim.kv_policy));
-  w.Key("sync_path", Quote(recipe.sim.sync_path));
+  w.Key("kv_policy", Quote(NameOf(recipe.sim.kv_policy)));
+  w.Key("sync_path", Quote(NameOf(recipe.sim.sync_path)));
   w.Key("tool_concurrency", std::to_string(recipe.sim.tool_concurrency));
   w.Key("record_events", recipe.sim.record_events ? "true" : "false");
 }
@@ -194,7 +195,7 @@ std::string WriteResolvedRecipe(const Recipe& recipe, const SystemSpec& system,
   w.Key("name", Quote(recipe.name));
   w.Key("seed", std::to_string(recipe.seed));
   w.Key("steps", std::to_string(recipe.steps));
-  w.Key("backend", Quote(recipe.backend));
+  w.Key("backend", Quote(NameOf(recipe.backend)));
 
   w.Table("cluster");
   w.Key("gpu", Quote(recipe.cluster.gpu));
@@ -210,7 +211,7 @@ std::string WriteResolvedRecipe(const Recipe& recipe, const SystemSpec& system,
   for (OptionEntry& e : table(recipe.cost_model.options)) cost.push_back(std::move(e));
   w.Section("cost_model", cost);
 
-  std::vector<OptionEntry> workload = {{"kind", Str(recipe.workload.kind)},
+  std::vector<OptionEntry> workload = {{"kind", Str(NameOf(recipe.workload.kind))},
                                        {"preset", Str(recipe.workload.preset)}};
   if (!recipe.workload.trace.empty()) {
     std::filesystem::path trace(recipe.workload.trace);
@@ -239,8 +240,9 @@ std::string WriteResolvedRecipe(const Recipe& recipe, const SystemSpec& system,
   w.Key("router", Quote(system.router));
   w.Key("planner", Quote(system.planner));
   w.Key("staleness", std::to_string(recipe.StalenessFor(system)));
-  w.Key("batching", Quote(recipe.BatchingFor(system)));
+  w.Key("batching", Quote(NameOf(recipe.BatchingFor(system))));
   w.Key("partial_rollout", recipe.PartialRolloutFor(system) ? "true" : "false");
+  w.Key("objective", Quote(NameOf(recipe.ObjectiveFor(system))));
   w.Section("system.router_options", table(system.router_options));
   w.Section("system.planner_options", table(system.planner_options));
 

@@ -50,26 +50,12 @@ class Checker {
     Check(value > 0, key, StrFormat("must be positive (got %g)", value));
   }
 
-  void OneOf(const std::string& value, const std::vector<std::string>& allowed,
-             const std::string& key) {
-    const bool ok = std::find(allowed.begin(), allowed.end(), value) != allowed.end();
-    std::string what = "must be one of " + StrJoin(allowed, ", ") + " (got '" + value + "')";
-    const std::string hint = ClosestMatch(value, allowed);
-    if (!hint.empty()) what += "; did you mean '" + hint + "'?";
-    Check(ok, key, what);
-  }
-
  private:
   const Recipe& recipe_;
   std::vector<Diagnostic>* diagnostics_;
 };
 
 }  // namespace
-
-const std::vector<std::string>& KnownBackends() {
-  static const std::vector<std::string> kBackends = {"sim", "cluster"};
-  return kBackends;
-}
 
 std::string Recipe::Where(const std::string& key_path) const {
   for (std::string p = key_path; !p.empty();) {
@@ -129,7 +115,6 @@ void CheckRunAndCluster(const Recipe& r, Checker& c) {
           StrFormat("must be at most %lld (got %llu)",
                     static_cast<long long>(std::numeric_limits<int64_t>::max()),
                     static_cast<unsigned long long>(r.seed)));
-  c.OneOf(r.backend, KnownBackends(), "backend");
 
   c.Check(!r.cluster.gpu.empty(), "cluster.gpu", "must not be empty");
   c.AtLeast(r.cluster.nodes, 1, "cluster.nodes");
@@ -143,8 +128,7 @@ void CheckRunAndCluster(const Recipe& r, Checker& c) {
   }
   c.Check(!r.model.name.empty(), "model.name", "must not be empty");
 
-  c.OneOf(r.workload.kind, {"agentic", "trace"}, "workload.kind");
-  c.Check(r.workload.kind != "trace" || !r.workload.trace.empty(), "workload.trace",
+  c.Check(r.workload.kind != WorkloadKind::kTrace || !r.workload.trace.empty(), "workload.trace",
           "required when workload.kind = \"trace\"");
 }
 
@@ -165,8 +149,6 @@ void CheckRl(const Recipe& r, Checker& c) {
   c.AtMost(r.rl.staleness, kMaxStaleness, "rl.staleness");
   c.AtLeast(r.rl.sync_interval, 1, "rl.sync_interval");
   c.AtMost(r.rl.sync_interval, kMaxStaleness + 1, "rl.sync_interval");
-  c.OneOf(r.rl.batching, {"ordered", "stream"}, "rl.batching");
-  c.OneOf(r.rl.objective, {"ppo", "decoupled"}, "rl.objective");
   c.AtLeast(r.eval.interval, 1, "eval.interval");
   c.Check(r.eval.prompts >= 1 && r.eval.prompts <= 100000, "eval.prompts",
           StrFormat("must be in [1, 100000] (got %d)", r.eval.prompts));
@@ -179,8 +161,6 @@ void CheckSimAndTuning(const Recipe& r, Checker& c) {
   c.AtMost(r.sim.max_num_seqs, kMaxNumSeqs, "sim.max_num_seqs");
   c.AtLeast(r.sim.max_batched_tokens, 1, "sim.max_batched_tokens");
   c.AtMost(r.sim.max_batched_tokens, kMaxBatchedTokens, "sim.max_batched_tokens");
-  c.OneOf(r.sim.kv_policy, {"cache", "free"}, "sim.kv_policy");
-  c.OneOf(r.sim.sync_path, {"nccl", "disk"}, "sim.sync_path");
   c.AtLeast(r.sim.tool_concurrency, 0, "sim.tool_concurrency");
   c.Check(r.tuning.budget_runs >= 1 && r.tuning.budget_runs <= 100000, "tuning.budget_runs",
           StrFormat("must be in [1, 100000] (got %d)", r.tuning.budget_runs));
@@ -216,8 +196,6 @@ void CheckSystems(const Recipe& r, Checker& c) {
                       bound, static_cast<long long>(in_flight), bound + 1,
                       static_cast<long long>(per_step),
                       static_cast<long long>(kMaxTrajectoriesInFlight)));
-    if (s->batching) c.OneOf(*s->batching, {"ordered", "stream"}, s->path + ".batching");
-    if (s->objective) c.OneOf(*s->objective, {"ppo", "decoupled"}, s->path + ".objective");
     const int staleness = r.StalenessFor(*s);
     // Rollouts for step k need weights of version k - staleness; with fewer syncs the pipeline
     // would wait forever.

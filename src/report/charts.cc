@@ -763,7 +763,7 @@ bool Colocated(const std::string& layout) {
 
 bool AnySimulated(const std::vector<PlotRun>& runs) {
   return std::any_of(runs.begin(), runs.end(),
-                     [](const PlotRun& r) { return r.view.run.backend == "sim"; });
+                     [](const PlotRun& r) { return r.view.run.Simulated(); });
 }
 
 std::string RunLabel(const store::RunInfo& run) {

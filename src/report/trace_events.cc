@@ -121,7 +121,7 @@ std::string TimelineJson(const TimelineInput& input) {
           .Set("name", input.run.name)
           .Set("system", input.run.system)
           .Set("backend", input.run.backend)
-          .Set("clock", input.run.backend == "sim" ? "simulated seconds" : "wall-clock seconds");
+          .Set("clock", input.run.Simulated() ? "simulated seconds" : "wall-clock seconds");
   std::string out = "{\"traceEvents\": [\n";
   for (size_t i = 0; i < events.size(); ++i) {
     out += ToJson(events[i]);

@@ -118,8 +118,8 @@ Result<StateId> StateTable::InternKey(std::string_view key) {
 
 std::string StateTable::Key(StateId id) const {
   LIBRA_CHECK(id / 9 < tools_.size()) << "unknown state id " << id;
-  return tools_[id / 9] + ":" + SizeClassName(static_cast<SizeClass>((id / 3) % 3)) + ":" +
-         workload::ToolStatusName(static_cast<workload::ToolStatus>(id % 3));
+  return tools_[id / 9] + ":" + NameOf(static_cast<SizeClass>((id / 3) % 3)) + ":" +
+         NameOf(static_cast<workload::ToolStatus>(id % 3));
 }
 
 // ---- Percentile --------------------------------------------------------------------------------

@@ -37,35 +37,7 @@ std::string AsText(const JsonValue& v) { return v.is_string() ? v.as_string() : 
 
 }  // namespace
 
-const char* SizeClassName(SizeClass size) {
-  switch (size) {
-    case SizeClass::kSmall:
-      return "small";
-    case SizeClass::kMedium:
-      return "medium";
-    case SizeClass::kLarge:
-      return "large";
-  }
-  return "medium";
-}
-
-bool ParseSizeClass(std::string_view name, SizeClass* size) {
-  const std::string lower = Lower(name);
-  if (lower == "small") {
-    *size = SizeClass::kSmall;
-  } else if (lower == "medium") {
-    *size = SizeClass::kMedium;
-  } else if (lower == "large") {
-    *size = SizeClass::kLarge;
-  } else {
-    return false;
-  }
-  return true;
-}
-
-std::string ToolState::Key() const {
-  return tool_type + ":" + SizeClassName(size) + ":" + workload::ToolStatusName(status);
-}
+std::string ToolState::Key() const { return tool_type + ":" + NameOf(size) + ":" + NameOf(status); }
 
 Result<ToolState> ToolState::FromKey(std::string_view key) {
   const std::vector<std::string> parts = StrSplit(key, ':');
@@ -75,15 +47,20 @@ Result<ToolState> ToolState::FromKey(std::string_view key) {
   }
   ToolState state;
   state.tool_type = parts[0];
-  if (parts[1] != Lower(parts[1]) || !ParseSizeClass(parts[1], &state.size)) {
+  const std::optional<SizeClass> size = EnumNames<SizeClass>::Find(parts[1]);
+  const std::optional<workload::ToolStatus> status =
+      EnumNames<workload::ToolStatus>::Find(parts[2]);
+  if (!size) {
     return Status::InvalidArgument("tool state key '" + std::string(key) +
                                    "': unknown size class '" + parts[1] +
                                    "' (small, medium, large)");
   }
-  if (!workload::ParseToolStatus(parts[2], &state.status)) {
+  if (!status) {
     return Status::InvalidArgument("tool state key '" + std::string(key) + "': unknown status '" +
                                    parts[2] + "' (success, failure, timeout)");
   }
+  state.size = *size;
+  state.status = *status;
   return state;
 }
 
@@ -147,10 +124,9 @@ ToolState ToolStateExtractor::FromJson(const JsonValue& event) const {
   }
   state.size = Classify(state.raw_size);
   const JsonValue* explicit_size = event.Find("payload_size_class");
-  SizeClass size;
-  if (explicit_size != nullptr && explicit_size->is_string() &&
-      ParseSizeClass(explicit_size->as_string(), &size)) {
-    state.size = size;
+  if (explicit_size != nullptr && explicit_size->is_string()) {
+    // Case-insensitive, as the authors' classifier reads it.
+    state.size = EnumNames<SizeClass>::Find(Lower(explicit_size->as_string())).value_or(state.size);
   }
 
   const JsonValue* status_value = event.Find("status");

@@ -6,10 +6,12 @@
 // (the reference's rule, kept for its test vectors).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "common/enum_names.h"
 #include "common/json.h"
 #include "common/status.h"
 #include "sched/router.h"
@@ -18,10 +20,10 @@
 namespace libra::sched {
 
 enum class SizeClass : uint8_t { kSmall = 0, kMedium = 1, kLarge = 2 };
-/// "small", "medium", "large".
-const char* SizeClassName(SizeClass size);
-/// Case-insensitive "small" / "medium" / "large"; false for anything else.
-bool ParseSizeClass(std::string_view name, SizeClass* size);
+constexpr std::array<EnumName<SizeClass>, 3> EnumTable(SizeClass) {
+  return {
+      {{SizeClass::kSmall, "small"}, {SizeClass::kMedium, "medium"}, {SizeClass::kLarge, "large"}}};
+}
 
 /// One abstracted tool return. `raw_size` (tokens or characters) is not part of the key.
 struct ToolState {

@@ -278,7 +278,7 @@ Status ClusterSim::Train(const backend::Train& train) {
 
 Status ClusterSim::Sync(const backend::SyncWeights& sync) {
   model::SyncRequest request;
-  request.path = spec_.sync_path == "disk" ? model::SyncPath::kDisk : model::SyncPath::kNccl;
+  request.path = spec_.sync_path;
   request.train = layout_.train;
   request.rollout_tp = 1;
   for (const Instance& i : instances_) request.rollout_tp = std::max(request.rollout_tp, i.spec.tp);
@@ -485,7 +485,7 @@ bool ClusterSim::PreemptForPriority(Instance& instance) {
   // What it computed stays in the prefix cache (evicted least recently used first, like a
   // context waiting for a tool); readmitted, it prefills only what was evicted or not done.
   const int64_t computed = seq.context - seq.prefill_left;
-  seq.cached_prefix = spec_.kv_policy == "cache" && computed > 0;
+  seq.cached_prefix = spec_.kv_policy == recipe::KvPolicy::kCache && computed > 0;
   if (seq.cached_prefix) {
     Cache(instance, *seq.trajectory, computed);
     instance.used += computed;
@@ -644,7 +644,7 @@ Status ClusterSim::Boundary(Instance& instance, double now, std::vector<backend:
     t.running = false;
     if (script.end == workload::TurnEnd::kToolCall) {
       t.awaiting_tool = true;
-      if (spec_.kv_policy == "cache") {
+      if (spec_.kv_policy == recipe::KvPolicy::kCache) {
         Cache(instance, t, s.context);
         continue;
       }

@@ -25,7 +25,7 @@ struct RunInfo {
   std::string system;   // the system's name ([system] or a baseline)
   std::string router;   // router registry name
   std::string planner;  // planner registry name
-  std::string backend;  // "sim", "cluster"
+  std::string backend;  // the recipe's backend: "sim" or "cluster" (Simulated())
   uint64_t seed = 0;
   int steps_planned = 0;
   int gpus = 0;               // GPUs in the cluster
@@ -61,6 +61,9 @@ struct RunInfo {
   std::string folder;
   /// The libra process recording the run (while it is `running`); unset when not recorded.
   RunOwner owner;
+
+  /// Whether the run was simulated: its times are virtual seconds, and it replays exactly.
+  bool Simulated() const { return backend == "sim"; }
 
   bool operator==(const RunInfo&) const = default;
 };

@@ -27,21 +27,6 @@ SkillParams ReadSkillParams(recipe::OptionReader& reader, const SkillParams& def
   return p;
 }
 
-const char* ObjectiveName(Objective objective) {
-  switch (objective) {
-    case Objective::kPpo:
-      return "ppo";
-    case Objective::kDecoupled:
-      return "decoupled";
-  }
-  return "?";
-}
-
-const std::vector<std::string>& ObjectiveNames() {
-  static const std::vector<std::string> names = {"ppo", "decoupled"};
-  return names;
-}
-
 double LagWeight(double lag, Objective objective, std::optional<double> lag_discount) {
   if (lag_discount) return std::pow(*lag_discount, std::max(0.0, lag));
   struct Point {
@@ -51,11 +36,12 @@ double LagWeight(double lag, Objective objective, std::optional<double> lag_disc
   // AReaL (arXiv 2505.24298): PPO from Fig. 5a (training reward at 1000 updates, share of the
   // gain of staleness 0); decoupled from Table 2 (mean over AIME24/25, AMC23, MATH500 of the
   // share of the staleness-0 gain over the base model). "Unbounded" is placed at lag 64.
-  static constexpr Point kPpo[] = {{0, 1},    {1, 1.00},  {2, 0.96},  {4, 0.72},
+  static constexpr Point kPpo[] = {{0, 1},    {1, 1.00},  {2, 0.96}, {4, 0.72},
                                    {8, 0.62}, {16, 0.48}, {64, 0.42}};
   static constexpr Point kDecoupled[] = {{0, 1}, {4, 1.0}, {8, 0.90}, {16, 0.90}, {64, 0.70}};
-  const std::span<const Point> points =
-      objective == Objective::kPpo ? std::span<const Point>(kPpo) : std::span<const Point>(kDecoupled);
+  const std::span<const Point> points = objective == Objective::kPpo
+                                            ? std::span<const Point>(kPpo)
+                                            : std::span<const Point>(kDecoupled);
   if (!(lag > 0)) return points.front().weight;
   for (size_t i = 1; i < points.size(); ++i) {
     if (lag <= points[i].lag) {

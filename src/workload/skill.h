@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "recipe/options.h"
+#include "recipe/recipe.h"
 
 namespace libra::workload {
 
@@ -31,13 +32,8 @@ struct SkillParams {
   bool operator==(const SkillParams&) const = default;
 };
 
-/// How the trainer's loss treats samples of older policies.
-enum class Objective {
-  kPpo,        // the clipped PPO/GRPO ratio against the behaviour policy (verl, most systems)
-  kDecoupled,  // AReaL's decoupled objective: a proximal policy separates the two corrections
-};
-const char* ObjectiveName(Objective objective);
-const std::vector<std::string>& ObjectiveNames();
+/// How the trainer's loss treats samples of older policies (the recipe's rl.objective).
+using Objective = recipe::Objective;
 
 /// What a sample of policy lag `lag` (training steps; fractional for a trajectory whose turns
 /// came from several versions) is worth for learning, relative to a fresh one, under `objective`:

@@ -102,21 +102,23 @@ Result<double> ReadNumber(const JsonValue& value, const std::string& field, doub
 }
 
 Result<TurnEnd> ReadTurnEnd(const JsonValue& value, const std::string& field) {
-  TurnEnd end = TurnEnd::kStop;
-  if (!value.is_string() || !ParseTurnEnd(value.as_string(), &end)) {
+  const std::optional<TurnEnd> end =
+      value.is_string() ? EnumNames<TurnEnd>::Find(value.as_string()) : std::nullopt;
+  if (!end) {
     return FieldError(field,
                       "expected one of tool_call, stop, truncated (got " + Shown(value) + ")");
   }
-  return end;
+  return *end;
 }
 
 Result<ToolStatus> ReadToolStatus(const JsonValue& value, const std::string& field) {
-  ToolStatus status = ToolStatus::kSuccess;
-  if (!value.is_string() || !ParseToolStatus(value.as_string(), &status)) {
+  const std::optional<ToolStatus> status =
+      value.is_string() ? EnumNames<ToolStatus>::Find(value.as_string()) : std::nullopt;
+  if (!status) {
     return FieldError(field,
                       "expected one of success, failure, timeout (got " + Shown(value) + ")");
   }
-  return status;
+  return *status;
 }
 
 Result<TurnScript> ParseTurn(const JsonValue& value, size_t index, bool last) {
@@ -182,10 +184,10 @@ std::string TraceLine(const TraceRecord& record) {
   for (const TurnScript& t : record.turns) {
     JsonValue turn = JsonValue::MakeObject()
                          .Set("generated_tokens", t.generated_tokens)
-                         .Set("end", TurnEndName(t.end));
+                         .Set("end", NameOf(t.end));
     if (t.end == TurnEnd::kToolCall) {
       turn.Set("tool", t.tool)
-          .Set("tool_status", ToolStatusName(t.tool_status))
+          .Set("tool_status", NameOf(t.tool_status))
           .Set("tool_output_tokens", t.tool_output_tokens)
           .Set("tool_latency_s", t.tool_latency_s);
     }

@@ -8,12 +8,14 @@
 // version, whatever order they are served in.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/status.h"
 #include "recipe/recipe.h"
 #include "workload/skill.h"
@@ -36,15 +38,19 @@ enum class TurnEnd {
   kStop,       // the model finished the trajectory
   kTruncated,  // a limit (max turns, max new tokens) cut the trajectory
 };
-const char* TurnEndName(TurnEnd end);
-/// "tool_call", "stop", "truncated" -> TurnEnd; false for anything else.
-bool ParseTurnEnd(const std::string& name, TurnEnd* end);
+constexpr std::array<EnumName<TurnEnd>, 3> EnumTable(TurnEnd) {
+  return {{{TurnEnd::kToolCall, "tool_call"},
+           {TurnEnd::kStop, "stop"},
+           {TurnEnd::kTruncated, "truncated"}}};
+}
 
 /// What a tool call returns.
 enum class ToolStatus { kSuccess, kFailure, kTimeout };
-const char* ToolStatusName(ToolStatus status);
-/// "success", "failure", "timeout" -> ToolStatus; false for anything else.
-bool ParseToolStatus(const std::string& name, ToolStatus* status);
+constexpr std::array<EnumName<ToolStatus>, 3> EnumTable(ToolStatus) {
+  return {{{ToolStatus::kSuccess, "success"},
+           {ToolStatus::kFailure, "failure"},
+           {ToolStatus::kTimeout, "timeout"}}};
+}
 
 /// One turn of a scripted trajectory.
 struct TurnScript {

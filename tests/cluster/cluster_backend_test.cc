@@ -799,7 +799,7 @@ TEST_F(ClusterBackendFakeTest, ARecipeNeedingACapabilityTheEngineLacksIsRefusedB
 TEST_F(ClusterBackendFakeTest, WeightSyncRestartStartsEveryEngineAgainOnTheNewWeights) {
   Stop();
   ASSERT_NO_FATAL_FAILURE(
-      Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = "restart"; }));
+      Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = cluster::WeightSyncMode::kRestart; }));
   Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1, 1})});
   const std::optional<pid_t> before = backend_->EnginePid(InstanceId(0));
   auto seen = Until<backend::SyncDone>(backend::SyncWeights{1});
@@ -813,7 +813,7 @@ TEST_F(ClusterBackendFakeTest, WeightSyncRestartStartsEveryEngineAgainOnTheNewWe
 TEST_F(ClusterBackendFakeTest, WeightSyncNoneLeavesTheEnginesAlone) {
   Stop();
   ASSERT_NO_FATAL_FAILURE(
-      Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = "none"; }));
+      Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = cluster::WeightSyncMode::kNone; }));
   Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
   const int saves = trainer_->Count("/save_weights");
   auto seen = Until<backend::SyncDone>(backend::SyncWeights{1});

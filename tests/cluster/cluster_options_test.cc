@@ -18,12 +18,12 @@ Result<ClusterOptions> Decode(const std::vector<std::string>& sets) {
 TEST(ClusterOptionsTest, DecodesTheCpuRecipe) {
   auto options = Decode({});
   ASSERT_TRUE(options.ok()) << options.status().message();
-  EXPECT_EQ(options->launcher.kind, "local");
+  EXPECT_EQ(options->launcher.kind, LauncherKind::kLocal);
   ASSERT_EQ(options->launcher.hosts.size(), 1u);
   EXPECT_EQ(options->launcher.hosts[0].address, "127.0.0.1");
   EXPECT_EQ(options->engine.dialect, EngineDialect::kSglang);
   EXPECT_EQ(options->engine.max_tokens_per_turn, 8);
-  EXPECT_EQ(options->trainer.weight_sync, "disk");
+  EXPECT_EQ(options->trainer.weight_sync, WeightSyncMode::kDisk);
   EXPECT_TRUE(options->trainer.has_prepare_command);
   // initial_weights is made absolute against the recipe's folder.
   EXPECT_TRUE(EndsWith(options->trainer.initial_weights, "/results/cache/toy-warm-start-s0.pt"));
@@ -77,7 +77,7 @@ TEST(ClusterOptionsTest, SshHostsResolveTheirAddressAndIdentity) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   auto options = DecodeClusterOptions(parsed->recipe);
   ASSERT_TRUE(options.ok()) << options.status().message();
-  EXPECT_EQ(options->launcher.kind, "ssh");
+  EXPECT_EQ(options->launcher.kind, LauncherKind::kSsh);
   EXPECT_EQ(options->launcher.ssh.strict_host_key_checking, "accept-new");
   ASSERT_EQ(options->launcher.hosts.size(), 1u);
   EXPECT_EQ(options->launcher.hosts[0].ssh.host, "localhost");

@@ -119,7 +119,7 @@ TEST(NodeCommandsTest, RunsOverSsh) {
   if (!sshd.ok()) GTEST_SKIP() << sshd.status().message();
   const test::SshdEndpoint& at = (*sshd)->endpoint();
   LauncherOptions options;
-  options.kind = "ssh";
+  options.kind = LauncherKind::kSsh;
   HostOptions host;
   host.ssh = SshTarget{at.host, at.user, at.port, at.identity_file};
   options.hosts = {host};

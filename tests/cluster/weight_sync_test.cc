@@ -68,7 +68,7 @@ TEST_F(WeightSyncTest, DiskSyncReloadsEveryServingEngine) {
 }
 
 TEST_F(WeightSyncTest, DistributedSyncSetsUpItsGroupOncePerServingSet) {
-  f_.options.trainer.weight_sync = "distributed";
+  f_.options.trainer.weight_sync = cluster::WeightSyncMode::kDistributed;
   f_.options.engine.group_rank_per_gpu = false;
   const int64_t a = Started(0);
   Started(1);
@@ -88,7 +88,7 @@ TEST_F(WeightSyncTest, DistributedSyncSetsUpItsGroupOncePerServingSet) {
 TEST_F(WeightSyncTest, AnEngineThatRefusesTheGroupFailsTheSyncWithoutWaitingForTheTrainer) {
   // Issue 21: the trainer's side of the group waits for every rank (a real one until its
   // rendezvous timeout, minutes); an engine that refuses to join fails the sync at once.
-  f_.options.trainer.weight_sync = "distributed";
+  f_.options.trainer.weight_sync = cluster::WeightSyncMode::kDistributed;
   f_.options.engine.group_rank_per_gpu = false;
   Started(0);
   trainer_server_.control = [](const std::string& path) -> std::optional<TestHttpReply> {

@@ -33,11 +33,11 @@ std::string Describe(const backend::Event& e) {
                                        static_cast<long long>(w.trajectory.value),
                                        static_cast<long long>(w.instance.value),
                                        static_cast<long long>(w.generated_tokens),
-                                       workload::TurnEndName(w.end), w.reward, w.started_at);
+                                       NameOf(w.end).c_str(), w.reward, w.started_at);
                     } else if constexpr (std::is_same_v<T, backend::ToolDone>) {
                       return StrFormat("tool t%lld %s out %lld started %.17g",
                                        static_cast<long long>(w.trajectory.value),
-                                       workload::ToolStatusName(w.status),
+                                       NameOf(w.status).c_str(),
                                        static_cast<long long>(w.output_tokens), w.started_at);
                     } else if constexpr (std::is_same_v<T, backend::TrainDone>) {
                       return StrFormat("train %d started %.17g", w.step, w.started_at);

@@ -44,7 +44,7 @@ double Elapsed(const std::string& recipe, const std::vector<std::string>& sets) 
   auto workload = workload::MakeWorkload(r.workload, r.seed).value();
   auto cost = model::MakeCostModel(r).value();
   auto router = sched::BuiltinRouters()
-                    .Create(system.router, system.router_options, sched::RouterDeps{cost.get()})
+                    .Create(system.router, system.router_options, experiment::RouterDepsFor(cost.get()))
                     .value();
   auto planner = planner::BuiltinPlanners().Create(system.planner, system.planner_options).value();
   sim::ClusterSim sim(r.sim, *workload, *cost);

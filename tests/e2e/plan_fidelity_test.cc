@@ -27,7 +27,7 @@ TEST(PlanFidelityTest, EveryRecipesPlanMatchesItsSimulation) {
     SCOPED_TRACE(recipe);
     auto parsed = recipe::ParseRecipeFile(recipe, {});
     ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-    if (parsed->recipe.backend == "cluster") continue;
+    if (parsed->recipe.backend == recipe::Backend::kCluster) continue;
     std::string systems;
     for (const recipe::SystemSpec* s : experiment::AllSystems(parsed->recipe)) {
       const bool models = s->planner == "grp" || s->planner == "no-ehp";

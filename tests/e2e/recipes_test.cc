@@ -31,7 +31,7 @@ TEST(RecipesTest, EveryRecipeValidatesAndRuns) {
     EXPECT_EQ(validate.exit_code, 0) << validate.err;
     auto parsed = recipe::ParseRecipeFile(recipe, {});
     ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-    if (parsed->recipe.backend == "cluster") continue;
+    if (parsed->recipe.backend == recipe::Backend::kCluster) continue;
     const CommandResult run =
         RunLibra({"compare", "--quiet", "--steps", "2", "--db", dir.File("recipes.db"), recipe});
     EXPECT_EQ(run.exit_code, 0) << run.err;

@@ -100,7 +100,7 @@ TEST(SensitivityTest, RefusesWhatTheRecipeCannotTake) {
   auto refused = ApplyPerturbation(r, Named("overhead x2"));
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
   recipe::Recipe trace = Parse();
-  trace.workload.kind = "trace";
+  trace.workload.kind = recipe::WorkloadKind::kTrace;
   auto no_model = ApplyPerturbation(trace, Named("tool latency x0.5"));
   EXPECT_EQ(no_model.status().code(), StatusCode::kInvalidArgument);
 }

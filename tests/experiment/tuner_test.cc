@@ -142,7 +142,7 @@ TEST(TunerTest, RefusalsAndInterruptionsRecordNothing) {
   EXPECT_NE(libra.status().message().find("it is Libra"), std::string::npos);
 
   recipe::Recipe cluster = r;
-  cluster.backend = "cluster";
+  cluster.backend = recipe::Backend::kCluster;
   request.recipe = &cluster;
   request.system = &cluster.baselines[0];
   auto refused = TuneSystem(**store, request, Sim());

@@ -38,12 +38,12 @@ TEST(RecipeParserTest, MinimalRecipeGetsDefaults) {
   EXPECT_EQ(r.name, "t");
   EXPECT_EQ(r.seed, 1u);
   EXPECT_EQ(r.steps, 10);
-  EXPECT_EQ(r.backend, "sim");
+  EXPECT_EQ(r.backend, Backend::kSim);
   EXPECT_EQ(r.cluster.total_gpus(), 16);
   EXPECT_EQ(r.cluster.gpu, "A800-80G");
   EXPECT_EQ(r.rl.staleness, 0);
   EXPECT_EQ(r.rl.sync_interval, 1);
-  EXPECT_EQ(r.workload.kind, "agentic");
+  EXPECT_EQ(r.workload.kind, WorkloadKind::kAgentic);
   EXPECT_EQ(r.workload.preset, "r2e-gym");
   EXPECT_TRUE(r.workload.options.entries.empty());
   EXPECT_EQ(r.workload.base_dir, "");
@@ -90,7 +90,7 @@ partial_rollout = true
   EXPECT_EQ(r.workload.options.entries[0].key, "max_turns");
   EXPECT_EQ(r.workload.options.path, "workload");
   EXPECT_EQ(r.sim.max_num_seqs, 128);
-  EXPECT_EQ(r.sim.kv_policy, "free");
+  EXPECT_EQ(r.sim.kv_policy, KvPolicy::kFree);
   EXPECT_TRUE(r.sim.record_events);
   EXPECT_EQ(r.system.name, "mine");
   ASSERT_EQ(r.system.router_options.entries.size(), 3u);
@@ -103,9 +103,9 @@ partial_rollout = true
   EXPECT_EQ(r.baselines[0].name, "b1");
   EXPECT_EQ(r.baselines[0].path, "baselines[0]");
   EXPECT_EQ(r.StalenessFor(r.baselines[0]), 1);
-  EXPECT_EQ(r.BatchingFor(r.baselines[0]), "stream");
+  EXPECT_EQ(r.BatchingFor(r.baselines[0]), Batching::kStream);
   EXPECT_TRUE(r.PartialRolloutFor(r.baselines[0]));
-  EXPECT_EQ(r.BatchingFor(r.system), "ordered");
+  EXPECT_EQ(r.BatchingFor(r.system), Batching::kOrdered);
   EXPECT_FALSE(r.PartialRolloutFor(r.system));
   EXPECT_EQ(r.StalenessFor(r.system), 0);
   EXPECT_EQ(r.Where("workload.preset"), "t.toml:15:10");
@@ -188,6 +188,19 @@ TEST(RecipeParserTest, EachErrorKindNamesPositionKeyAndProblem) {
        "backend = \"slurm\"\n" + base,
        {},
        "t.toml:1:11: backend: must be one of sim, cluster (got 'slurm')"},
+      {"an enum's name misspelt",
+       Replace(base, "group_size = 8", "group_size = 8\nbatching = \"strem\""),
+       {},
+       "t.toml:13:12: rl.batching: must be one of ordered, stream (got 'strem'); did you mean "
+       "'stream'?"},
+      {"a system's enum override unknown",
+       base + "[[baselines]]\nname = \"b\"\nobjective = \"reinforce\"\n",
+       {},
+       "t.toml:15:13: baselines[0].objective: must be one of ppo, decoupled (got 'reinforce')"},
+      {"an enum given as another type",
+       base + "[sim]\nkv_policy = 1\n",
+       {},
+       "t.toml:14:13: sim.kv_policy: expected a string, got an integer"},
       {"sync interval beyond staleness",
        Replace(base, "group_size = 8", "group_size = 8\nsync_interval = 3"),
        {},

@@ -72,7 +72,7 @@ TEST(RecipeWriterTest, RecipeDirAndTracePathsBecomeAbsolute) {
   // So that the resolved recipe runs from any folder.
   Recipe recipe;
   recipe.name = "r";
-  recipe.workload.kind = "trace";
+  recipe.workload.kind = WorkloadKind::kTrace;
   recipe.workload.trace = "traces/t.jsonl";
   recipe.workload.base_dir = "/data/exp";
   recipe.cluster_backend.base_dir = "/data/exp";

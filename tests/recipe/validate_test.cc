@@ -31,12 +31,12 @@ TEST(ValidateRecipeTest, ChecksWorkWithoutTomlLocations) {
   // Without locations a problem is placed at the start of the source.
   Recipe r = Valid();
   r.rl.group_size = 0;
-  r.sim.kv_policy = "keep";
+  r.sim.max_num_seqs = 0;
   std::vector<Diagnostic> d;
   ValidateRecipe(r, &d);
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].ToString(), "v.toml:1:1: rl.group_size: must be at least 1 (got 0)");
-  EXPECT_EQ(d[1].ToString(), "v.toml:1:1: sim.kv_policy: must be one of cache, free (got 'keep')");
+  EXPECT_EQ(d[1].ToString(), "v.toml:1:1: sim.max_num_seqs: must be at least 1 (got 0)");
 }
 
 TEST(ValidateRecipeTest, PerSystemStalenessMustAllowTheSyncInterval) {
@@ -55,22 +55,6 @@ TEST(ValidateRecipeTest, PerSystemStalenessMustAllowTheSyncInterval) {
   EXPECT_EQ(d[0].what,
             "baselines[0].staleness: sync_interval 2 needs a staleness bound of at least 1 "
             "(system 'sync' has 0): rollouts for step k need the weights of step k - staleness");
-}
-
-TEST(ValidateRecipeTest, BatchingIsOrderedOrStream) {
-  // rl.batching and a system's own batching take one of the two modes.
-  Recipe r = Valid();
-  r.rl.batching = "fifo";
-  SystemSpec b;
-  b.name = "b";
-  b.path = "baselines[0]";
-  b.batching = "sorted";
-  r.baselines.push_back(b);
-  std::vector<Diagnostic> d;
-  ValidateRecipe(r, &d);
-  ASSERT_EQ(d.size(), 2u);
-  EXPECT_EQ(d[0].what, "rl.batching: must be one of ordered, stream (got 'fifo')");
-  EXPECT_EQ(d[1].what, "baselines[0].batching: must be one of ordered, stream (got 'sorted')");
 }
 
 TEST(ValidateRecipeTest, OneDiagnosticPerKey) {

@@ -221,15 +221,13 @@ std::string Describe(const backend::Event& e) {
       [&](const auto& w) -> std::string {
         using T = std::decay_t<decltype(w)>;
         if constexpr (std::is_same_v<T, backend::TurnDone>) {
-          return StrFormat("%.17g turn %lld inst %lld tokens %lld %s started %.17g", e.at,
-                           static_cast<long long>(w.trajectory.value),
-                           static_cast<long long>(w.instance.value),
-                           static_cast<long long>(w.generated_tokens), workload::TurnEndName(w.end),
-                           w.started_at);
+          return StrFormat(
+              "%.17g turn %lld inst %lld tokens %lld %s started %.17g", e.at,
+              static_cast<long long>(w.trajectory.value), static_cast<long long>(w.instance.value),
+              static_cast<long long>(w.generated_tokens), NameOf(w.end).c_str(), w.started_at);
         } else if constexpr (std::is_same_v<T, backend::ToolDone>) {
           return StrFormat("%.17g tool %lld %s out %lld started %.17g", e.at,
-                           static_cast<long long>(w.trajectory.value),
-                           workload::ToolStatusName(w.status),
+                           static_cast<long long>(w.trajectory.value), NameOf(w.status).c_str(),
                            static_cast<long long>(w.output_tokens), w.started_at);
         } else if constexpr (std::is_same_v<T, backend::TrainDone>) {
           return StrFormat("%.17g train %d started %.17g", e.at, w.step, w.started_at);
@@ -494,14 +492,14 @@ TEST_F(ClusterSimTest, NextTurnReusesItsCachedContextOnlyOnTheSameInstance) {
   const model::RooflineCostModel cost = Roofline("H100-80G", "Qwen3-8B");
   struct Case {
     std::string name;
-    std::string kv_policy;
+    recipe::KvPolicy kv_policy;
     int64_t instance;
     bool hit;
   };
   const std::vector<Case> cases = {
-      {"same instance", "cache", 0, true},
-      {"other instance", "cache", 1, false},
-      {"same instance, KV freed", "free", 0, false},
+      {"same instance", recipe::KvPolicy::kCache, 0, true},
+      {"other instance", recipe::KvPolicy::kCache, 1, false},
+      {"same instance, KV freed", recipe::KvPolicy::kFree, 0, false},
   };
   std::map<std::string, double> durations;
   for (const Case& c : cases) {
@@ -718,11 +716,11 @@ TEST_F(ClusterSimTest, HigherPriorityPreemptsTheLowestRunningAndItKeepsItsKv) {
   struct Case {
     std::string name;
     bool hinted;
-    std::string kv_policy;
+    recipe::KvPolicy kv_policy;
   };
-  for (const Case& c : std::vector<Case>{{"priorities, cache", true, "cache"},
-                                         {"priorities, free", true, "free"},
-                                         {"none", false, "cache"}}) {
+  for (const Case& c : std::vector<Case>{{"priorities, cache", true, recipe::KvPolicy::kCache},
+                                         {"priorities, free", true, recipe::KvPolicy::kFree},
+                                         {"none", false, recipe::KvPolicy::kCache}}) {
     SCOPED_TRACE(c.name);
     spec_.max_num_seqs = 2;
     spec_.kv_policy = c.kv_policy;
@@ -744,7 +742,7 @@ TEST_F(ClusterSimTest, HigherPriorityPreemptsTheLowestRunningAndItKeepsItsKv) {
     EXPECT_EQ(order, c.hinted ? (std::vector<int64_t>{3, 2, 1}) : (std::vector<int64_t>{1, 2, 3}));
     EXPECT_EQ(sim->stats().priority_preemptions, c.hinted ? 1 : 0);
     EXPECT_EQ(sim->stats().preemptions, 0);
-    const bool kept = c.hinted && c.kv_policy == "cache";
+    const bool kept = c.hinted && c.kv_policy == recipe::KvPolicy::kCache;
     EXPECT_EQ(sim->stats().prefix_hits, kept ? 1 : 0);
     // The first prefill of the three, 3's second turn and, with KV freed, 1's recompute.
     EXPECT_EQ(sim->stats().mixed_iterations, c.hinted && !kept ? 4 : 3);
@@ -995,10 +993,11 @@ TEST_F(ClusterSimTest, WeightSyncPausesRolloutFromTheNextIterationBoundary) {
   // cost model is asked for the largest rollout TP, across nodes (disaggregated).
   struct Case {
     std::string name;
-    std::string path;
+    recipe::SyncPath path;
     double sync_s;
   };
-  const std::vector<Case> cases = {{"nccl", "nccl", 5}, {"disk", "disk", 30}};
+  const std::vector<Case> cases = {{"nccl", recipe::SyncPath::kNccl, 5},
+                                   {"disk", recipe::SyncPath::kDisk, 30}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     spec_.sync_path = c.path;
@@ -1029,7 +1028,7 @@ TEST_F(ClusterSimTest, WeightSyncPausesRolloutFromTheNextIterationBoundary) {
     EXPECT_EQ(sync->version, 4);
     EXPECT_EQ(sync->started_at, 1.0);
     EXPECT_EQ(events[0].at, 1.0 + c.sync_s);
-    EXPECT_EQ(f.last_sync.path, c.path == "disk" ? model::SyncPath::kDisk : model::SyncPath::kNccl);
+    EXPECT_EQ(f.last_sync.path, c.path);
     EXPECT_EQ(f.last_sync.rollout_tp, 2);
     EXPECT_TRUE(f.last_sync.cross_node);
     EXPECT_EQ(f.last_sync.train, layout.train);
