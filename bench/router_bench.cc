@@ -210,7 +210,7 @@ Result<Row> RunRouter(const std::string& name, const model::CostModel& cost,
                       const std::vector<int64_t>& prompt_tokens, int in_flight, int waves) {
   LIBRA_ASSIGN_OR_RETURN(
       std::unique_ptr<sched::Router> router,
-      sched::BuiltinRouters().Create(name, recipe::OptionTable(), sched::RouterDeps{&cost}));
+      sched::BuiltinRouters().Create(name, recipe::OptionTable(), sched::RouterDeps{&cost, nullptr}));
   Driver driver(*router, scripts, prompt_tokens, in_flight);
   Row row;
   row.router = name;

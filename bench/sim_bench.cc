@@ -82,7 +82,7 @@ Result<Row> RunOne(const std::string& path, int steps, const std::string& system
   LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(r));
   LIBRA_ASSIGN_OR_RETURN(auto router,
                          sched::BuiltinRouters().Create(system.router, system.router_options,
-                                                        sched::RouterDeps{cost.get()}));
+                                                        experiment::RouterDepsFor(cost.get())));
   LIBRA_ASSIGN_OR_RETURN(auto planner,
                          planner::BuiltinPlanners().Create(system.planner, system.planner_options));
   sim::ClusterSim sim(r.sim, *workload, *cost);
@@ -91,7 +91,7 @@ Result<Row> RunOne(const std::string& path, int steps, const std::string& system
   config.prompts_per_step = r.rl.prompts_per_step;
   config.group_size = r.rl.group_size;
   config.staleness = r.StalenessFor(system);
-  config.stream_batches = r.BatchingFor(system) == "stream";
+  config.stream_batches = r.BatchingFor(system) == recipe::Batching::kStream;
   config.partial_rollout = r.PartialRolloutFor(system);
   config.sync_interval = r.rl.sync_interval;
   config.plan = experiment::MakePlanContext(

@@ -18,12 +18,19 @@ function(libra_set_warnings target)
 endfunction()
 
 # libra_module(name SOURCES... DEPS... PRIVATE_DEPS...): one static library per src/<module>/.
-# Layering is what DEPS says: a module can only include headers of the modules it links.
+# Layering is what DEPS says, and the compiler holds to it: a module's include directory,
+# build/layers/<folder>/, holds only a link to its own folder, and include directories travel
+# along PUBLIC links, so a module sees the headers of itself and of the modules it links (directly
+# or through them) and of no other. scripts/check-includes.py checks DEPS against
+# docs/architecture.md.
 function(libra_module name)
   cmake_parse_arguments(M "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(libra_${name} STATIC ${M_SOURCES})
-  target_include_directories(libra_${name} PUBLIC
-    "${PROJECT_SOURCE_DIR}/src" "${PROJECT_BINARY_DIR}/generated")
+  get_filename_component(folder "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
+  set(layer "${PROJECT_BINARY_DIR}/layers/${folder}")
+  file(MAKE_DIRECTORY "${layer}")
+  file(CREATE_LINK "${CMAKE_CURRENT_SOURCE_DIR}" "${layer}/${folder}" SYMBOLIC)
+  target_include_directories(libra_${name} PUBLIC "${layer}" "${PROJECT_BINARY_DIR}/generated")
   target_link_libraries(libra_${name} PUBLIC ${M_DEPS} PRIVATE ${M_PRIVATE_DEPS})
   libra_set_warnings(libra_${name})
 endfunction()

@@ -47,7 +47,7 @@ Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options, bool plan_system
   experiment::ValidateWithRegistries(parsed.recipe, &parsed.diagnostics, plan_systems);
   recipe::SortDiagnostics(&parsed.diagnostics);
   if (!parsed.diagnostics.empty()) return recipe::DiagnosticsToStatus(parsed.diagnostics);
-  if (parsed.recipe.backend == "cluster") {
+  if (parsed.recipe.backend == recipe::Backend::kCluster) {
     LIBRA_RETURN_IF_ERROR(cluster::DecodeClusterOptions(parsed.recipe).status());
   }
   return std::move(parsed.recipe);
@@ -59,11 +59,11 @@ Result<std::string> ResolveRecipe(const recipe::Recipe& recipe, const recipe::Sy
   LIBRA_ASSIGN_OR_RETURN(std::unique_ptr<model::CostModel> cost, model::MakeCostModel(recipe));
   LIBRA_RETURN_IF_ERROR(
       sched::BuiltinRouters()
-          .Create(system.router, system.router_options, sched::RouterDeps{cost.get()})
+          .Create(system.router, system.router_options, experiment::RouterDepsFor(cost.get()))
           .status());
   LIBRA_RETURN_IF_ERROR(
       planner::BuiltinPlanners().Create(system.planner, system.planner_options).status());
-  if (recipe.backend == "cluster") {
+  if (recipe.backend == recipe::Backend::kCluster) {
     LIBRA_RETURN_IF_ERROR(cluster::DecodeClusterOptions(recipe).status());
   }
   return recipe::WriteResolvedRecipe(recipe, system, log);
@@ -88,22 +88,18 @@ experiment::BackendFactory MakeBackendFactory() {
       [](const recipe::Recipe& recipe, const workload::Workload& workload,
          const model::CostModel& cost,
          const experiment::BackendContext& context) -> Result<std::unique_ptr<backend::Backend>> {
-        if (recipe.backend == "sim") {
+        if (recipe.backend == recipe::Backend::kSim) {
           return std::unique_ptr<backend::Backend>(
               std::make_unique<sim::ClusterSim>(recipe.sim, workload, cost));
         }
-        if (recipe.backend == "cluster") {
-          LIBRA_ASSIGN_OR_RETURN(cluster::ClusterOptions options,
-                                 cluster::DecodeClusterOptions(recipe));
-          // A resumed run restarts from the weights in its folder: never another run's.
-          LIBRA_RETURN_IF_ERROR(ClaimFolder(context.run_dir, context.run_key));
-          LIBRA_ASSIGN_OR_RETURN(
-              auto made, cluster::ClusterBackend::Create(recipe, std::move(options),
-                                                         context.run_dir, context.start_version));
-          return std::unique_ptr<backend::Backend>(std::move(made));
-        }
-        return Status::InvalidRecipe(recipe.Where("backend"),
-                                     "backend '" + recipe.backend + "' is not available");
+        LIBRA_ASSIGN_OR_RETURN(cluster::ClusterOptions options,
+                               cluster::DecodeClusterOptions(recipe));
+        // A resumed run restarts from the weights in its folder: never another run's.
+        LIBRA_RETURN_IF_ERROR(ClaimFolder(context.run_dir, context.run_key));
+        LIBRA_ASSIGN_OR_RETURN(
+            auto made, cluster::ClusterBackend::Create(recipe, std::move(options), context.run_dir,
+                                                       context.start_version));
+        return std::unique_ptr<backend::Backend>(std::move(made));
       };
 }
 
@@ -341,11 +337,20 @@ Result<Selection> Select(store::Store& store, const std::vector<std::string>& ar
   return selection;
 }
 
+Result<report::RunView> ReadRunView(store::Store& store, int64_t run_id) {
+  report::RunView view;
+  LIBRA_ASSIGN_OR_RETURN(view.run, store.GetRun(run_id));
+  LIBRA_ASSIGN_OR_RETURN(view.steps, store.Steps(run_id));
+  LIBRA_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> decisions, store.Decisions(run_id));
+  if (!decisions.empty()) view.start_layout = decisions.front().layout;
+  return view;
+}
+
 Result<std::vector<report::RunView>> ReadViews(store::Store& store,
                                                const std::vector<int64_t>& ids) {
   std::vector<report::RunView> views;
   for (int64_t id : ids) {
-    LIBRA_ASSIGN_OR_RETURN(report::RunView view, report::ReadRunView(store, id));
+    LIBRA_ASSIGN_OR_RETURN(report::RunView view, ReadRunView(store, id));
     views.push_back(std::move(view));
   }
   return views;

@@ -118,6 +118,10 @@ struct Selection {
 Result<Selection> Select(store::Store& store, const std::vector<std::string>& args,
                          const std::string& db);
 
+/// A run and its steps from the store, for the report module (which reads no database).
+/// kNotFound for an unknown run.
+Result<report::RunView> ReadRunView(store::Store& store, int64_t run_id);
+
 /// The runs with their steps, in order.
 Result<std::vector<report::RunView>> ReadViews(store::Store& store,
                                                const std::vector<int64_t>& ids);

@@ -71,7 +71,7 @@ Result<std::vector<store::StepRecord>> Simulate(
     const model::CostModel& cost, const BackendFactory& make_backend) {
   LIBRA_ASSIGN_OR_RETURN(auto router,
                          sched::BuiltinRouters().Create(system.router, system.router_options,
-                                                        sched::RouterDeps{&cost}));
+                                                        RouterDepsFor(&cost)));
   planner::FixedPlanner fixed(plan, lender);
   LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, workload, cost, BackendContext{}));
   CoordinatorConfig config;
@@ -79,7 +79,7 @@ Result<std::vector<store::StepRecord>> Simulate(
   config.prompts_per_step = recipe.rl.prompts_per_step;
   config.group_size = recipe.rl.group_size;
   config.staleness = recipe.StalenessFor(system);
-  config.stream_batches = recipe.BatchingFor(system) == "stream";
+  config.stream_batches = recipe.BatchingFor(system) == recipe::Batching::kStream;
   config.partial_rollout = recipe.PartialRolloutFor(system);
   config.sync_interval = recipe.rl.sync_interval;
   config.plan = MakePlanContext(recipe, system, &cost);

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "common/files.h"
 #include "common/strings.h"
 #include "libra/config.h"
 #include "model/cost_model.h"
@@ -140,11 +141,10 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   context.staleness = recipe.StalenessFor(system);
   context.cost = cost;
   context.steps = recipe.steps;
-  context.sync_path =
-      recipe.sim.sync_path == "disk" ? model::SyncPath::kDisk : model::SyncPath::kNccl;
+  context.sync_path = recipe.sim.sync_path;
   context.max_num_seqs = recipe.sim.max_num_seqs;
   context.sync_interval = recipe.rl.sync_interval;
-  context.kv_cache_across_tools = recipe.sim.kv_policy != "free";
+  context.kv_cache_across_tools = recipe.sim.kv_policy != recipe::KvPolicy::kFree;
   if (sizes) {
     context.typical_sequence_tokens = sizes->typical;
     context.max_sequence_tokens = sizes->max;
@@ -259,7 +259,7 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
       Add({recipe.Where(router_key), router_key + ": " + routers.UnknownMessage(system->router)},
           diagnostics);
     } else if (auto r = routers.Create(system->router, system->router_options,
-                                       sched::RouterDeps{cost.get()});
+                                       RouterDepsFor(cost.get()));
                !r.ok()) {
       AppendStatus(r.status(), recipe.Where(router_key), diagnostics);
     }
@@ -307,7 +307,7 @@ Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::Sy
                                   const std::function<void(const Progress&)>& progress) {
   LIBRA_ASSIGN_OR_RETURN(auto router,
                          sched::BuiltinRouters().Create(system.router, system.router_options,
-                                                        sched::RouterDeps{&plan_cost}));
+                                                        RouterDepsFor(&plan_cost)));
   LIBRA_ASSIGN_OR_RETURN(auto planner,
                          planner::BuiltinPlanners().Create(system.planner, system.planner_options));
   LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, workload, cost, context));
@@ -317,10 +317,9 @@ Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::Sy
   config.prompts_per_step = recipe.rl.prompts_per_step;
   config.group_size = recipe.rl.group_size;
   config.staleness = recipe.StalenessFor(system);
-  config.stream_batches = recipe.BatchingFor(system) == "stream";
+  config.stream_batches = recipe.BatchingFor(system) == recipe::Batching::kStream;
   config.partial_rollout = recipe.PartialRolloutFor(system);
-  config.objective = recipe.ObjectiveFor(system) == "decoupled" ? workload::Objective::kDecoupled
-                                                                : workload::Objective::kPpo;
+  config.objective = recipe.ObjectiveFor(system);
   config.eval_interval = recipe.eval.interval;
   config.eval_prompts = recipe.eval.prompts;
   config.sync_interval = recipe.rl.sync_interval;
@@ -399,7 +398,7 @@ store::RunInfo RunInfoFor(const RunRequest& request) {
   info.system = system.name;
   info.router = system.router;
   info.planner = system.planner;
-  info.backend = recipe.backend;
+  info.backend = NameOf(recipe.backend);
   info.seed = recipe.seed;
   info.steps_planned = recipe.steps;
   info.gpus = recipe.cluster.total_gpus();
@@ -469,7 +468,7 @@ Result<RunSummary> Execute(store::Store& store, const RunRequest& request, const
                            const BackendFactory& make_backend) {
   const recipe::Recipe& recipe = *request.recipe;
   const int64_t run_id = run.info.id;
-  const bool replay = recipe.backend == "sim";
+  const bool replay = recipe.Simulated();
   LIBRA_ASSIGN_OR_RETURN(auto workload, std::move(made_workload));
   LIBRA_ASSIGN_OR_RETURN(auto cost, std::move(made_cost));
   BackendContext context;
@@ -509,6 +508,15 @@ Result<RunSummary> Execute(store::Store& store, const RunRequest& request, const
 
 }  // namespace
 
+sched::RouterDeps RouterDepsFor(const model::CostModel* cost) {
+  sched::RouterDeps deps;
+  deps.cost = cost;
+  deps.read_file = [](const std::string& path) {
+    return ReadFileBounded(path, recipe::kMaxPolicyFileBytes, "router file");
+  };
+  return deps;
+}
+
 Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                              const BackendFactory& make_backend) {
   const recipe::Recipe& recipe = *request.recipe;
@@ -518,10 +526,10 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   Result<std::unique_ptr<workload::Workload>> made_workload =
       workload::MakeWorkload(recipe.workload, recipe.seed);
   Result<std::unique_ptr<model::CostModel>> made_cost = model::MakeCostModel(recipe);
-  if (recipe.backend == "sim" && made_workload.ok() && made_cost.ok()) {
+  if (recipe.Simulated() && made_workload.ok() && made_cost.ok()) {
     info.throughput_bound = PerfectBalanceBound(recipe, **made_cost, **made_workload);
   }
-  if (recipe.backend == "sim" && made_workload.ok()) {
+  if (recipe.Simulated() && made_workload.ok()) {
     const workload::SkillModel skill((*made_workload)->skill_params());
     info.eval_initial =
         skill.EvalScore(0, HeldOutDifficulties(**made_workload, recipe.eval.prompts));

@@ -13,6 +13,7 @@
 #include "experiment/coordinator.h"
 #include "model/cost_model.h"
 #include "recipe/recipe.h"
+#include "sched/router.h"
 #include "store/store.h"
 #include "workload/workload.h"
 
@@ -112,6 +113,10 @@ struct RunOutcome {
 
 /// Runs `request.system` and records it. Returns an error only when the run could not be
 /// recorded at all (for example the store failed); a run that fails is an outcome.
+/// What a run's routers are given: `cost`, and a reader for the files their options name
+/// (C-MLFQ's warm_start tree), bounded by recipe::kMaxPolicyFileBytes.
+sched::RouterDeps RouterDepsFor(const model::CostModel* cost);
+
 Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                              const BackendFactory& make_backend);
 

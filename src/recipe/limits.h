@@ -42,5 +42,7 @@ inline constexpr int kMaxBatchedTokens = 1 << 24;
 inline constexpr int kMaxToolConcurrency = 1 << 20;
 /// `[[baselines]]` entries.
 inline constexpr int kMaxBaselines = 256;
+/// Bytes of a file a policy's options name (C-MLFQ's warm_start tree).
+inline constexpr size_t kMaxPolicyFileBytes = size_t{256} << 20;
 
 }  // namespace libra::recipe

@@ -10,15 +10,6 @@
 
 namespace libra::report {
 
-Result<RunView> ReadRunView(store::Store& store, int64_t run_id) {
-  RunView view;
-  LIBRA_ASSIGN_OR_RETURN(view.run, store.GetRun(run_id));
-  LIBRA_ASSIGN_OR_RETURN(view.steps, store.Steps(run_id));
-  LIBRA_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> decisions, store.Decisions(run_id));
-  if (!decisions.empty()) view.start_layout = decisions.front().layout;
-  return view;
-}
-
 std::string ConfiguredBy(const store::RunInfo& run) {
   if (run.tuning_id) return "tuned";
   if (run.configuration == "planner") return "planner";

@@ -12,7 +12,6 @@
 #include "common/status.h"
 #include "report/table.h"
 #include "store/records.h"
-#include "store/store.h"
 
 namespace libra::report {
 
@@ -44,9 +43,6 @@ struct RunMetrics {
   /// Mean reward of the last step's batch.
   std::optional<double> final_reward;
 };
-
-/// A run and its steps from the store. kNotFound for an unknown run.
-Result<RunView> ReadRunView(store::Store& store, int64_t run_id);
 
 RunMetrics ComputeMetrics(const RunView& view);
 

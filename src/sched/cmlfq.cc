@@ -11,6 +11,18 @@ namespace {
 
 using recipe::OptionValue;
 
+// The tree a warm_start option names, read through the caller's file reader; errors name the file.
+Result<PrefixTree> ReadTree(const RouterDeps& deps, const std::string& path,
+                            const PrefixTreeOptions& options) {
+  if (!deps.read_file) return Status::InvalidArgument(path + ": this run reads no router files");
+  LIBRA_ASSIGN_OR_RETURN(const std::string text, deps.read_file(path));
+  Result<JsonValue> json = ParseJson(text);
+  if (!json.ok()) return Status::InvalidArgument(path + ": " + json.status().message());
+  Result<PrefixTree> tree = PrefixTree::FromJsonValue(*json, options);
+  if (!tree.ok()) return Status::InvalidArgument(path + ": " + tree.status().message());
+  return tree;
+}
+
 // Decodes `buckets = [{name = "short", max_tokens = 4000, tp = [1]}, ...]`.
 bool ReadBuckets(recipe::OptionReader& reader, const recipe::OptionTable& table,
                  std::vector<CmlfqBucket>* out) {
@@ -111,7 +123,7 @@ Result<std::unique_ptr<Router>> CmlfqRouter::Create(const recipe::OptionTable& t
 
   PrefixTree tree(o.tree);
   if (!warm_start.empty()) {
-    Result<PrefixTree> loaded = PrefixTree::Load(warm_start, o.tree);
+    Result<PrefixTree> loaded = ReadTree(deps, warm_start, o.tree);
     if (!loaded.ok()) {
       const recipe::OptionValue* v = table.Find("warm_start");
       const std::string key = table.path.empty() ? "warm_start" : table.path + ".warm_start";

@@ -2,11 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "common/check.h"
 #include "common/strings.h"
@@ -734,33 +730,6 @@ Result<PrefixTree> PrefixTree::FromJsonValue(const JsonValue& document, PrefixTr
       }
     }
   }
-  return tree;
-}
-
-Status PrefixTree::Save(const std::string& path) const {
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::InvalidArgument(temp + ": cannot open for writing");
-    out << ToJson(ToJsonValue()) << "\n";
-    out.flush();
-    if (!out) return Status::InvalidArgument(temp + ": write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) return Status::InvalidArgument(path + ": rename failed: " + ec.message());
-  return Status();
-}
-
-Result<PrefixTree> PrefixTree::Load(const std::string& path, PrefixTreeOptions options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open prefix tree file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  Result<JsonValue> json = ParseJson(buffer.str());
-  if (!json.ok()) return Status::InvalidArgument(path + ": " + json.status().message());
-  Result<PrefixTree> tree = FromJsonValue(*json, options);
-  if (!tree.ok()) return Status::InvalidArgument(path + ": " + tree.status().message());
   return tree;
 }
 

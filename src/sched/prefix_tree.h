@@ -3,9 +3,10 @@
 // generate after observing this exact sequence of tool returns": a node at depth d is keyed by d
 // tool states and keeps an all-time mean and a p90 over a sliding window of recent values.
 //
-// A value-like data structure: no I/O except Save/Load, no clock. Lookup is O(depth) and does not
-// allocate; tool states are interned to small integer ids (StateTable), and children are found
-// through one open-addressing hash table keyed by (parent, state).
+// A value-like data structure: no I/O (ToJsonValue / FromJsonValue are its file format), no clock.
+// Lookup is O(depth) and does not allocate; tool states are interned to small integer ids
+// (StateTable), and children are found through one open-addressing hash table keyed by (parent,
+// state).
 #pragma once
 
 #include <cstdint>
@@ -213,10 +214,6 @@ class PrefixTree {
   /// kInvalidArgument naming the offending member path.
   static Result<PrefixTree> FromJsonValue(const JsonValue& document,
                                           PrefixTreeOptions options = {});
-  /// Writes atomically (temporary file, then rename). kInvalidArgument with the path on failure.
-  Status Save(const std::string& path) const;
-  /// kNotFound / kInvalidArgument prefixed with the path.
-  static Result<PrefixTree> Load(const std::string& path, PrefixTreeOptions options = {});
 
  private:
   static constexpr uint32_t kNone = detail::FlatMap::kNone;

@@ -5,6 +5,7 @@
 // hands them. The same router code runs under the simulator and on a real cluster.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 
 #include "common/ids.h"
 #include "common/registry.h"
+#include "common/status.h"
 #include "model/cost_model.h"
 #include "recipe/options.h"
 #include "workload/workload.h"
@@ -114,6 +116,9 @@ struct RouterMetrics {
 struct RouterDeps {
   /// The cost model, for routers that weigh decode time against re-prefill cost. May be null.
   const model::CostModel* cost = nullptr;
+  /// Reads a file a router's options name (C-MLFQ's warm_start tree), so that routers do no I/O
+  /// of their own. Unset: an option naming a file is an error.
+  std::function<Result<std::string>(const std::string& path)> read_file;
 };
 
 class Router {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -477,7 +478,7 @@ TEST(CmlfqRouterTest, CostBasedMovesNeedAModelAndVetoExpensiveMoves) {
   const auto instances = Instances({1, 2, 4});
   // Remaining 30000 on TP1: 30 s; on TP4: 7.5 s + prefill. Cheap prefill -> move.
   FakeCost cheap(1e-4);
-  RouterDeps deps{&cheap};
+  RouterDeps deps{&cheap, nullptr};
   auto router = Make(Options({{"cost_based_moves", Bool(true)}}), deps);
   Learn(*router, 1, "t:small:success", 30000);
   router->Route(First(1, 1), instances);
@@ -539,27 +540,48 @@ TEST(CmlfqRouterTest, RecentRingKeepsTheLastTrajectories) {
 }
 
 TEST(CmlfqRouterTest, WarmStartLoadsATree) {
-  // warm_start = path: the persisted tree answers from the first tool return.
-  test::ScopedTempDir dir;
+  // warm_start = path: the persisted tree, read through the caller's file reader (the router
+  // does no I/O), answers from the first tool return.
   PrefixTree tree;
   TreeTrajectory t;
   t.prompt = PromptId(1);
   t.states = {tree.states().InternKey("t:small:success").value()};
   t.remaining = {20000};
   tree.Insert(t);
-  ASSERT_OK(tree.Save(dir.File("tree.json")));
-  auto router = Make(Options({{"warm_start", Str(dir.File("tree.json"))}}));
+  const std::map<std::string, std::string> files = {{"tree.json", ToJson(tree.ToJsonValue())},
+                                                    {"bad.json", R"({"version":2})"},
+                                                    {"text.json", "not json"}};
+  RouterDeps deps;
+  deps.read_file = [&files](const std::string& path) -> Result<std::string> {
+    auto it = files.find(path);
+    if (it == files.end()) return Status::NotFound(path + ": cannot read the router file");
+    return it->second;
+  };
+  auto router = Make(Options({{"warm_start", Str("tree.json")}}), deps);
   ASSERT_NE(router, nullptr);
   const auto instances = Instances({1, 2, 4});
   router->Route(First(1, 1), instances);
   EXPECT_EQ(router->Route(AfterTool(1, 1, 1, "t", 5), instances).bucket, "long");
 
-  test::WriteFile(dir.File("bad.json"), R"({"version":2})");
-  auto bad = CmlfqRouter::Create(Options({{"warm_start", Str(dir.File("bad.json"))}}), {});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("warm_start"), std::string::npos)
-      << bad.status().ToString();
-  EXPECT_NE(bad.status().message().find("missing 'roots'"), std::string::npos);
+  // Every failure names the option and the file, and what is wrong.
+  struct Case {
+    std::string file;
+    bool reader;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{{"bad.json", true, "bad.json: document: missing 'roots'"},
+                                         {"text.json", true, "text.json: "},
+                                         {"gone.json", true, "gone.json: cannot read"},
+                                         {"tree.json", false, "tree.json: this run reads no"}}) {
+    SCOPED_TRACE(c.file);
+    auto bad =
+        CmlfqRouter::Create(Options({{"warm_start", Str(c.file)}}), c.reader ? deps : RouterDeps{});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidRecipe);
+    EXPECT_NE(bad.status().message().find("warm_start"), std::string::npos)
+        << bad.status().ToString();
+    EXPECT_NE(bad.status().message().find(c.message), std::string::npos) << bad.status().ToString();
+  }
 }
 
 TEST(CmlfqRouterTest, OptionErrors) {

@@ -38,7 +38,7 @@ class HeddleTest : public ::testing::Test {
  protected:
   std::unique_ptr<Router> Make(
       const std::vector<std::pair<std::string, recipe::OptionValue>>& entries = {}) {
-    auto router = HeddleRouter::Create(Options(entries), RouterDeps{cost_.get()});
+    auto router = HeddleRouter::Create(Options(entries), RouterDeps{cost_.get(), nullptr});
     EXPECT_OK(router);
     return router.ok() ? std::move(router).value() : nullptr;
   }
@@ -328,7 +328,7 @@ TEST_F(HeddleTest, SameInputsGiveSameDecisions) {
 TEST_F(HeddleTest, BadOptionsAreErrors) {
   auto bad =
       HeddleRouter::Create(Options({{"noise_sigma", Doubles({})}, {"hysteresis", test::Int(1)}}),
-                           RouterDeps{cost_.get()});
+                           RouterDeps{cost_.get(), nullptr});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("noise_sigma: must list at least one sigma"),
             std::string::npos);
