@@ -276,15 +276,17 @@ Result<Figures> RunScenario(const Scenario& s, const std::string& pin) {
 
   LIBRA_ASSIGN_OR_RETURN(libra::recipe::ParsedRecipe parsed,
                          libra::recipe::ParseRecipeFile(recipe_path));
-  libra::experiment::ValidateWithRegistries(parsed.recipe, &parsed.diagnostics);
+  libra::experiment::Components parts{
+      &libra::sched::BuiltinRouters(), &libra::planner::BuiltinPlanners(), {}};
+  libra::experiment::ValidateWithRegistries(parsed.recipe, parts, &parsed.diagnostics);
   if (!parsed.diagnostics.empty()) return libra::recipe::DiagnosticsToStatus(parsed.diagnostics);
   LIBRA_ASSIGN_OR_RETURN(auto store, libra::store::Store::Open((dir / "bench.db").string()));
 
   Figures figures;
   const std::string run_dir = (dir / "run").string();
-  libra::experiment::BackendFactory factory =
-      [&](const libra::recipe::Recipe& recipe, const libra::workload::Workload&,
-          const libra::model::CostModel&, const libra::experiment::BackendContext& context)
+  parts.make_backend = [&](const libra::recipe::Recipe& recipe, const libra::workload::Workload&,
+                           const libra::model::CostModel&,
+                           const libra::experiment::BackendContext& context)
       -> Result<std::unique_ptr<libra::backend::Backend>> {
     LIBRA_ASSIGN_OR_RETURN(libra::cluster::ClusterOptions options,
                            libra::cluster::DecodeClusterOptions(recipe));
@@ -299,7 +301,7 @@ Result<Figures> RunScenario(const Scenario& s, const std::string& pin) {
   request.system = &parsed.recipe.system;
   const double cpu_start = CpuSeconds();
   LIBRA_ASSIGN_OR_RETURN(libra::experiment::RunOutcome outcome,
-                         libra::experiment::RunSystem(*store, request, factory));
+                         libra::experiment::RunSystem(*store, request, parts));
   figures.total_cpu_s = CpuSeconds() - cpu_start;
   LIBRA_RETURN_IF_ERROR(outcome.status);
   store.reset();

@@ -43,13 +43,16 @@ struct Options {
   std::vector<std::string> recipes;
 };
 
-experiment::BackendFactory SimFactory() {
-  return [](const recipe::Recipe& recipe, const workload::Workload& workload,
-            const model::CostModel& cost,
-            const experiment::BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
-    return std::unique_ptr<backend::Backend>(
-        std::make_unique<sim::ClusterSim>(recipe.sim, workload, cost));
-  };
+/// The built-in routers and planners on the simulator.
+experiment::Components OnTheSimulator() {
+  return experiment::Components{
+      &sched::BuiltinRouters(), &planner::BuiltinPlanners(),
+      [](const recipe::Recipe& recipe, const workload::Workload& workload,
+         const model::CostModel& cost,
+         const experiment::BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
+        return std::unique_ptr<backend::Backend>(
+            std::make_unique<sim::ClusterSim>(recipe.sim, workload, cost));
+      }};
 }
 
 /// Every multiset of `tps` (descending) summing to `gpus`.
@@ -194,7 +197,7 @@ int RunRecipe(const Options& o, const std::string& path) {
     planner::Plan fixed;
     fixed.layout = c.layout;
     auto measured = experiment::MeasurePlan(r, *system, fixed, c.lend ? &lender : nullptr,
-                                            SimFactory(), o.verbose);
+                                            OnTheSimulator(), o.verbose);
     if (!measured.ok()) {
       c.error = measured.status().message();
       continue;

@@ -14,7 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(fuzz::AsText(data, size));
   auto parsed = recipe::ParseRecipe(text, "fuzz/recipe.toml");
   if (!parsed.ok()) return 0;
-  experiment::ValidateWithRegistries(parsed->recipe, &parsed->diagnostics, /*plan_systems=*/false);
+  const experiment::Components parts{&sched::BuiltinRouters(), &planner::BuiltinPlanners(), {}};
+  experiment::ValidateWithRegistries(parsed->recipe, parts, &parsed->diagnostics,
+                                     /*plan_systems=*/false);
   recipe::SortDiagnostics(&parsed->diagnostics);
   static_cast<void>(recipe::DiagnosticsToStatus(parsed->diagnostics));
   if (!parsed->diagnostics.empty()) return 0;

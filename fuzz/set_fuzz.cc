@@ -37,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (overrides.size() > 64) overrides.resize(64);
   auto parsed = recipe::ParseRecipe(kRecipe, "fuzz/set.toml", overrides);
   if (!parsed.ok()) return 0;
-  experiment::ValidateWithRegistries(parsed->recipe, &parsed->diagnostics);
+  const experiment::Components parts{&sched::BuiltinRouters(), &planner::BuiltinPlanners(), {}};
+  experiment::ValidateWithRegistries(parsed->recipe, parts, &parsed->diagnostics);
   recipe::SortDiagnostics(&parsed->diagnostics);
   static_cast<void>(recipe::DiagnosticsToStatus(parsed->diagnostics));
   return 0;

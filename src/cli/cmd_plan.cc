@@ -26,14 +26,17 @@ constexpr double kStepLimit = 0.10;
 constexpr double kPhaseLimit = 0.15;
 constexpr double kPhaseFloorOfStep = 0.02;
 
-/// The simulator, whatever backend the recipe names: the check simulates.
-experiment::BackendFactory SimFactory() {
-  return [](const recipe::Recipe& recipe, const workload::Workload& workload,
-            const model::CostModel& cost,
-            const experiment::BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
+/// The built-ins on the simulator, whatever backend the recipe names: the check simulates.
+experiment::Components OnTheSimulator() {
+  experiment::Components parts = Builtins();
+  parts.make_backend =
+      [](const recipe::Recipe& recipe, const workload::Workload& workload,
+         const model::CostModel& cost,
+         const experiment::BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
     return std::unique_ptr<backend::Backend>(
         std::make_unique<sim::ClusterSim>(recipe.sim, workload, cost));
   };
+  return parts;
 }
 
 /// A fraction shown as a signed percentage ("+11.1%"); the data formats carry the fraction.
@@ -209,7 +212,7 @@ Status AddCheck(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
     r->checks.push_back(std::move(check));
     return Status();
   }
-  auto measured = experiment::MeasurePlan(recipe, system, plan, planner, SimFactory());
+  auto measured = experiment::MeasurePlan(recipe, system, plan, planner, OnTheSimulator());
   if (!measured.ok()) {
     return Status(measured.status().code(),
                   StrFormat("--check: simulating %s's plan: %s", system.name.c_str(),
@@ -289,7 +292,7 @@ int RunPlan(const PlanOptions& options, const Io& io) {
                                               system->name) == options.systems.end()) {
       continue;
     }
-    auto planner = planner::BuiltinPlanners().Create(system->planner, system->planner_options);
+    auto planner = Builtins().planners->Create(system->planner, system->planner_options);
     if (!planner.ok()) return Fail(io, planner.status());
     auto plan =
         (*planner)->Initial(experiment::MakePlanContext(*recipe, *system, cost->get(), sizes));

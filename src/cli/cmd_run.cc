@@ -247,7 +247,6 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
   if (!comparison_id.ok()) return Fail(io, comparison_id.status());
 
   InterruptGuard guard;
-  const experiment::BackendFactory backend = MakeBackendFactory();
   std::vector<report::RunView> views;
   int exit_code = kExitOk;
   const size_t total = worlds->size() * entrants.size();
@@ -284,7 +283,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
       request.scenario = w.scenario;
       if (!w.scenario.empty()) request.planning_recipe = &w.belief;
       request.resolved_recipe = w.resolved[e];
-      auto outcome = experiment::RunSystem(store, request, backend);
+      auto outcome = experiment::RunSystem(store, request, Builtins());
       steps.Clear();
       if (!outcome.ok()) return Fail(io, outcome.status());
       // Read back from the store, so that what is printed is what was recorded.
@@ -317,7 +316,7 @@ int ResumeRun(const RecipeOptions& options, const Io& io) {
   if (!run.ok()) return Fail(io, run.status());
   auto parsed = recipe::ParseRecipe(run->recipe_toml, run->recipe_source, {});
   if (!parsed.ok()) return Fail(io, parsed.status());
-  experiment::ValidateWithRegistries(parsed->recipe, &parsed->diagnostics);
+  experiment::ValidateWithRegistries(parsed->recipe, Builtins(), &parsed->diagnostics);
   if (!parsed->diagnostics.empty()) {
     return Fail(io, recipe::DiagnosticsToStatus(parsed->diagnostics));
   }
@@ -366,7 +365,7 @@ Status AddNamedSystems(const std::vector<std::string>& wanted, const std::string
     names.push_back(name);
   }
   std::vector<recipe::Diagnostic> diagnostics;
-  experiment::ValidateWithRegistries(*recipe, &diagnostics);
+  experiment::ValidateWithRegistries(*recipe, Builtins(), &diagnostics);
   return recipe::DiagnosticsToStatus(diagnostics);
 }
 
@@ -420,8 +419,7 @@ Result<experiment::TuneOutcome> TuneOrReuse(const RecipeOptions& options, const 
   request.system = &system;
   request.interrupted = &InterruptGuard::Interrupted;
   request.progress = [&](const experiment::TuneProgress& p) { line.Update(p); };
-  Result<experiment::TuneOutcome> outcome =
-      experiment::TuneSystem(store, request, MakeBackendFactory());
+  Result<experiment::TuneOutcome> outcome = experiment::TuneSystem(store, request, Builtins());
   line.Clear();
   return outcome;
 }

@@ -63,8 +63,8 @@ int RunVersion(const Io& io) {
   io.out << "features: cuda " << (LIBRA_HAVE_CUDA ? "on" : "off") << ", nccl "
          << (LIBRA_HAVE_NCCL ? "on" : "off") << "\n";
   io.out << "backends: " << StrJoin(EnumNames<recipe::Backend>::All(), ", ") << "\n";
-  io.out << "routers: " << StrJoin(sched::BuiltinRouters().Names(), ", ") << "\n";
-  io.out << "planners: " << StrJoin(planner::BuiltinPlanners().Names(), ", ") << "\n";
+  io.out << "routers: " << StrJoin(Builtins().routers->Names(), ", ") << "\n";
+  io.out << "planners: " << StrJoin(Builtins().planners->Names(), ", ") << "\n";
   std::vector<std::string> systems;
   for (const recipe::Preset& p : recipe::Presets()) systems.push_back(p.name);
   io.out << "named systems: " << StrJoin(systems, ", ") << "\n";

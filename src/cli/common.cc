@@ -44,7 +44,7 @@ Result<recipe::Recipe> LoadRecipe(const RecipeOptions& options, bool plan_system
   overrides.insert(overrides.end(), options.sets.begin(), options.sets.end());
   LIBRA_ASSIGN_OR_RETURN(recipe::ParsedRecipe parsed,
                          recipe::ParseRecipeFile(options.recipe, overrides));
-  experiment::ValidateWithRegistries(parsed.recipe, &parsed.diagnostics, plan_systems);
+  experiment::ValidateWithRegistries(parsed.recipe, Builtins(), &parsed.diagnostics, plan_systems);
   recipe::SortDiagnostics(&parsed.diagnostics);
   if (!parsed.diagnostics.empty()) return recipe::DiagnosticsToStatus(parsed.diagnostics);
   if (parsed.recipe.backend == recipe::Backend::kCluster) {
@@ -58,11 +58,12 @@ Result<std::string> ResolveRecipe(const recipe::Recipe& recipe, const recipe::Sy
   LIBRA_RETURN_IF_ERROR(workload::MakeWorkload(recipe.workload, recipe.seed).status());
   LIBRA_ASSIGN_OR_RETURN(std::unique_ptr<model::CostModel> cost, model::MakeCostModel(recipe));
   LIBRA_RETURN_IF_ERROR(
-      sched::BuiltinRouters()
-          .Create(system.router, system.router_options, experiment::RouterDepsFor(cost.get()))
+      Builtins()
+          .routers
+          ->Create(system.router, system.router_options, experiment::RouterDepsFor(cost.get()))
           .status());
   LIBRA_RETURN_IF_ERROR(
-      planner::BuiltinPlanners().Create(system.planner, system.planner_options).status());
+      Builtins().planners->Create(system.planner, system.planner_options).status());
   if (recipe.backend == recipe::Backend::kCluster) {
     LIBRA_RETURN_IF_ERROR(cluster::DecodeClusterOptions(recipe).status());
   }
@@ -101,6 +102,12 @@ experiment::BackendFactory MakeBackendFactory() {
                                                        context.start_version));
         return std::unique_ptr<backend::Backend>(std::move(made));
       };
+}
+
+const experiment::Components& Builtins() {
+  static const experiment::Components parts{&sched::BuiltinRouters(), &planner::BuiltinPlanners(),
+                                            MakeBackendFactory()};
+  return parts;
 }
 
 namespace {

@@ -36,6 +36,10 @@ int Fail(const Io& io, const Status& status);
 /// run's files is refused.
 experiment::BackendFactory MakeBackendFactory();
 
+/// What the CLI's runs are assembled from: the built-in routers and planners, and the backends
+/// MakeBackendFactory builds. The CLI is the composition root: it builds them and passes them in.
+const experiment::Components& Builtins();
+
 /// Installs a SIGINT/SIGTERM handler for the duration of a run; Interrupted() reports a signal.
 /// A second signal ends libra at once (with the signal's default action), for when the run is
 /// busy in a long computation; its run stays `running` and can be resumed.

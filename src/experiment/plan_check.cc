@@ -68,12 +68,12 @@ class StepRecorder : public Recorder {
 Result<std::vector<store::StepRecord>> Simulate(
     const recipe::Recipe& recipe, const recipe::SystemSpec& system, const planner::Plan& plan,
     const planner::Planner* lender, const workload::Workload& workload,
-    const model::CostModel& cost, const BackendFactory& make_backend) {
-  LIBRA_ASSIGN_OR_RETURN(auto router,
-                         sched::BuiltinRouters().Create(system.router, system.router_options,
-                                                        RouterDepsFor(&cost)));
+    const model::CostModel& cost, const Components& parts) {
+  LIBRA_ASSIGN_OR_RETURN(auto router, parts.routers->Create(system.router, system.router_options,
+                                                            RouterDepsFor(&cost)));
   planner::FixedPlanner fixed(plan, lender);
-  LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, workload, cost, BackendContext{}));
+  LIBRA_ASSIGN_OR_RETURN(auto backend,
+                         parts.make_backend(recipe, workload, cost, BackendContext{}));
   CoordinatorConfig config;
   config.steps = recipe.steps;
   config.prompts_per_step = recipe.rl.prompts_per_step;
@@ -99,7 +99,7 @@ double Period(const std::vector<store::StepRecord>& steps, int first) {
 
 Result<MeasuredPlan> MeasurePlan(const recipe::Recipe& as_written, const recipe::SystemSpec& system,
                                  const planner::Plan& plan, const planner::Planner* lender,
-                                 const BackendFactory& make_backend, bool rollout_alone) {
+                                 const Components& parts, bool rollout_alone) {
   // The plan is made for the startup profile: a drifting workload is measured as it starts.
   recipe::Recipe recipe = as_written;
   recipe.steps = std::max(recipe.steps, kMinMeasuredSteps);
@@ -114,7 +114,7 @@ Result<MeasuredPlan> MeasurePlan(const recipe::Recipe& as_written, const recipe:
   LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
   LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
   LIBRA_ASSIGN_OR_RETURN(const std::vector<store::StepRecord> steps,
-                         Simulate(recipe, system, plan, lender, *workload, *cost, make_backend));
+                         Simulate(recipe, system, plan, lender, *workload, *cost, parts));
   if (steps.empty()) return Status::Internal("the simulated plan recorded no step");
   const int staleness = recipe.StalenessFor(system);
   const int n = static_cast<int>(steps.size());
@@ -138,7 +138,7 @@ Result<MeasuredPlan> MeasurePlan(const recipe::Recipe& as_written, const recipe:
   if (staleness > 0 && rollout_alone) {
     const FreeTrainingCost free(*cost, plan.layout.colocated);
     LIBRA_ASSIGN_OR_RETURN(const std::vector<store::StepRecord> alone,
-                           Simulate(recipe, system, plan, lender, *workload, free, make_backend));
+                           Simulate(recipe, system, plan, lender, *workload, free, parts));
     out.phases.rollout_s = Period(alone, std::min(first, static_cast<int>(alone.size()) - 1));
   }
   return out;

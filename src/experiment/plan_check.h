@@ -35,13 +35,13 @@ struct MeasuredPlan {
 inline constexpr int kMinMeasuredSteps = 40;
 
 /// Simulates `plan` for `system` of `recipe` (the recipe's steps but at least kMinMeasuredSteps,
-/// its seed, workload without its drift, and router) on the backend `make_backend` builds, and
+/// its seed, workload without its drift, and router) on the backend `parts` builds, and
 /// measures its phases. `lender`, when given,
 /// is the planner that made the plan: it decides what the trainer's GPUs do while the trainer
 /// waits. `rollout_alone` false skips the second run (the asynchronous rollout phase is then the
 /// mean batch makespan). Errors: the run failed (the message says why).
 Result<MeasuredPlan> MeasurePlan(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
                                  const planner::Plan& plan, const planner::Planner* lender,
-                                 const BackendFactory& make_backend, bool rollout_alone = true);
+                                 const Components& parts, bool rollout_alone = true);
 
 }  // namespace libra::experiment

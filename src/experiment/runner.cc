@@ -226,7 +226,7 @@ double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel&
   return per_trajectory > 0 ? recipe.cluster.total_gpus() / per_trajectory : 0;
 }
 
-void ValidateWithRegistries(const recipe::Recipe& recipe,
+void ValidateWithRegistries(const recipe::Recipe& recipe, const Components& parts,
                             std::vector<recipe::Diagnostic>* diagnostics, bool plan_systems) {
   // The sampled workload and the plans are only worked out for a recipe whose fields are all
   // sound (a planner given an oversized cluster could run for minutes), and the cost model for a
@@ -254,7 +254,7 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
   for (const recipe::SystemSpec* system : AllSystems(recipe)) {
     const std::string router_key = system->path + ".router";
     const std::string planner_key = system->path + ".planner";
-    const sched::RouterRegistry& routers = sched::BuiltinRouters();
+    const sched::RouterRegistry& routers = *parts.routers;
     if (!routers.Contains(system->router)) {
       Add({recipe.Where(router_key), router_key + ": " + routers.UnknownMessage(system->router)},
           diagnostics);
@@ -263,7 +263,7 @@ void ValidateWithRegistries(const recipe::Recipe& recipe,
                !r.ok()) {
       AppendStatus(r.status(), recipe.Where(router_key), diagnostics);
     }
-    const planner::PlannerRegistry& planners = planner::BuiltinPlanners();
+    const planner::PlannerRegistry& planners = *parts.planners;
     if (!planners.Contains(system->planner)) {
       Add({recipe.Where(planner_key),
            planner_key + ": " + planners.UnknownMessage(system->planner)},
@@ -299,18 +299,16 @@ class NullRecorder : public Recorder {
 
 Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
                                   const workload::Workload& workload, const model::CostModel& cost,
-                                  const model::CostModel& plan_cost,
-                                  const BackendFactory& make_backend, const BackendContext& context,
-                                  std::optional<ResumeState> resume,
+                                  const model::CostModel& plan_cost, const Components& parts,
+                                  const BackendContext& context, std::optional<ResumeState> resume,
                                   std::optional<double> throughput_bound, Recorder& recorder,
                                   const std::function<bool()>& interrupted,
                                   const std::function<void(const Progress&)>& progress) {
-  LIBRA_ASSIGN_OR_RETURN(auto router,
-                         sched::BuiltinRouters().Create(system.router, system.router_options,
-                                                        RouterDepsFor(&plan_cost)));
+  LIBRA_ASSIGN_OR_RETURN(auto router, parts.routers->Create(system.router, system.router_options,
+                                                            RouterDepsFor(&plan_cost)));
   LIBRA_ASSIGN_OR_RETURN(auto planner,
-                         planner::BuiltinPlanners().Create(system.planner, system.planner_options));
-  LIBRA_ASSIGN_OR_RETURN(auto backend, make_backend(recipe, workload, cost, context));
+                         parts.planners->Create(system.planner, system.planner_options));
+  LIBRA_ASSIGN_OR_RETURN(auto backend, parts.make_backend(recipe, workload, cost, context));
   CoordinatorConfig config;
   config.resume = std::move(resume);
   config.steps = recipe.steps;
@@ -332,20 +330,21 @@ Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::Sy
 }
 
 Result<RunSummary> SimulateSystem(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
-                                  const BackendFactory& make_backend,
+                                  const Components& parts,
                                   const std::function<bool()>& interrupted) {
   LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
   LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
   NullRecorder recorder;
-  return RunCoordinator(recipe, system, *workload, *cost, *cost, make_backend, BackendContext{},
+  return RunCoordinator(recipe, system, *workload, *cost, *cost, parts, BackendContext{},
                         std::nullopt, std::nullopt, recorder, interrupted, {});
 }
 
-Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& system) {
+Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                        const Components& parts) {
   LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
   LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
   LIBRA_ASSIGN_OR_RETURN(auto planner,
-                         planner::BuiltinPlanners().Create(system.planner, system.planner_options));
+                         parts.planners->Create(system.planner, system.planner_options));
   LIBRA_ASSIGN_OR_RETURN(planner::Plan plan,
                          planner->Initial(MakePlanContext(
                              recipe, system, cost.get(),
@@ -464,8 +463,7 @@ Result<OpenedRun> OpenRun(store::Store& store, const RunRequest& request,
 Result<RunSummary> Execute(store::Store& store, const RunRequest& request, const OpenedRun& run,
                            Result<std::unique_ptr<workload::Workload>> made_workload,
                            Result<std::unique_ptr<model::CostModel>> made_cost,
-                           std::optional<double> throughput_bound,
-                           const BackendFactory& make_backend) {
+                           std::optional<double> throughput_bound, const Components& parts) {
   const recipe::Recipe& recipe = *request.recipe;
   const int64_t run_id = run.info.id;
   const bool replay = recipe.Simulated();
@@ -501,9 +499,9 @@ Result<RunSummary> Execute(store::Store& store, const RunRequest& request, const
       request.progress(with_id);
     };
   }
-  return RunCoordinator(recipe, *request.system, *workload, *cost, belief ? *belief : *cost,
-                        make_backend, context, resume, throughput_bound, *recorder,
-                        request.interrupted, progress);
+  return RunCoordinator(recipe, *request.system, *workload, *cost, belief ? *belief : *cost, parts,
+                        context, resume, throughput_bound, *recorder, request.interrupted,
+                        progress);
 }
 
 }  // namespace
@@ -518,7 +516,7 @@ sched::RouterDeps RouterDepsFor(const model::CostModel* cost) {
 }
 
 Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
-                             const BackendFactory& make_backend) {
+                             const Components& parts) {
   const recipe::Recipe& recipe = *request.recipe;
   store::RunInfo info = RunInfoFor(request);
   // Built once: the bound recorded with the run needs them, and so does the run. A failure to
@@ -538,7 +536,7 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   RunOutcome outcome;
   outcome.run_id = run.info.id;
   Result<RunSummary> summary = Execute(store, request, run, std::move(made_workload),
-                                       std::move(made_cost), info.throughput_bound, make_backend);
+                                       std::move(made_cost), info.throughput_bound, parts);
   const char* status = store::kRunOk;
   if (summary.ok()) {
     outcome.summary = *summary;

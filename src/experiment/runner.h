@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "experiment/coordinator.h"
 #include "model/cost_model.h"
+#include "planner/planner.h"
 #include "recipe/recipe.h"
 #include "sched/router.h"
 #include "store/store.h"
@@ -39,11 +40,20 @@ using BackendFactory = std::function<Result<std::unique_ptr<backend::Backend>>(
     const recipe::Recipe& recipe, const workload::Workload& workload, const model::CostModel& cost,
     const BackendContext& context)>;
 
+/// What runs are assembled from, made by the composition root (the CLI, a test, a benchmark) and
+/// passed in: the router and planner registries and the backend factory. The experiment module
+/// reaches for no registry of its own, so a caller can run policies libra does not ship.
+struct Components {
+  const sched::RouterRegistry* routers = nullptr;
+  const planner::PlannerRegistry* planners = nullptr;
+  BackendFactory make_backend;
+};
+
 /// Checks what the registries and the catalog know about a recipe: its GPU, model and cost model
-/// exist and accept their tables; each system's router and planner exist and accept their
-/// options, and the pipeline suits the planner (`plan_systems`: each system's planner finds a plan
-/// for the cluster). Appends one Diagnostic per problem.
-void ValidateWithRegistries(const recipe::Recipe& recipe,
+/// exist and accept their tables; each system's router and planner exist in `parts` and accept
+/// their options, and the pipeline suits the planner (`plan_systems`: each system's planner finds
+/// a plan for the cluster). Appends one Diagnostic per problem.
+void ValidateWithRegistries(const recipe::Recipe& recipe, const Components& parts,
                             std::vector<recipe::Diagnostic>* diagnostics, bool plan_systems = true);
 
 /// The systems of a recipe in report order: [system] first, then [[baselines]].
@@ -118,28 +128,28 @@ struct RunOutcome {
 sched::RouterDeps RouterDepsFor(const model::CostModel* cost);
 
 Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
-                             const BackendFactory& make_backend);
+                             const Components& parts);
 
 /// Builds the system's router and planner and the backend, and runs the coordinator to the end,
 /// handing each step to `recorder`. The backend runs on `cost`; the planner and the router plan
 /// with `plan_cost` (the same model, unless a sensitivity scenario changed the world).
 Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
                                   const workload::Workload& workload, const model::CostModel& cost,
-                                  const model::CostModel& plan_cost,
-                                  const BackendFactory& make_backend, const BackendContext& context,
-                                  std::optional<ResumeState> resume,
+                                  const model::CostModel& plan_cost, const Components& parts,
+                                  const BackendContext& context, std::optional<ResumeState> resume,
                                   std::optional<double> throughput_bound, Recorder& recorder,
                                   const std::function<bool()>& interrupted,
                                   const std::function<void(const Progress&)>& progress);
 
 /// Runs `system` on `recipe` and records nothing: its summary only (a tuning run).
 Result<RunSummary> SimulateSystem(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
-                                  const BackendFactory& make_backend,
+                                  const Components& parts,
                                   const std::function<bool()>& interrupted);
 
 /// Whether the system's planner finds an initial plan on the recipe's cluster (it fits memory
 /// and the cluster) without running anything; kUnschedulable (with the planner's reason) if not.
-Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& system);
+Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
+                        const Components& parts);
 
 /// The current wall-clock time as ISO 8601 UTC ("2026-12-02T15:04:05Z").
 std::string NowIso8601();

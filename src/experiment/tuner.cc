@@ -12,7 +12,7 @@ recipe::Recipe TuningRecipe(const recipe::Recipe& recipe) {
 }
 
 Result<TuneOutcome> TuneSystem(store::Store& store, const TuneRequest& request,
-                               const BackendFactory& make_backend) {
+                               const Components& parts) {
   const recipe::Recipe& recipe = *request.recipe;
   const recipe::SystemSpec& system = *request.system;
   if (!recipe.Simulated()) {
@@ -36,14 +36,14 @@ Result<TuneOutcome> TuneSystem(store::Store& store, const TuneRequest& request,
     settings.seeds.push_back(TuningSeed(recipe.seed, i));
 
   const FeasibleFn feasible = [&](const Configuration& config) {
-    return CheckInitialPlan(base, ApplyConfiguration(system, config));
+    return CheckInitialPlan(base, ApplyConfiguration(system, config), parts);
   };
   const EvaluateFn evaluate = [&](const Configuration& config, uint64_t seed) -> Result<double> {
     recipe::Recipe seeded = base;
     seeded.seed = seed;
     const recipe::SystemSpec tuned = ApplyConfiguration(system, config);
     LIBRA_ASSIGN_OR_RETURN(RunSummary summary,
-                           SimulateSystem(seeded, tuned, make_backend, request.interrupted));
+                           SimulateSystem(seeded, tuned, parts, request.interrupted));
     if (!(summary.elapsed_s > 0)) return Status::Internal("the run took no time");
     return static_cast<double>(summary.trajectories) / summary.elapsed_s;
   };

@@ -43,7 +43,7 @@ struct TuneOutcome {
 /// systems, `tune.enabled = false`); kInvalidRecipe for a bad [.tune] table; kUnschedulable when
 /// no configuration fits; kInterrupted.
 Result<TuneOutcome> TuneSystem(store::Store& store, const TuneRequest& request,
-                               const BackendFactory& make_backend);
+                               const Components& parts);
 
 /// The newest tuning recorded for this recipe and system (experiment::TuningKey), with its
 /// winner; nullopt when there is none. kInvalidArgument when the recorded winner no longer

@@ -35,13 +35,13 @@ Status RegisterBuiltinPlanners(PlannerRegistry& registry) {
 }
 
 const PlannerRegistry& BuiltinPlanners() {
-  static const PlannerRegistry* registry = [] {
-    auto* r = new PlannerRegistry("planner");
-    const Status s = RegisterBuiltinPlanners(*r);
+  static const PlannerRegistry registry = [] {
+    PlannerRegistry r("planner");
+    const Status s = RegisterBuiltinPlanners(r);
     LIBRA_CHECK(s.ok()) << s.ToString();
     return r;
   }();
-  return *registry;
+  return registry;
 }
 
 }  // namespace libra::planner

@@ -166,7 +166,8 @@ using PlannerRegistry = Registry<Planner, const recipe::OptionTable&>;
 /// Registers every built-in planner (static, colocated, ...).
 Status RegisterBuiltinPlanners(PlannerRegistry& registry);
 
-/// A registry with the built-ins, built once.
+/// A registry with the built-ins, built once, for a composition root (the CLI, a test, a
+/// benchmark) to pass to what it runs; the layers below never reach for it.
 const PlannerRegistry& BuiltinPlanners();
 
 /// Reads the rollout TP sizes: `rollout_tp` (one size for every instance; default 1) or

@@ -47,13 +47,13 @@ Status RegisterBuiltinRouters(RouterRegistry& registry) {
 }
 
 const RouterRegistry& BuiltinRouters() {
-  static const RouterRegistry* registry = [] {
-    auto* r = new RouterRegistry("router");
-    const Status s = RegisterBuiltinRouters(*r);
+  static const RouterRegistry registry = [] {
+    RouterRegistry r("router");
+    const Status s = RegisterBuiltinRouters(r);
     LIBRA_CHECK(s.ok()) << s.ToString();
     return r;
   }();
-  return *registry;
+  return registry;
 }
 
 }  // namespace libra::sched

@@ -145,7 +145,8 @@ using RouterRegistry = Registry<Router, const recipe::OptionTable&, const Router
 /// Registers every built-in router (round-robin, least-conn, ...).
 Status RegisterBuiltinRouters(RouterRegistry& registry);
 
-/// A registry with the built-ins, built once.
+/// A registry with the built-ins, built once, for a composition root (the CLI, a test, a
+/// benchmark) to pass to what it runs; the layers below never reach for it.
 const RouterRegistry& BuiltinRouters();
 
 }  // namespace libra::sched

@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "recipe/recipe_parser.h"
 #include "store/store.h"
+#include "support/components.h"
 #include "support/private_sshd.h"
 #include "support/python_workers.h"
 #include "support/test_util.h"
@@ -127,10 +128,11 @@ class ClusterBackendTest : public ::testing::Test {
   }
 
   // Builds cluster backends with their files under the test's folder; `*made` is the last.
-  experiment::BackendFactory Factory(cluster::ClusterBackend** made) {
-    return [this, made](const recipe::Recipe& r, const workload::Workload&, const model::CostModel&,
-                        const experiment::BackendContext& context)
-               -> Result<std::unique_ptr<backend::Backend>> {
+  experiment::Components Factory(cluster::ClusterBackend** made) {
+    return test::WithBackend([this, made](const recipe::Recipe& r, const workload::Workload&,
+                                          const model::CostModel&,
+                                          const experiment::BackendContext& context)
+                                 -> Result<std::unique_ptr<backend::Backend>> {
       LIBRA_ASSIGN_OR_RETURN(cluster::ClusterOptions options, cluster::DecodeClusterOptions(r));
       LIBRA_ASSIGN_OR_RETURN(auto backend, cluster::ClusterBackend::Create(
                                                r, std::move(options),
@@ -138,7 +140,7 @@ class ClusterBackendTest : public ::testing::Test {
                                                context.start_version));
       *made = backend.get();
       return std::unique_ptr<backend::Backend>(std::move(backend));
-    };
+    });
   }
 
   // Starts `libra run <recipe>` for 50 steps in a child process and waits (up to `timeout`)
@@ -798,8 +800,9 @@ TEST_F(ClusterBackendFakeTest, ARecipeNeedingACapabilityTheEngineLacksIsRefusedB
 
 TEST_F(ClusterBackendFakeTest, WeightSyncRestartStartsEveryEngineAgainOnTheNewWeights) {
   Stop();
-  ASSERT_NO_FATAL_FAILURE(
-      Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = cluster::WeightSyncMode::kRestart; }));
+  ASSERT_NO_FATAL_FAILURE(Start([](cluster::ClusterOptions& o) {
+    o.trainer.weight_sync = cluster::WeightSyncMode::kRestart;
+  }));
   Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1, 1})});
   const std::optional<pid_t> before = backend_->EnginePid(InstanceId(0));
   auto seen = Until<backend::SyncDone>(backend::SyncWeights{1});
@@ -812,8 +815,8 @@ TEST_F(ClusterBackendFakeTest, WeightSyncRestartStartsEveryEngineAgainOnTheNewWe
 
 TEST_F(ClusterBackendFakeTest, WeightSyncNoneLeavesTheEnginesAlone) {
   Stop();
-  ASSERT_NO_FATAL_FAILURE(
-      Start([](cluster::ClusterOptions& o) { o.trainer.weight_sync = cluster::WeightSyncMode::kNone; }));
+  ASSERT_NO_FATAL_FAILURE(Start(
+      [](cluster::ClusterOptions& o) { o.trainer.weight_sync = cluster::WeightSyncMode::kNone; }));
   Until<backend::LayoutApplied>(backend::ApplyLayout{FakeLayout(2, {1})});
   const int saves = trainer_->Count("/save_weights");
   auto seen = Until<backend::SyncDone>(backend::SyncWeights{1});

@@ -16,6 +16,7 @@
 #include "model/cost_model.h"
 #include "recipe/recipe_parser.h"
 #include "sim/cluster_sim.h"
+#include "support/components.h"
 #include "support/test_util.h"
 #include "workload/workload.h"
 
@@ -85,12 +86,12 @@ class NullRecorder : public experiment::Recorder {
 std::string Trace(const recipe::Recipe& r, const recipe::SystemSpec& system,
                   const workload::Workload& workload, const model::CostModel& cost) {
   std::vector<std::string> lines;
-  experiment::BackendFactory factory =
+  const experiment::Components factory = test::WithBackend(
       [&lines](const recipe::Recipe& recipe, const workload::Workload& w, const model::CostModel& c,
                const experiment::BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
-    return std::unique_ptr<backend::Backend>(std::make_unique<TracingBackend>(
-        std::make_unique<sim::ClusterSim>(recipe.sim, w, c), &lines));
-  };
+        return std::unique_ptr<backend::Backend>(std::make_unique<TracingBackend>(
+            std::make_unique<sim::ClusterSim>(recipe.sim, w, c), &lines));
+      });
   NullRecorder recorder;
   auto summary = experiment::RunCoordinator(r, system, workload, cost, cost, factory, {},
                                             std::nullopt, std::nullopt, recorder, {}, {});

@@ -14,18 +14,14 @@
 #include "planner/grp_planner.h"
 #include "recipe/recipe_parser.h"
 #include "sim/cluster_sim.h"
+#include "support/components.h"
 #include "support/test_util.h"
 #include "workload/workload.h"
 
 namespace libra::test {
 namespace {
 
-experiment::BackendFactory Sim() {
-  return [](const recipe::Recipe& r, const workload::Workload& w, const model::CostModel& cost,
-            const experiment::BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
-    return std::unique_ptr<backend::Backend>(std::make_unique<sim::ClusterSim>(r.sim, w, cost));
-  };
-}
+experiment::Components Sim() { return test::OnSimulator(); }
 
 void ExpectRegretWithin(const std::vector<std::string>& sets, double limit) {
   auto parsed = recipe::ParseRecipeFile(SourcePath("recipes/quickstart.toml"), sets);

@@ -7,6 +7,7 @@
 #include "planner/planner.h"
 #include "recipe/recipe_parser.h"
 #include "sim/cluster_sim.h"
+#include "support/components.h"
 #include "support/test_util.h"
 
 namespace libra::experiment {
@@ -45,12 +46,7 @@ recipe::Recipe Parse(const std::vector<std::string>& sets = {}) {
   return parsed->recipe;
 }
 
-BackendFactory Sim() {
-  return [](const recipe::Recipe& r, const workload::Workload& w, const model::CostModel& cost,
-            const BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
-    return std::unique_ptr<backend::Backend>(std::make_unique<sim::ClusterSim>(r.sim, w, cost));
-  };
-}
+Components Sim() { return test::OnSimulator(); }
 
 planner::Plan PlanOf(const recipe::Recipe& r) {
   auto planner = planner::BuiltinPlanners().Create(r.system.planner, r.system.planner_options);

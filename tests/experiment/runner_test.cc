@@ -10,6 +10,7 @@
 #include "recipe/presets.h"
 #include "recipe/recipe_parser.h"
 #include "sim/cluster_sim.h"
+#include "support/components.h"
 #include "support/test_util.h"
 
 namespace libra::experiment {
@@ -48,20 +49,15 @@ recipe::Recipe Parse(const std::string& text, const std::vector<std::string>& se
   return parsed->recipe;
 }
 
+Components Sim() { return test::OnSimulator(); }
+
 std::vector<std::string> Validate(const std::vector<std::string>& sets) {
   const recipe::Recipe r = Parse(kRecipe, sets);
   std::vector<recipe::Diagnostic> d;
-  ValidateWithRegistries(r, &d);
+  ValidateWithRegistries(r, Sim(), &d);
   std::vector<std::string> out;
   for (const recipe::Diagnostic& x : d) out.push_back(x.ToString());
   return out;
-}
-
-BackendFactory Sim() {
-  return [](const recipe::Recipe& r, const workload::Workload& w, const model::CostModel& cost,
-            const BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
-    return std::unique_ptr<backend::Backend>(std::make_unique<sim::ClusterSim>(r.sim, w, cost));
-  };
 }
 
 TEST(RunnerTest, ValidRecipeHasNoSystemProblems) {
@@ -134,11 +130,11 @@ TEST(RunnerTest, FailuresAndInterruptsAreRecorded) {
   RunRequest request;
   request.recipe = &r;
   request.system = &r.system;
-  BackendFactory broken = [](const recipe::Recipe&, const workload::Workload&,
-                             const model::CostModel&,
-                             const BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
-    return Status::Backend("test", "no backend today");
-  };
+  const Components broken = test::WithBackend(
+      [](const recipe::Recipe&, const workload::Workload&, const model::CostModel&,
+         const BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
+        return Status::Backend("test", "no backend today");
+      });
   auto failed = RunSystem(**store, request, broken);
   ASSERT_OK(failed);
   EXPECT_EQ(failed->status.code(), StatusCode::kBackend);
@@ -611,8 +607,8 @@ TEST(RunnerTest, FirstFinishedBatchesBiasTheBatchRewardNotTheEvaluation) {
   // instant convergence. The evaluation score on held-out prompts shows no such jump: the
   // version it trained is no better than the ordered system's (a biased batch teaches less).
   const auto run = [](const std::string& preset) {
-    auto parsed = recipe::ParseRecipeFile(
-        test::SourcePath("recipes/paper/r2e-gym-qwen3-14b.toml"), {"steps=2"});
+    auto parsed = recipe::ParseRecipeFile(test::SourcePath("recipes/paper/r2e-gym-qwen3-14b.toml"),
+                                          {"steps=2"});
     EXPECT_OK(parsed);
     const recipe::SystemSpec system =
         recipe::SystemFromPreset(*recipe::FindPreset(preset), "baselines[9]", "test");

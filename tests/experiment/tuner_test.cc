@@ -4,6 +4,7 @@
 
 #include "recipe/recipe_parser.h"
 #include "sim/cluster_sim.h"
+#include "support/components.h"
 #include "support/test_util.h"
 
 namespace libra::experiment {
@@ -44,12 +45,7 @@ recipe::Recipe Parse(const std::vector<std::string>& sets = {}) {
   return parsed->recipe;
 }
 
-BackendFactory Sim() {
-  return [](const recipe::Recipe& r, const workload::Workload& w, const model::CostModel& cost,
-            const BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
-    return std::unique_ptr<backend::Backend>(std::make_unique<sim::ClusterSim>(r.sim, w, cost));
-  };
-}
+Components Sim() { return test::OnSimulator(); }
 
 TEST(TunerTest, TunesRecordsAndIsFoundAgain) {
   // The search spends the budget by simulation, records every trial with the winner, and

@@ -84,10 +84,10 @@ TEST(TuningTest, EachPeerDeclaresTheKnobsOfItsRealSystem) {
   EXPECT_TRUE(libra->empty());
   auto areal = KnobsFor(r, System(r, "areal-async"));
   ASSERT_OK(areal);
-  EXPECT_EQ(Values(*areal), (std::map<std::string, std::vector<double>>{
-                                {"train_gpus", {8, 16, 24, 32, 40}},
-                                {"rollout_tp", {1, 2, 4, 8}},
-                                {"staleness", {1, 2}}}));
+  EXPECT_EQ(Values(*areal),
+            (std::map<std::string, std::vector<double>>{{"train_gpus", {8, 16, 24, 32, 40}},
+                                                        {"rollout_tp", {1, 2, 4, 8}},
+                                                        {"staleness", {1, 2}}}));
   EXPECT_EQ(areal->size(), 40u);
   auto sync = KnobsFor(r, System(r, "verl-sync"));
   ASSERT_OK(sync);
@@ -122,9 +122,9 @@ TEST(TuningTest, SmallClustersSplitByHalfNodes) {
 
 TEST(TuningTest, TuneTableNarrowsTheRanges) {
   // A [.tune] table replaces a knob's default values; enabled = false turns tuning off.
-  const recipe::Recipe r = Parse({"baselines[0].tune.train_gpus=[16, 24]",
-                                  "baselines[0].tune.staleness=[2]",
-                                  "baselines[1].tune.enabled=false"});
+  const recipe::Recipe r =
+      Parse({"baselines[0].tune.train_gpus=[16, 24]", "baselines[0].tune.staleness=[2]",
+             "baselines[1].tune.enabled=false"});
   auto areal = KnobsFor(r, System(r, "areal-async"));
   ASSERT_OK(areal);
   EXPECT_EQ(Values(*areal)["train_gpus"], (std::vector<double>{16, 24}));
@@ -298,7 +298,8 @@ TEST(TuningTest, SearchSeedsAreTheTuningSeedsInOrder) {
       });
   ASSERT_OK(result);
   for (const auto& [config, seeds] : seen) {
-    for (size_t i = 0; i < seeds.size(); ++i) EXPECT_EQ(seeds[i], TuningSeed(9, static_cast<int>(i)));
+    for (size_t i = 0; i < seeds.size(); ++i)
+      EXPECT_EQ(seeds[i], TuningSeed(9, static_cast<int>(i)));
   }
 }
 
@@ -318,9 +319,7 @@ TEST(TuningTest, FailedRunsScoreZeroAndInterruptStops) {
   EXPECT_EQ(failed->trials.back().error, "out of memory at step 3");
   auto interrupted = Search(
       s.space, settings, [](const Configuration&) { return Status(); },
-      [](const Configuration&, uint64_t) -> Result<double> {
-        return Status::Interrupted("stop");
-      });
+      [](const Configuration&, uint64_t) -> Result<double> { return Status::Interrupted("stop"); });
   EXPECT_EQ(interrupted.status().code(), StatusCode::kInterrupted);
   auto none = Search(
       s.space, settings, [](const Configuration&) { return Status::Unschedulable("no"); },

@@ -1,0 +1,25 @@
+#include "support/components.h"
+
+#include <memory>
+#include <utility>
+
+#include "planner/planner.h"
+#include "sched/router.h"
+#include "sim/cluster_sim.h"
+
+namespace libra::test {
+
+experiment::Components WithBackend(experiment::BackendFactory make_backend) {
+  return experiment::Components{&sched::BuiltinRouters(), &planner::BuiltinPlanners(),
+                                std::move(make_backend)};
+}
+
+experiment::Components OnSimulator() {
+  return WithBackend(
+      [](const recipe::Recipe& r, const workload::Workload& w, const model::CostModel& cost,
+         const experiment::BackendContext&) -> Result<std::unique_ptr<backend::Backend>> {
+        return std::unique_ptr<backend::Backend>(std::make_unique<sim::ClusterSim>(r.sim, w, cost));
+      });
+}
+
+}  // namespace libra::test
