@@ -13,8 +13,8 @@
 
 #include "common/ids.h"
 #include "common/status.h"
-#include "model/cost_model.h"
-#include "workload/workload.h"
+#include "model/train_layout.h"
+#include "workload/outcomes.h"
 
 namespace libra::backend {
 

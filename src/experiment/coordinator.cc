@@ -339,16 +339,14 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
                        static_cast<long long>(done.generated_tokens), NameOf(done.end).c_str()));
   }
 
-  store::TurnRecord turn;
-  turn.trajectory = t.id.value;
-  turn.turn = t.turns - 1;
+  Turn turn;
   turn.instance = done.instance.value;
   turn.start_s = Shifted(done.started_at);
   turn.end_s = now;
   turn.generated_tokens = done.generated_tokens;
-  turn.end = NameOf(done.end);
-  turn.tool = done.end == workload::TurnEnd::kToolCall ? done.tool : "";
-  t.turn_records.push_back(turn);
+  turn.end = done.end;
+  if (done.end == workload::TurnEnd::kToolCall) turn.tool = done.tool;
+  t.turns_done.push_back(std::move(turn));
 
   if (done.end == workload::TurnEnd::kToolCall) {
     ++t.tool_calls;
@@ -367,10 +365,24 @@ Status Coordinator::OnTrajectoryDone(double now, Trajectory& t, const backend::T
   planner::TrajectorySize size{t.prompt_tokens, t.generated_tokens,
                                t.context_tokens - t.prompt_tokens - t.generated_tokens};
   size.turns = t.turns;
-  for (const store::TurnRecord& r : t.turn_records) size.tool_s += r.tool_latency_s;
+  for (size_t i = 0; i < t.turns_done.size(); ++i) {
+    Turn& turn = t.turns_done[i];
+    size.tool_s += turn.tool_latency_s;
+    store::TurnRecord row;
+    row.trajectory = t.id.value;
+    row.turn = static_cast<int>(i);
+    row.instance = turn.instance;
+    row.start_s = turn.start_s;
+    row.end_s = turn.end_s;
+    row.generated_tokens = turn.generated_tokens;
+    row.end = NameOf(turn.end);
+    row.tool = std::move(turn.tool);  // t is erased below
+    if (turn.tool_status) row.tool_status = NameOf(*turn.tool_status);
+    row.tool_output_tokens = turn.tool_output_tokens;
+    row.tool_latency_s = turn.tool_latency_s;
+    group.turns.push_back(std::move(row));
+  }
   group.sizes.push_back(size);
-  group.turns.insert(group.turns.end(), std::make_move_iterator(t.turn_records.begin()),
-                     std::make_move_iterator(t.turn_records.end()));  // t is erased below
   group.sequence_tokens.push_back(t.context_tokens);
   group.mean_versions.push_back(t.generated_tokens > 0
                                     ? t.version_tokens / static_cast<double>(t.generated_tokens)
@@ -414,12 +426,12 @@ sched::TrajectoryObservation Coordinator::ObservationOf(const Trajectory& t, boo
   observation.prompt = PromptId(t.prompt);
   observation.prompt_tokens = t.prompt_tokens;
   observation.truncated = truncated;
-  for (const store::TurnRecord& r : t.turn_records) {
-    observation.turn_tokens.push_back(r.generated_tokens);
-    if (r.end == EnumNames<workload::TurnEnd>::Name(workload::TurnEnd::kToolCall)) {
-      const workload::ToolStatus status = EnumNames<workload::ToolStatus>::Find(r.tool_status)
-                                              .value_or(workload::ToolStatus::kSuccess);
-      observation.tools.push_back(sched::ToolObservation{r.tool, status, r.tool_output_tokens});
+  for (const Turn& turn : t.turns_done) {
+    observation.turn_tokens.push_back(turn.generated_tokens);
+    if (turn.end == workload::TurnEnd::kToolCall) {
+      observation.tools.push_back(sched::ToolObservation{
+          turn.tool, turn.tool_status.value_or(workload::ToolStatus::kSuccess),
+          turn.tool_output_tokens});
     }
   }
   return observation;
@@ -483,8 +495,8 @@ Status Coordinator::OnToolDone(double now, const backend::ToolDone& done) {
   }
   Trajectory& t = it->second;
   t.context_tokens += done.output_tokens;
-  store::TurnRecord& called = t.turn_records.back();
-  called.tool_status = NameOf(done.status);
+  Turn& called = t.turns_done.back();
+  called.tool_status = done.status;
   called.tool_output_tokens = done.output_tokens;
   called.tool_latency_s = now - Shifted(done.started_at);
   t.last_tool = sched::ToolObservation{called.tool, done.status, done.output_tokens};

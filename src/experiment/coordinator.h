@@ -153,6 +153,19 @@ class Coordinator {
                          const std::function<void(const Progress&)>& progress);
 
  private:
+  /// One finished turn of a trajectory in flight, as typed values; it becomes a row
+  /// (store::TurnRecord) when its trajectory joins its batch.
+  struct Turn {
+    int64_t instance = 0;
+    double start_s = 0;
+    double end_s = 0;
+    int64_t generated_tokens = 0;
+    workload::TurnEnd end = workload::TurnEnd::kStop;
+    std::string tool;                                 // "" unless end is kToolCall
+    std::optional<workload::ToolStatus> tool_status;  // once its tool returned
+    int64_t tool_output_tokens = 0;
+    double tool_latency_s = 0;
+  };
   struct Trajectory {
     TrajectoryId id;
     int64_t prompt = 0;
@@ -170,7 +183,7 @@ class Coordinator {
     InstanceId instance;
     std::vector<int64_t> path;
     std::optional<sched::ToolObservation> last_tool;
-    std::vector<store::TurnRecord> turn_records;
+    std::vector<Turn> turns_done;
     /// All the tokens it will generate, when the router wants the backend's oracle.
     std::optional<int64_t> oracle_tokens;
   };

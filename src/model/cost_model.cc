@@ -20,10 +20,6 @@ void IterationLoad::AddPrefill(int64_t new_tokens, int64_t prior_tokens) {
       static_cast<double>(new_tokens) * (static_cast<double>(prior_tokens) + new_tokens / 2.0);
 }
 
-std::string TrainLayout::ToString() const {
-  return StrFormat("tp%d pp%d dp%d mb%d", tp, pp, dp, micro_batch);
-}
-
 double CostModel::DecodeSpanTime(int tp, int64_t sequences, int64_t context_tokens,
                                  int64_t iterations) const {
   double total = 0;

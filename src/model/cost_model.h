@@ -14,6 +14,7 @@
 
 #include "common/registry.h"
 #include "model/catalog.h"
+#include "model/train_layout.h"
 #include "recipe/options.h"
 #include "recipe/recipe.h"
 
@@ -35,19 +36,6 @@ struct IterationLoad {
   void AddDecode(int64_t context_tokens);
   void AddPrefill(int64_t new_tokens, int64_t prior_tokens);
   bool empty() const { return decode_sequences == 0 && prefill_chunks == 0; }
-};
-
-/// A training layout: tensor, pipeline and data parallel sizes and the micro-batch (sequences).
-struct TrainLayout {
-  int tp = 1;
-  int pp = 1;
-  int dp = 1;
-  int micro_batch = 1;
-
-  int gpus() const { return tp * pp * dp; }
-  /// "tp4 pp1 dp2 mb1".
-  std::string ToString() const;
-  bool operator==(const TrainLayout&) const = default;
 };
 
 /// Which passes a training step runs besides forward and backward.

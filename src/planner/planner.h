@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/cost_model.h"
 #include "common/registry.h"
 #include "recipe/options.h"
 

@@ -8,16 +8,15 @@
 // version, whatever order they are served in.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "common/enum_names.h"
 #include "common/status.h"
 #include "recipe/recipe.h"
+#include "workload/outcomes.h"
 #include "workload/skill.h"
 
 namespace libra::workload {
@@ -31,26 +30,6 @@ struct PromptInfo {
   double difficulty = 0.5;
   bool operator==(const PromptInfo&) const = default;
 };
-
-/// How a turn ends.
-enum class TurnEnd {
-  kToolCall,   // the model called a tool; another turn follows its result
-  kStop,       // the model finished the trajectory
-  kTruncated,  // a limit (max turns, max new tokens) cut the trajectory
-};
-constexpr std::array<EnumName<TurnEnd>, 3> EnumTable(TurnEnd) {
-  return {{{TurnEnd::kToolCall, "tool_call"},
-           {TurnEnd::kStop, "stop"},
-           {TurnEnd::kTruncated, "truncated"}}};
-}
-
-/// What a tool call returns.
-enum class ToolStatus { kSuccess, kFailure, kTimeout };
-constexpr std::array<EnumName<ToolStatus>, 3> EnumTable(ToolStatus) {
-  return {{{ToolStatus::kSuccess, "success"},
-           {ToolStatus::kFailure, "failure"},
-           {ToolStatus::kTimeout, "timeout"}}};
-}
 
 /// One turn of a scripted trajectory.
 struct TurnScript {
