@@ -33,7 +33,7 @@ namespace {
 /// Keeps nothing: the benchmark measures the simulator, not the store.
 class NullRecorder : public experiment::Recorder {
  public:
-  Status RecordStep(const store::StepBatch&) override { return Status(); }
+  Status RecordStep(const records::StepBatch&) override { return Status(); }
 };
 
 double CpuSeconds() {
@@ -160,13 +160,14 @@ int main(int argc, char** argv) {
     }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
-    std::printf("%-24s %-14s %5d %5d %7.3f %7.3f %8.3f %7.0f %10.0f %11.3g %10lld %11lld %7.3f %7.3f\n",
-                row->name.c_str(), row->system.c_str(), row->gpus, row->steps, row->cpu_s,
-                row->wall_s, 1e6 * row->cpu_s / static_cast<double>(std::max<int64_t>(1, row->events)),
-                static_cast<double>(usage.ru_maxrss) / 1024, row->simulated_s,
-                row->simulated_s * row->gpus / row->cpu_s, static_cast<long long>(row->events),
-                static_cast<long long>(row->iterations),
-                static_cast<double>(row->trajectories) / row->simulated_s, row->bound);
+    std::printf(
+        "%-24s %-14s %5d %5d %7.3f %7.3f %8.3f %7.0f %10.0f %11.3g %10lld %11lld %7.3f %7.3f\n",
+        row->name.c_str(), row->system.c_str(), row->gpus, row->steps, row->cpu_s, row->wall_s,
+        1e6 * row->cpu_s / static_cast<double>(std::max<int64_t>(1, row->events)),
+        static_cast<double>(usage.ru_maxrss) / 1024, row->simulated_s,
+        row->simulated_s * row->gpus / row->cpu_s, static_cast<long long>(row->events),
+        static_cast<long long>(row->iterations),
+        static_cast<double>(row->trajectories) / row->simulated_s, row->bound);
   }
   return 0;
 }

@@ -16,10 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto report = gpu::ParseProbeReport(text);
   if (!report.ok()) return 0;
   static_cast<void>(gpu::ProbeReportToJson(*report));
-  std::vector<store::ProbeRecord> records;
+  std::vector<records::ProbeRecord> records;
   int64_t id = 0;
   for (const gpu::ProbeResult& p : report->results) {
-    store::ProbeRecord r;
+    records::ProbeRecord r;
     r.id = ++id;
     r.host = report->host;
     r.gpu = p.gpu;

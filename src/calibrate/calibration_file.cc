@@ -40,8 +40,8 @@ CalibrationFile MakeCalibrationFile(const std::string& gpu_name, const ProbeCali
   if (fit != nullptr) {
     for (const FactorResult& f : fit->factors) {
       if (f.outcome == FactorOutcome::kFitted) {
-        std::string source = StrFormat("fitted to %d %s measurements", f.measurements,
-                                       std::string(TermName(f.term)).c_str());
+        std::string source =
+            StrFormat("fitted to %d %s measurements", f.measurements, NameOf(f.term).c_str());
         for (const TermResult& t : fit->terms) {
           if (t.term != f.term) continue;
           source += StrFormat(" (RMS error %.1f%% before, %.1f%% after)", t.error_before * 100,

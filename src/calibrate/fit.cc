@@ -237,7 +237,7 @@ void FitTerm(Term term, const std::vector<Group>& groups, ModelPoint* point,
     candidates.push_back(i);
     (*results)[i].measurements = static_cast<int>(n);
     if (n == 0) {
-      (*results)[i].note = "no " + std::string(TermName(term)) + " measurements";
+      (*results)[i].note = "no " + NameOf(term) + " measurements";
     }
   }
   if (n == 0) return;
@@ -252,7 +252,7 @@ void FitTerm(Term term, const std::vector<Group>& groups, ModelPoint* point,
     const double norm = std::sqrt(Dot(column, column));
     if (norm / std::sqrt(static_cast<double>(n)) < kNoEffect) {
       (*results)[i].note = StrFormat("does not change the predictions of these %zu %s measurements",
-                                     n, std::string(TermName(term)).c_str());
+                                     n, NameOf(term).c_str());
       continue;
     }
     for (const std::vector<double>& q : basis) {

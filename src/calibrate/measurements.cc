@@ -14,7 +14,7 @@ namespace {
 
 /// Where a recorded turn sits in time and what it did.
 struct TurnSpan {
-  const store::TurnRecord* turn = nullptr;
+  const records::TurnRecord* turn = nullptr;
   int64_t context_before = 0;  // prompt + earlier turns' tokens and tool outputs
   PrefillChunk prefill;        // the new context this turn had to prefill
   bool excluded = false;       // overlaps a pause (sync, or training on a colocated layout)
@@ -23,18 +23,18 @@ struct TurnSpan {
 };
 
 /// The applied layout in force at each step: the latest applied decision at or before it.
-std::map<int, std::string> LayoutsByStep(const std::vector<store::DecisionRecord>& decisions,
-                                         const std::vector<store::StepRecord>& steps) {
-  std::vector<const store::DecisionRecord*> applied;
-  for (const store::DecisionRecord& d : decisions) {
+std::map<int, std::string> LayoutsByStep(const std::vector<records::DecisionRecord>& decisions,
+                                         const std::vector<records::StepRecord>& steps) {
+  std::vector<const records::DecisionRecord*> applied;
+  for (const records::DecisionRecord& d : decisions) {
     if (d.applied) applied.push_back(&d);
   }
   std::stable_sort(applied.begin(), applied.end(),
                    [](const auto* a, const auto* b) { return a->step < b->step; });
   std::map<int, std::string> layouts;
-  for (const store::StepRecord& s : steps) {
-    const store::DecisionRecord* in_force = nullptr;
-    for (const store::DecisionRecord* d : applied) {
+  for (const records::StepRecord& s : steps) {
+    const records::DecisionRecord* in_force = nullptr;
+    for (const records::DecisionRecord* d : applied) {
       if (d->step <= s.step) in_force = d;
     }
     if (in_force != nullptr) layouts[s.step] = in_force->layout;
@@ -42,23 +42,11 @@ std::map<int, std::string> LayoutsByStep(const std::vector<store::DecisionRecord
   return layouts;
 }
 
-std::string RunName(const store::RunInfo& run) {
+std::string RunName(const records::RunInfo& run) {
   return StrFormat("run %lld", static_cast<long long>(run.id));
 }
 
 }  // namespace
-
-std::string_view TermName(Term term) {
-  switch (term) {
-    case Term::kRollout:
-      return "rollout";
-    case Term::kTrain:
-      return "train";
-    case Term::kSync:
-      return "sync";
-  }
-  return "?";
-}
 
 Term TermOf(const Measurement& m) {
   if (std::holds_alternative<DecodeTurn>(m.what)) return Term::kRollout;
@@ -155,10 +143,10 @@ void AddTrainAndSync(const RunRecords& records, const std::map<int, RecordedLayo
                      model::SyncPath sync_path, const std::string& name, MeasurementSet* set) {
   // Tokens per trajectory as the trainer saw them: prompt, generated and tool outputs.
   std::map<int64_t, int64_t> tool_tokens;
-  for (const store::TurnRecord& turn : records.turns) {
+  for (const records::TurnRecord& turn : records.turns) {
     tool_tokens[turn.trajectory] += turn.tool_output_tokens;
   }
-  for (const store::StepRecord& s : records.steps) {
+  for (const records::StepRecord& s : records.steps) {
     auto layout = layouts.find(s.step);
     if (layout == layouts.end()) continue;
     const RecordedLayout& l = layout->second;
@@ -170,7 +158,7 @@ void AddTrainAndSync(const RunRecords& records, const std::map<int, RecordedLayo
       train.layout = l.train;
       train.colocated = l.colocated;
       train.rollout_tp = max_tp;
-      for (const store::TrajectoryRecord& t : records.trajectories) {
+      for (const records::TrajectoryRecord& t : records.trajectories) {
         if (t.step != s.step) continue;
         train.sequence_tokens.push_back(t.prompt_tokens + t.generated_tokens + tool_tokens[t.id]);
       }
@@ -197,23 +185,23 @@ void AddTrainAndSync(const RunRecords& records, const std::map<int, RecordedLayo
 std::map<int64_t, std::vector<TurnSpan>> TurnSpans(const RunRecords& records, bool colocated,
                                                    size_t* unknown) {
   std::vector<std::pair<double, double>> pauses;
-  for (const store::StepRecord& s : records.steps) {
+  for (const records::StepRecord& s : records.steps) {
     const double sync_start = s.end_s - s.sync_s;
     if (s.sync_s > 0) pauses.emplace_back(sync_start, s.end_s);
     if (colocated && s.train_s > 0) pauses.emplace_back(sync_start - s.train_s, sync_start);
   }
-  std::map<int64_t, const store::TrajectoryRecord*> trajectories;
-  for (const store::TrajectoryRecord& t : records.trajectories) trajectories[t.id] = &t;
+  std::map<int64_t, const records::TrajectoryRecord*> trajectories;
+  for (const records::TrajectoryRecord& t : records.trajectories) trajectories[t.id] = &t;
   std::map<int64_t, std::vector<TurnSpan>> by_instance;
   int64_t context = 0;
-  const store::TurnRecord* previous = nullptr;
-  std::vector<const store::TurnRecord*> ordered;
-  for (const store::TurnRecord& turn : records.turns) ordered.push_back(&turn);
+  const records::TurnRecord* previous = nullptr;
+  std::vector<const records::TurnRecord*> ordered;
+  for (const records::TurnRecord& turn : records.turns) ordered.push_back(&turn);
   std::stable_sort(ordered.begin(), ordered.end(), [](const auto* a, const auto* b) {
     return std::tie(a->trajectory, a->turn) < std::tie(b->trajectory, b->turn);
   });
-  for (const store::TurnRecord* turn_record : ordered) {
-    const store::TurnRecord& turn = *turn_record;
+  for (const records::TurnRecord* turn_record : ordered) {
+    const records::TurnRecord& turn = *turn_record;
     auto trajectory = trajectories.find(turn.trajectory);
     if (trajectory == trajectories.end()) {
       ++*unknown;
@@ -343,7 +331,7 @@ void AddRollout(const RunRecords& records, const std::map<int, RecordedLayout>& 
 
 Result<MeasurementSet> MeasurementsFromRun(const RunRecords& records,
                                            const ExtractOptions& options) {
-  const store::RunInfo& run = records.run;
+  const records::RunInfo& run = records.run;
   const std::string name = RunName(run);
   LIBRA_ASSIGN_OR_RETURN(recipe::ParsedRecipe parsed,
                          recipe::ParseRecipe(run.recipe_toml, name + " recipe"));
@@ -362,9 +350,7 @@ Result<MeasurementSet> MeasurementsFromRun(const RunRecords& records,
   set.arch = model_context->arch;
   set.gpus_per_node = model_context->gpus_per_node;
   const std::map<int, RecordedLayout> layouts = RecordedLayouts(records, name, &set.notes);
-  AddTrainAndSync(records, layouts,
-                  r.sim.sync_path, name,
-                  &set);
+  AddTrainAndSync(records, layouts, r.sim.sync_path, name, &set);
   AddRollout(records, layouts, options, name, &set);
   return set;
 }

@@ -12,15 +12,17 @@
 // the switches of a colocated layout into its train steps, which the train term accounts for).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/status.h"
 #include "model/cost_model.h"
-#include "store/records.h"
+#include "records/records.h"
 
 namespace libra::calibrate {
 
@@ -28,7 +30,9 @@ namespace libra::calibrate {
 enum class Term { kRollout, kTrain, kSync };
 
 /// "rollout", "train", "sync".
-std::string_view TermName(Term term);
+constexpr std::array<EnumName<Term>, 3> EnumTable(Term) {
+  return {{{Term::kRollout, "rollout"}, {Term::kTrain, "train"}, {Term::kSync, "sync"}}};
+}
 
 /// A prefill of `new_tokens` after `prior_tokens` already in the KV cache.
 struct PrefillChunk {
@@ -100,11 +104,11 @@ struct MeasurementSet {
 
 /// Everything the store holds about one run that calibration reads.
 struct RunRecords {
-  store::RunInfo run;
-  std::vector<store::StepRecord> steps;
-  std::vector<store::TrajectoryRecord> trajectories;
-  std::vector<store::TurnRecord> turns;
-  std::vector<store::DecisionRecord> decisions;
+  records::RunInfo run;
+  std::vector<records::StepRecord> steps;
+  std::vector<records::TrajectoryRecord> trajectories;
+  std::vector<records::TurnRecord> turns;
+  std::vector<records::DecisionRecord> decisions;
 };
 
 struct ExtractOptions {

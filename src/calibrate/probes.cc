@@ -20,7 +20,7 @@ double Median(std::vector<double> values) {
 }
 
 /// A field of a probe's JSON detail, or empty.
-std::string DetailText(const store::ProbeRecord& probe, const std::string& key) {
+std::string DetailText(const records::ProbeRecord& probe, const std::string& key) {
   const Result<JsonValue> detail = ParseJson(probe.detail);
   if (!detail.ok()) return "";
   const JsonValue* value = detail->Find(key);
@@ -36,7 +36,7 @@ std::string Size(double bytes) {
 }
 
 /// The largest message size of a collective probe, from its detail.
-std::string LargestSize(const store::ProbeRecord& probe) {
+std::string LargestSize(const records::ProbeRecord& probe) {
   const Result<JsonValue> detail = ParseJson(probe.detail);
   if (!detail.ok()) return "";
   const JsonValue* sizes = detail->Find("sizes");
@@ -47,14 +47,15 @@ std::string LargestSize(const store::ProbeRecord& probe) {
 
 }  // namespace
 
-std::vector<store::ProbeRecord> NewestProbeSession(const std::vector<store::ProbeRecord>& probes) {
+std::vector<records::ProbeRecord> NewestProbeSession(
+    const std::vector<records::ProbeRecord>& probes) {
   if (probes.empty()) return {};
-  const store::ProbeRecord* newest = &probes.front();
-  for (const store::ProbeRecord& p : probes) {
+  const records::ProbeRecord* newest = &probes.front();
+  for (const records::ProbeRecord& p : probes) {
     if (p.id > newest->id) newest = &p;
   }
-  std::vector<store::ProbeRecord> session;
-  for (const store::ProbeRecord& p : probes) {
+  std::vector<records::ProbeRecord> session;
+  for (const records::ProbeRecord& p : probes) {
     if (p.host == newest->host && p.recorded_at == newest->recorded_at) session.push_back(p);
   }
   return session;
@@ -77,12 +78,12 @@ namespace {
 /// A probe session's records by kind.
 class ProbesByKind {
  public:
-  explicit ProbesByKind(const std::vector<store::ProbeRecord>& probes) {
-    for (const store::ProbeRecord& p : probes) by_kind_[p.kind].push_back(&p);
+  explicit ProbesByKind(const std::vector<records::ProbeRecord>& probes) {
+    for (const records::ProbeRecord& p : probes) by_kind_[p.kind].push_back(&p);
   }
   /// The records of `kind` (empty when none).
-  const std::vector<const store::ProbeRecord*>& Of(std::string_view kind) const {
-    static const std::vector<const store::ProbeRecord*> kNone;
+  const std::vector<const records::ProbeRecord*>& Of(std::string_view kind) const {
+    static const std::vector<const records::ProbeRecord*> kNone;
     auto it = by_kind_.find(std::string(kind));
     return it == by_kind_.end() ? kNone : it->second;
   }
@@ -91,17 +92,17 @@ class ProbesByKind {
     const auto& records = Of(kind);
     if (records.empty()) return std::nullopt;
     std::vector<double> values;
-    for (const store::ProbeRecord* p : records) values.push_back(p->value);
+    for (const records::ProbeRecord* p : records) values.push_back(p->value);
     return calibrate::Median(values);
   }
   /// The last record of a probe of the whole node (or nodes).
-  const store::ProbeRecord* NodeWide(std::string_view kind) const {
+  const records::ProbeRecord* NodeWide(std::string_view kind) const {
     const auto& records = Of(kind);
     return records.empty() ? nullptr : records.back();
   }
 
  private:
-  std::map<std::string, std::vector<const store::ProbeRecord*>> by_kind_;
+  std::map<std::string, std::vector<const records::ProbeRecord*>> by_kind_;
 };
 
 /// Sets a GPU number to what a probe measured (value_si, in SI units) and records the override
@@ -117,7 +118,7 @@ void CalibrateMemory(const ProbesByKind& probes, const std::string& of_gpus, Pro
   const auto& inventory = probes.Of(gpu::kInventory);
   if (!inventory.empty()) {
     double smallest = inventory.front()->value;
-    for (const store::ProbeRecord* p : inventory) smallest = std::min(smallest, p->value);
+    for (const records::ProbeRecord* p : inventory) smallest = std::min(smallest, p->value);
     Override(c, "hbm_gb", &c.gpu.hbm_bytes, smallest, kGB,
              "GPU memory the CUDA runtime reports" + std::string(c.gpus > 1 ? " (smallest" : "") +
                  (c.gpus > 1 ? of_gpus + ")" : ""));
@@ -165,7 +166,7 @@ void CalibrateComputeAndHost(const ProbesByKind& probes, const std::string& of_g
 
 /// NCCL within the node and across nodes.
 void CalibrateCollectives(const ProbesByKind& probes, ProbeCalibration& c) {
-  if (const store::ProbeRecord* p = probes.NodeWide(gpu::kAllReduce)) {
+  if (const records::ProbeRecord* p = probes.NodeWide(gpu::kAllReduce)) {
     Override(
         c, "allreduce_gbps", &c.gpu.allreduce_bandwidth, p->value, kGB,
         "NCCL all-reduce bus bandwidth, " + DetailText(*p, "gpus") + " GPUs" + LargestSize(*p));
@@ -174,15 +175,15 @@ void CalibrateCollectives(const ProbesByKind& probes, ProbeCalibration& c) {
         "no NCCL probes (one GPU, or libra built without NCCL): allreduce_gbps, "
         "allreduce_latency_us and nvlink_gbps keep their values");
   }
-  if (const store::ProbeRecord* p = probes.NodeWide(gpu::kAllReduceLatency)) {
+  if (const records::ProbeRecord* p = probes.NodeWide(gpu::kAllReduceLatency)) {
     Override(c, "allreduce_latency_us", &c.gpu.allreduce_latency_s, p->value, 1e-6,
              "NCCL all-reduce of 8 bytes, " + DetailText(*p, "gpus") + " GPUs");
   }
-  if (const store::ProbeRecord* p = probes.NodeWide(gpu::kBroadcast)) {
+  if (const records::ProbeRecord* p = probes.NodeWide(gpu::kBroadcast)) {
     Override(c, "nvlink_gbps", &c.gpu.nvlink_bandwidth, p->value, kGB,
              "NCCL broadcast bus bandwidth, " + DetailText(*p, "gpus") + " GPUs" + LargestSize(*p));
   }
-  if (const store::ProbeRecord* p = probes.NodeWide(gpu::kAllReduceNodes)) {
+  if (const records::ProbeRecord* p = probes.NodeWide(gpu::kAllReduceNodes)) {
     // A ring across nodes runs one channel per NIC, so its bus bandwidth is about what one node
     // moves over the network.
     Override(c, "inter_node_gbps", &c.gpu.inter_node_bandwidth, p->value, kGB,
@@ -193,10 +194,10 @@ void CalibrateCollectives(const ProbesByKind& probes, ProbeCalibration& c) {
 
 }  // namespace
 
-Result<ProbeCalibration> CalibrateFromProbes(const std::vector<store::ProbeRecord>& probes,
+Result<ProbeCalibration> CalibrateFromProbes(const std::vector<records::ProbeRecord>& probes,
                                              const model::GpuSpec& gpu) {
   if (probes.empty()) return Status::InvalidArgument("no probes to calibrate from");
-  for (const store::ProbeRecord& p : probes) {
+  for (const records::ProbeRecord& p : probes) {
     if (!(p.value > 0) || !std::isfinite(p.value)) {
       return Status::InvalidArgument(StrFormat("probe %lld (%s) has value %g: not positive",
                                                static_cast<long long>(p.id), p.kind.c_str(),

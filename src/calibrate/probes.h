@@ -21,7 +21,7 @@
 
 #include "common/status.h"
 #include "model/catalog.h"
-#include "store/records.h"
+#include "records/records.h"
 
 namespace libra::calibrate {
 
@@ -53,12 +53,13 @@ struct ProbeCalibration {
 };
 
 /// The newest session among `probes`: the rows with the host and recorded_at of the highest id.
-std::vector<store::ProbeRecord> NewestProbeSession(const std::vector<store::ProbeRecord>& probes);
+std::vector<records::ProbeRecord> NewestProbeSession(
+    const std::vector<records::ProbeRecord>& probes);
 
 /// What the session `probes` says about `gpu` (the recipe's GPU). kInvalidArgument when the
 /// session has no probes, a value is not positive, or the probed device is another catalog GPU
 /// than `gpu` (a GPU the recipe describes itself only gets a note).
-Result<ProbeCalibration> CalibrateFromProbes(const std::vector<store::ProbeRecord>& probes,
+Result<ProbeCalibration> CalibrateFromProbes(const std::vector<records::ProbeRecord>& probes,
                                              const model::GpuSpec& gpu);
 
 /// The catalog GPU a CUDA device name is, by the model number in both ("NVIDIA H100 80GB HBM3"

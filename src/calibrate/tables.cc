@@ -31,9 +31,9 @@ report::Table TermTable(const FitResult& fit) {
                        {"after_s", "predicted after s", true},
                        {"error_after", "error after", true}});
   for (const TermResult& t : fit.terms) {
-    table.AddRow({report::Cell::Text(std::string(TermName(t.term))),
-                  report::Cell::Integer(t.measurements), Value(t.measured_s), Value(t.before_s),
-                  Percent(t.error_before), Value(t.after_s), Percent(t.error_after)});
+    table.AddRow({report::Cell::Text(NameOf(t.term)), report::Cell::Integer(t.measurements),
+                  Value(t.measured_s), Value(t.before_s), Percent(t.error_before), Value(t.after_s),
+                  Percent(t.error_after)});
   }
   return table;
 }
@@ -49,8 +49,8 @@ report::Table FactorTable(const FitResult& fit) {
     const char* how = f.outcome == FactorOutcome::kFitted  ? "fitted"
                       : f.outcome == FactorOutcome::kPrior ? "from probes"
                                                            : "not fitted";
-    table.AddRow({report::Cell::Text(f.key), report::Cell::Text(std::string(TermName(f.term))),
-                  Value(f.before), Value(f.after),
+    table.AddRow({report::Cell::Text(f.key), report::Cell::Text(NameOf(f.term)), Value(f.before),
+                  Value(f.after),
                   f.outcome == FactorOutcome::kFitted ? Value(f.spread) : report::Cell::Missing(),
                   report::Cell::Text(how)});
   }

@@ -18,7 +18,7 @@
 namespace libra::cli {
 namespace {
 
-Result<calibrate::RunRecords> LoadRun(store::Store& store, const store::RunInfo& run) {
+Result<calibrate::RunRecords> LoadRun(store::Store& store, const records::RunInfo& run) {
   calibrate::RunRecords records;
   records.run = run;
   LIBRA_ASSIGN_OR_RETURN(records.steps, store.Steps(run.id));
@@ -42,20 +42,20 @@ Result<std::vector<calibrate::MeasurementSet>> LoadMeasurements(store::Store& st
                                                                 const CalibrateOptions& options,
                                                                 const std::string& gpu,
                                                                 std::vector<std::string>* notes) {
-  std::vector<store::RunInfo> runs;
+  std::vector<records::RunInfo> runs;
   if (options.runs.empty()) {
-    LIBRA_ASSIGN_OR_RETURN(std::vector<store::RunInfo> all, store.ListRuns());
-    for (store::RunInfo& run : all) {
-      if (run.status == store::kRunOk) runs.push_back(std::move(run));
+    LIBRA_ASSIGN_OR_RETURN(std::vector<records::RunInfo> all, store.ListRuns());
+    for (records::RunInfo& run : all) {
+      if (run.status == records::kRunOk) runs.push_back(std::move(run));
     }
   } else {
     for (int64_t id : options.runs) {
-      LIBRA_ASSIGN_OR_RETURN(store::RunInfo run, store.GetRun(id));
+      LIBRA_ASSIGN_OR_RETURN(records::RunInfo run, store.GetRun(id));
       runs.push_back(std::move(run));
     }
   }
   std::vector<calibrate::MeasurementSet> sets;
-  for (const store::RunInfo& run : runs) {
+  for (const records::RunInfo& run : runs) {
     LIBRA_ASSIGN_OR_RETURN(calibrate::RunRecords records, LoadRun(store, run));
     auto set = calibrate::MeasurementsFromRun(records);
     if (!set.ok()) {
@@ -76,8 +76,8 @@ Result<std::vector<calibrate::MeasurementSet>> LoadMeasurements(store::Store& st
 /// --probes: the newest probe session of the database, calibrated against `gpu`.
 Result<calibrate::ProbeCalibration> ProbesOf(store::Store& store, const CalibrateOptions& options,
                                              const model::GpuSpec& gpu) {
-  LIBRA_ASSIGN_OR_RETURN(const std::vector<store::ProbeRecord> all, store.Probes());
-  const std::vector<store::ProbeRecord> session = calibrate::NewestProbeSession(all);
+  LIBRA_ASSIGN_OR_RETURN(const std::vector<records::ProbeRecord> all, store.Probes());
+  const std::vector<records::ProbeRecord> session = calibrate::NewestProbeSession(all);
   if (session.empty()) {
     const std::string db = DbFlag(options.common.db);
     return Status::NotFound("--probes: " + options.common.db + " holds no probes; `libra probe" +

@@ -16,7 +16,7 @@ namespace {
 
 /// A run's metrics with what the files need of the run.
 struct Exported {
-  store::RunInfo run;
+  records::RunInfo run;
   std::vector<report::StepMetrics> steps;
 };
 
@@ -54,7 +54,7 @@ std::string Jsonl(const std::vector<Exported>& runs) {
 }
 
 /// The folder of a run in a TensorBoard log dir: TensorBoard names the run after it.
-std::string RunFolder(const store::RunInfo& run) {
+std::string RunFolder(const records::RunInfo& run) {
   std::string name;
   for (char c : run.system)
     name +=

@@ -38,10 +38,10 @@ Result<gpu::ProbeReport> Import(const std::string& path) {
   return report;
 }
 
-std::vector<store::ProbeRecord> ToRecords(const gpu::ProbeReport& report) {
-  std::vector<store::ProbeRecord> records;
+std::vector<records::ProbeRecord> ToRecords(const gpu::ProbeReport& report) {
+  std::vector<records::ProbeRecord> records;
   for (const gpu::ProbeResult& p : report.results) {
-    store::ProbeRecord r;
+    records::ProbeRecord r;
     r.host = report.host;
     r.gpu = p.gpu;
     r.kind = p.kind;
@@ -142,7 +142,7 @@ gpu::ProbeOptions MeasureOptions(const ProbeOptions& options) {
 int Conclude(const ProbeOptions& options, const std::optional<recipe::Recipe>& recipe,
              const std::vector<gpu::ProbeReport>& reports, const Io& io) {
   const bool json_to_stdout = options.json == "-";
-  std::vector<store::ProbeRecord> records;
+  std::vector<records::ProbeRecord> records;
   for (const gpu::ProbeReport& report : reports) {
     records = ToRecords(report);
     if (!options.quiet && !json_to_stdout) {

@@ -52,12 +52,12 @@ report::Convergence ConvergenceOf(const ReportOptions& options,
 /// Writes one run's trajectories, with their turns, as a trace.
 Status ExportTrajectories(store::Store& store, int64_t run_id, const std::string& path,
                           const Io& io) {
-  LIBRA_ASSIGN_OR_RETURN(std::vector<store::TrajectoryRecord> trajectories,
+  LIBRA_ASSIGN_OR_RETURN(std::vector<records::TrajectoryRecord> trajectories,
                          store.Trajectories(run_id));
-  LIBRA_ASSIGN_OR_RETURN(std::vector<store::TurnRecord> turns, store.Turns(run_id));
+  LIBRA_ASSIGN_OR_RETURN(std::vector<records::TurnRecord> turns, store.Turns(run_id));
   std::vector<workload::TraceRecord> records;
   size_t next_turn = 0;
-  for (const store::TrajectoryRecord& t : trajectories) {
+  for (const records::TrajectoryRecord& t : trajectories) {
     workload::TraceRecord r;
     r.prompt = t.prompt;
     r.sample = t.sample;
@@ -66,7 +66,7 @@ Status ExportTrajectories(store::Store& store, int64_t run_id, const std::string
     r.version = t.version;
     // Turns come ordered by trajectory id, as the trajectories do.
     for (; next_turn < turns.size() && turns[next_turn].trajectory == t.id; ++next_turn) {
-      const store::TurnRecord& turn = turns[next_turn];
+      const records::TurnRecord& turn = turns[next_turn];
       workload::TurnScript script;
       script.generated_tokens = turn.generated_tokens;
       script.tool = turn.tool;
@@ -146,7 +146,7 @@ Status WriteTimeline(store::Store& store, const report::RunView& view, const std
 /// when empty).
 Status AddRunTables(store::Store& store, const report::RunView& view, const std::string& prefix,
                     const std::string& heading, report::Document* doc) {
-  LIBRA_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> decisions,
+  LIBRA_ASSIGN_OR_RETURN(std::vector<records::DecisionRecord> decisions,
                          store.Decisions(view.run.id));
   LIBRA_ASSIGN_OR_RETURN(auto metrics, store.RouterMetrics(view.run.id));
   const std::string of = heading.empty() ? "" : " of " + heading;

@@ -100,7 +100,7 @@ Result<std::vector<World>> MakeWorlds(const recipe::Recipe& recipe,
 }
 
 /// The runs of a comparison so far, by (system, seed, scenario).
-using EarlierRuns = std::map<std::tuple<std::string, uint64_t, std::string>, store::RunInfo>;
+using EarlierRuns = std::map<std::tuple<std::string, uint64_t, std::string>, records::RunInfo>;
 
 /// The comparison the runs join: the one being continued (its runs so far in `earlier`), a new
 /// one when `plan.compare`, else none.
@@ -108,16 +108,16 @@ Result<std::optional<int64_t>> OpenComparison(store::Store& store, const recipe:
                                               const std::vector<Entrant>& entrants,
                                               const Plan& plan, EarlierRuns* earlier) {
   if (plan.resume_comparison) {
-    LIBRA_ASSIGN_OR_RETURN(store::ComparisonInfo comparison,
+    LIBRA_ASSIGN_OR_RETURN(records::ComparisonInfo comparison,
                            store.GetComparison(*plan.resume_comparison));
     for (const int64_t id : comparison.run_ids) {
-      LIBRA_ASSIGN_OR_RETURN(store::RunInfo run, store.GetRun(id));
+      LIBRA_ASSIGN_OR_RETURN(records::RunInfo run, store.GetRun(id));
       (*earlier)[{run.system, run.seed, run.scenario}] = run;
     }
     return plan.resume_comparison;
   }
   if (!plan.compare) return std::optional<int64_t>();
-  store::ComparisonInfo comparison;
+  records::ComparisonInfo comparison;
   comparison.name = recipe.name;
   comparison.created_at = experiment::NowIso8601();
   for (const Entrant& e : entrants) comparison.systems.push_back(e.system.name);
@@ -132,7 +132,7 @@ Result<std::optional<int64_t>> OpenComparison(store::Store& store, const recipe:
 }
 
 /// The line after each run: its headline, or a JSON object with --log-format json.
-void LogRun(std::ostream& log, bool json_log, const store::RunInfo& run, bool recorded_before) {
+void LogRun(std::ostream& log, bool json_log, const records::RunInfo& run, bool recorded_before) {
   if (json_log) {
     log << ToJson(JsonValue::MakeObject({{"event", "run"},
                                          {"run", run.id},
@@ -260,7 +260,7 @@ int RunSystems(const RecipeOptions& options, const Io& io, store::Store& store,
       std::optional<int64_t> resume = plan.resume_run;
       if (auto it = earlier.find({entrant.system.name, w.world.seed, w.scenario});
           it != earlier.end()) {
-        if (it->second.status == store::kRunOk) {
+        if (it->second.status == records::kRunOk) {
           auto view = ReadRunView(store, it->second.id);
           if (!view.ok()) return Fail(io, view.status());
           if (!options.quiet) LogRun(log, json_log, view->run, /*recorded_before=*/true);
@@ -439,7 +439,7 @@ report::Table TrialTable() {
 }
 
 /// Adds the configurations `system`'s tuning ran to `table` (TrialTable).
-void AddTrialRows(const std::string& system, const store::TuningRecord& tuning,
+void AddTrialRows(const std::string& system, const records::TuningRecord& tuning,
                   report::Table* table) {
   struct Row {
     std::string configuration;
@@ -447,7 +447,7 @@ void AddTrialRows(const std::string& system, const store::TuningRecord& tuning,
     int failed = 0;
   };
   std::vector<Row> rows;
-  for (const store::TuningTrialRecord& t : tuning.trials) {
+  for (const records::TuningTrialRecord& t : tuning.trials) {
     if (t.status == "infeasible") continue;
     auto it = std::find_if(rows.begin(), rows.end(),
                            [&](const Row& r) { return r.configuration == t.configuration; });
@@ -654,9 +654,9 @@ int RunTune(const TuneOptions& options, const Io& io) {
   for (const recipe::SystemSpec* system : systems) {
     auto tuning = TuneOrReuse(options.common, io, **store, *recipe, *system, /*reuse=*/false);
     if (!tuning.ok()) return Fail(io, tuning.status());
-    const store::TuningRecord& t = tuning->record;
+    const records::TuningRecord& t = tuning->record;
     int infeasible = 0;
-    for (const store::TuningTrialRecord& trial : t.trials) {
+    for (const records::TuningTrialRecord& trial : t.trials) {
       infeasible += trial.status == "infeasible";
     }
     report::Table trials = TrialTable();

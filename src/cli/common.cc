@@ -163,7 +163,7 @@ void StepLog::Update(const experiment::Progress& p) {
     return;
   }
   if (p.step == nullptr) return;
-  const store::StepRecord& s = *p.step;
+  const records::StepRecord& s = *p.step;
   if (json_) {
     JsonValue line = JsonValue::MakeObject({
         {"event", "step"},
@@ -278,7 +278,7 @@ Status MakeFolder(const std::string& dir, const std::string& flag) {
 
 namespace {
 
-std::string ComparisonTitle(const store::ComparisonInfo& c) {
+std::string ComparisonTitle(const records::ComparisonInfo& c) {
   std::string title = StrFormat("comparison %lld: %s, %zu runs", static_cast<long long>(c.id),
                                 c.name.c_str(), c.run_ids.size());
   if (c.seeds > 1) title += StrFormat(" (%d seeds)", c.seeds);
@@ -289,20 +289,20 @@ std::string ComparisonTitle(const store::ComparisonInfo& c) {
 
 Result<Selection> Select(store::Store& store, const std::vector<std::string>& args,
                          const std::string& db) {
-  LIBRA_ASSIGN_OR_RETURN(std::vector<store::RunInfo> runs, store.ListRuns());
+  LIBRA_ASSIGN_OR_RETURN(std::vector<records::RunInfo> runs, store.ListRuns());
   if (runs.empty()) {
     return Status::NotFound(db + " holds no run yet; `libra run RECIPE" + DbFlag(db) +
                             "` records one");
   }
   if (args.empty()) {
-    const store::RunInfo& latest = runs.back();
+    const records::RunInfo& latest = runs.back();
     if (!latest.comparison_id) return Selection{{latest.id}, "", std::nullopt};
-    LIBRA_ASSIGN_OR_RETURN(store::ComparisonInfo comparison,
+    LIBRA_ASSIGN_OR_RETURN(records::ComparisonInfo comparison,
                            store.GetComparison(*latest.comparison_id));
     return Selection{comparison.run_ids, ComparisonTitle(comparison), comparison};
   }
   Selection selection;
-  LIBRA_ASSIGN_OR_RETURN(std::vector<store::ComparisonInfo> comparisons, store.ListComparisons());
+  LIBRA_ASSIGN_OR_RETURN(std::vector<records::ComparisonInfo> comparisons, store.ListComparisons());
   for (const std::string& arg : args) {
     if (!arg.empty() &&
         std::all_of(arg.begin(), arg.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -314,7 +314,7 @@ Result<Selection> Select(store::Store& store, const std::vector<std::string>& ar
       continue;
     }
     auto comparison = std::find_if(comparisons.rbegin(), comparisons.rend(),
-                                   [&](const store::ComparisonInfo& c) { return c.name == arg; });
+                                   [&](const records::ComparisonInfo& c) { return c.name == arg; });
     if (comparison != comparisons.rend()) {
       selection.ids.insert(selection.ids.end(), comparison->run_ids.begin(),
                            comparison->run_ids.end());
@@ -325,14 +325,14 @@ Result<Selection> Select(store::Store& store, const std::vector<std::string>& ar
       continue;
     }
     auto run = std::find_if(runs.rbegin(), runs.rend(),
-                            [&](const store::RunInfo& r) { return r.system == arg; });
+                            [&](const records::RunInfo& r) { return r.system == arg; });
     if (run != runs.rend()) {
       selection.ids.push_back(run->id);
       continue;
     }
     std::set<std::string> names;
-    for (const store::ComparisonInfo& c : comparisons) names.insert(c.name);
-    for (const store::RunInfo& r : runs) names.insert(r.system);
+    for (const records::ComparisonInfo& c : comparisons) names.insert(c.name);
+    for (const records::RunInfo& r : runs) names.insert(r.system);
     std::string what =
         "'" + arg + "' is neither a run id, a comparison nor a system in " + db +
         " (names: " + StrJoin(std::vector<std::string>(names.begin(), names.end()), ", ") + ")";
@@ -348,7 +348,7 @@ Result<report::RunView> ReadRunView(store::Store& store, int64_t run_id) {
   report::RunView view;
   LIBRA_ASSIGN_OR_RETURN(view.run, store.GetRun(run_id));
   LIBRA_ASSIGN_OR_RETURN(view.steps, store.Steps(run_id));
-  LIBRA_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> decisions, store.Decisions(run_id));
+  LIBRA_ASSIGN_OR_RETURN(std::vector<records::DecisionRecord> decisions, store.Decisions(run_id));
   if (!decisions.empty()) view.start_layout = decisions.front().layout;
   return view;
 }

@@ -113,7 +113,7 @@ Status CheckFolderOf(const std::string& path, const std::string& flag);
 struct Selection {
   std::vector<int64_t> ids;
   std::string title;
-  std::optional<store::ComparisonInfo> comparison;
+  std::optional<records::ComparisonInfo> comparison;
 };
 
 /// Resolves runs named on the command line: ids, comparison names (the latest of that name),

@@ -201,12 +201,7 @@ void DecodeLauncher(const recipe::Recipe& r, Decoder& d, LauncherOptions* out) {
 void DecodeEngine(const recipe::Recipe& r, Decoder& d, EngineOptions* out) {
   const OptionTable& table = r.cluster_backend.engine;
   OptionReader reader(table);
-  Result<EngineDialect> dialect = ParseEngineDialect(reader.String("dialect", "sglang"));
-  if (dialect.ok()) {
-    out->dialect = *dialect;
-  } else {
-    reader.Error("dialect", dialect.status().message());
-  }
+  out->dialect = reader.Enum("dialect", EngineDialect::kSglang);
   out->command = d.Template(reader, "command", kEngine, true);
   out->env = d.StringMap(reader, table, "env");
   out->base_port = static_cast<int>(reader.Int("base_port", 18000, 1024, 65000));

@@ -135,38 +135,8 @@ Result<std::vector<TokenId>> TokenIdsOfLogprobs(const ReplyReader& reader, const
 
 }  // namespace
 
-std::string_view EngineDialectName(EngineDialect dialect) {
-  switch (dialect) {
-    case EngineDialect::kVllm:
-      return "vllm";
-    case EngineDialect::kSglang:
-      return "sglang";
-  }
-  return "?";
-}
-
-Result<EngineDialect> ParseEngineDialect(std::string_view name) {
-  if (name == "vllm") return EngineDialect::kVllm;
-  if (name == "sglang") return EngineDialect::kSglang;
-  return Status::InvalidArgument("unknown engine dialect \"" + std::string(name) +
-                                 "\" (known: vllm, sglang)");
-}
-
-std::string_view FinishReasonName(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kAbort:
-      return "abort";
-  }
-  return "?";
-}
-
 std::string GenerateResult::ToString() const {
-  std::string text = StrFormat("%zu tokens, %s", token_ids.size(),
-                               std::string(FinishReasonName(finish_reason)).c_str());
+  std::string text = StrFormat("%zu tokens, %s", token_ids.size(), NameOf(finish_reason).c_str());
   if (matched_stop) text += StrFormat(" (matched %d)", *matched_stop);
   return text + StrFormat(", prompt %lld", static_cast<long long>(prompt_tokens));
 }
@@ -177,7 +147,7 @@ EngineClient::EngineClient(EngineDialect dialect, std::string base_url, EngineCl
 }
 
 std::string EngineClient::Where(const HttpRequest& request) const {
-  return std::string(EngineDialectName(dialect_)) + " engine " + request.method + " " + request.url;
+  return NameOf(dialect_) + " engine " + request.method + " " + request.url;
 }
 
 HttpRequest EngineClient::Post(std::string_view path, const JsonValue& body) const {

@@ -10,6 +10,7 @@
 // error status) is kBackend naming the engine, the request and what was wrong; never a crash.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "cluster/http.h"
 #include "cluster/protocol.h"
+#include "common/enum_names.h"
 #include "common/status.h"
 
 namespace libra::cluster {
@@ -30,10 +32,9 @@ enum class EngineDialect {
   kSglang,
 };
 
-/// "vllm" or "sglang".
-std::string_view EngineDialectName(EngineDialect dialect);
-/// The dialect named "vllm" or "sglang"; kInvalidArgument listing both otherwise.
-Result<EngineDialect> ParseEngineDialect(std::string_view name);
+constexpr std::array<EnumName<EngineDialect>, 2> EnumTable(EngineDialect) {
+  return {{{EngineDialect::kVllm, "vllm"}, {EngineDialect::kSglang, "sglang"}}};
+}
 
 /// Why generation stopped.
 enum class FinishReason {
@@ -44,8 +45,11 @@ enum class FinishReason {
   /// The request was aborted; the tokens generated until then are returned.
   kAbort,
 };
-/// "stop", "length", "abort".
-std::string_view FinishReasonName(FinishReason reason);
+constexpr std::array<EnumName<FinishReason>, 3> EnumTable(FinishReason) {
+  return {{{FinishReason::kStop, "stop"},
+           {FinishReason::kLength, "length"},
+           {FinishReason::kAbort, "abort"}}};
+}
 
 /// One generation request: continue `prompt` by up to max_tokens tokens.
 struct GenerateRequest {

@@ -130,8 +130,7 @@ Status CheckCapabilities(const std::string& engine, const EngineClient& client,
                          const EngineCapabilities& found, const ClusterOptions& options,
                          bool colocated) {
   const std::string who = StrFormat("%s (%s engine at %s)", engine.c_str(),
-                                    std::string(EngineDialectName(client.dialect())).c_str(),
-                                    client.base_url().c_str());
+                                    NameOf(client.dialect()).c_str(), client.base_url().c_str());
   const std::string generate =
       client.dialect() == EngineDialect::kVllm ? "POST /v1/completions" : "POST /generate";
   std::vector<std::string> refused;
@@ -140,7 +139,7 @@ Status CheckCapabilities(const std::string& engine, const EngineClient& client,
         "%s: %s does not return the token ids it generates (%s); libra trains on token ids, so "
         "[engine] dialect = \"%s\" needs an engine that returns them",
         who.c_str(), generate.c_str(), found.token_ids.error.c_str(),
-        std::string(EngineDialectName(client.dialect())).c_str()));
+        NameOf(client.dialect()).c_str()));
   }
   if (found.reload_from_disk.present == false) {
     const std::string route = client.dialect() == EngineDialect::kVllm

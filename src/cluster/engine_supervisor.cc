@@ -56,17 +56,17 @@ void EngineSupervisor::Relaunch(Engine& e) {
   std::map<std::string, std::string> env = options.env;
   env["CUDA_VISIBLE_DEVICES"] = GpuList(e.spec);
   e.log_name = e.restarts > 0 ? StrFormat("%s-r%d", e.name.c_str(), e.restarts) : e.name;
-  Result<ProcessSpec> spec = runtime_.MakeSpec(
-      e.spec.node, e.log_name, options.command,
-      runtime_.Values({{"port", std::to_string(port)},
-                       {"tp", std::to_string(e.spec.tp)},
-                       {"gpus", GpuList(e.spec)},
-                       {"node", std::to_string(e.spec.node)},
-                       {"host", address},
-                       {"weights", runtime_.PolicyPath()},
-                       {"dialect", std::string(EngineDialectName(options.dialect))},
-                       {"instance", e.name}}),
-      env);
+  Result<ProcessSpec> spec =
+      runtime_.MakeSpec(e.spec.node, e.log_name, options.command,
+                        runtime_.Values({{"port", std::to_string(port)},
+                                         {"tp", std::to_string(e.spec.tp)},
+                                         {"gpus", GpuList(e.spec)},
+                                         {"node", std::to_string(e.spec.node)},
+                                         {"host", address},
+                                         {"weights", runtime_.PolicyPath()},
+                                         {"dialect", NameOf(options.dialect)},
+                                         {"instance", e.name}}),
+                        env);
   if (!spec.ok()) {
     ReleasePort(e);
     return Ready(e, spec.status());

@@ -103,7 +103,7 @@ Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
     return Status::Unschedulable("the plan has no training GPU: " + plan.layout.ToString());
   }
   layout_ = plan.layout;
-  store::DecisionRecord decision;
+  records::DecisionRecord decision;
   decision.seq = decision_seq_++;
   decision.planner = std::string(planner_.Name());
   decision.reason = (config_.resume ? "resumed, initial plan: " : "initial plan: ") + plan.reason;
@@ -359,7 +359,7 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
 
 Status Coordinator::OnTrajectoryDone(double now, Trajectory& t, const backend::TurnDone& done) {
   Batch& group = groups_.at(t.prompt);
-  store::TrajectoryRecord record = RecordOf(t, now, done);
+  records::TrajectoryRecord record = RecordOf(t, now, done);
   router_.OnTrajectoryDone(ObservationOf(t, record.truncated));
   group.done.push_back(std::move(record));
   planner::TrajectorySize size{t.prompt_tokens, t.generated_tokens,
@@ -368,7 +368,7 @@ Status Coordinator::OnTrajectoryDone(double now, Trajectory& t, const backend::T
   for (size_t i = 0; i < t.turns_done.size(); ++i) {
     Turn& turn = t.turns_done[i];
     size.tool_s += turn.tool_latency_s;
-    store::TurnRecord row;
+    records::TurnRecord row;
     row.trajectory = t.id.value;
     row.turn = static_cast<int>(i);
     row.instance = turn.instance;
@@ -396,9 +396,9 @@ Status Coordinator::OnTrajectoryDone(double now, Trajectory& t, const backend::T
   return TryTrain(now);
 }
 
-store::TrajectoryRecord Coordinator::RecordOf(const Trajectory& t, double now,
-                                              const backend::TurnDone& done) {
-  store::TrajectoryRecord record;
+records::TrajectoryRecord Coordinator::RecordOf(const Trajectory& t, double now,
+                                                const backend::TurnDone& done) {
+  records::TrajectoryRecord record;
   record.id = t.id.value;
   record.prompt = t.prompt;
   record.sample = t.sample;
@@ -551,7 +551,7 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
     batch.Append(std::move(groups_.at(prompt)));
     groups_.erase(prompt);
   }
-  for (store::TrajectoryRecord& t : batch.done) t.step = step;
+  for (records::TrajectoryRecord& t : batch.done) t.step = step;
   return batch;
 }
 
@@ -621,11 +621,11 @@ Status Coordinator::TryTrain(double now) {
   train_start_ = now;
   router_.OnStep(next_train_step_);
   backend::Train train{next_train_step_, training_->sequence_tokens, {}, {}};
-  for (const store::TrajectoryRecord& t : training_->done) {
+  for (const records::TrajectoryRecord& t : training_->done) {
     train.trajectories.push_back(TrajectoryId(t.id));
   }
   std::vector<double> rewards;
-  for (const store::TrajectoryRecord& t : training_->done) rewards.push_back(t.reward);
+  for (const records::TrajectoryRecord& t : training_->done) rewards.push_back(t.reward);
   train.advantages = GroupAdvantages(rewards, config_.group_size);
   return backend_.Submit(train);
 }
@@ -708,9 +708,9 @@ Status Coordinator::OnEvalDone(double now, const backend::EvalDone& done) {
   return recorder_.RecordEval(done.version, *done.score);
 }
 
-store::StepRecord Coordinator::TakeStepRecord(const Batch& batch, double now, double sync_s) {
+records::StepRecord Coordinator::TakeStepRecord(const Batch& batch, double now, double sync_s) {
   const int step = next_train_step_;
-  store::StepRecord record;
+  records::StepRecord record;
   record.step = step;
   record.start_s = step_start_;
   record.end_s = now;
@@ -720,7 +720,7 @@ store::StepRecord Coordinator::TakeStepRecord(const Batch& batch, double now, do
   record.wait_s = train_start_ - trainer_free_since_;
   record.trajectories = static_cast<int>(batch.done.size());
   double reward = 0;
-  for (const store::TrajectoryRecord& t : batch.done) {
+  for (const records::TrajectoryRecord& t : batch.done) {
     record.turns += t.turns;
     record.tool_calls += t.tool_calls;
     record.prompt_tokens += t.prompt_tokens;
@@ -759,7 +759,7 @@ store::StepRecord Coordinator::TakeStepRecord(const Batch& batch, double now, do
 Status Coordinator::FinishStep(double now, double sync_s) {
   const int step = next_train_step_;
   Batch& batch = *training_;
-  store::StepRecord record = TakeStepRecord(batch, now, sync_s);
+  records::StepRecord record = TakeStepRecord(batch, now, sync_s);
   // Fidelity: no run may train faster than the perfect-balance bound.
   trained_ += record.trajectories;
   if (config_.throughput_bound && now > 0 &&
@@ -771,12 +771,12 @@ Status Coordinator::FinishStep(double now, double sync_s) {
         step, static_cast<double>(trained_) / now, *config_.throughput_bound));
   }
   std::vector<double> tool_latencies_s;
-  for (const store::TurnRecord& turn : batch.turns) {
+  for (const records::TurnRecord& turn : batch.turns) {
     if (!turn.tool.empty()) tool_latencies_s.push_back(turn.tool_latency_s);
   }
   LIBRA_RETURN_IF_ERROR(recorder_.RecordStep(
-      store::StepBatch{record, std::move(batch.done), std::move(batch.turns), std::move(events_),
-                       std::move(decisions_), router_.Metrics().values}));
+      records::StepBatch{record, std::move(batch.done), std::move(batch.turns), std::move(events_),
+                         std::move(decisions_), router_.Metrics().values}));
   events_.clear();
   decisions_.clear();
   std::vector<planner::TrajectorySize> sizes = std::move(batch.sizes);
@@ -808,7 +808,7 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   return TryTrain(now);
 }
 
-Status Coordinator::Replan(double now, const store::StepRecord& step,
+Status Coordinator::Replan(double now, const records::StepRecord& step,
                            std::vector<planner::TrajectorySize> sizes,
                            std::vector<double> tool_latencies_s) {
   planner::StepObservation observation;
@@ -829,7 +829,7 @@ Status Coordinator::Replan(double now, const store::StepRecord& step,
   std::optional<planner::PlanDecision> decision = planner_.OnStep(observation);
   if (!decision) return Status();
   if (decision->next_step_s) predicted_step_s_ = decision->next_step_s;
-  store::DecisionRecord record;
+  records::DecisionRecord record;
   record.seq = decision_seq_++;
   record.at_s = now;
   record.step = next_train_step_;
@@ -875,7 +875,7 @@ Status Coordinator::AdvanceTransition(double now) {
 
 void Coordinator::AddEvent(const char* kind, double start, double end, const std::string& resource,
                            std::optional<int64_t> trajectory, int step, const std::string& detail) {
-  store::EventRecord e;
+  records::EventRecord e;
   e.seq = event_seq_++;
   e.kind = kind;
   e.start_s = start;

@@ -43,9 +43,9 @@
 #include "backend/backend.h"
 #include "planner/elastic_pool.h"
 #include "planner/planner.h"
+#include "records/records.h"
 #include "sched/instance_index.h"
 #include "sched/router.h"
-#include "store/records.h"
 #include "workload/skill.h"
 #include "workload/workload.h"
 
@@ -57,7 +57,7 @@ class Recorder {
   virtual ~Recorder() = default;
   /// One finished step with the trajectories it trained on (and their turns), the events since
   /// the last step and the planner decisions since the last step.
-  virtual Status RecordStep(const store::StepBatch& batch) = 0;
+  virtual Status RecordStep(const records::StepBatch& batch) = 0;
   /// A measured evaluation score of policy `version` (a backend that ScoresEvaluations), which
   /// arrives after its step was recorded: version 0 is the run's initial score. Recorders that
   /// keep no evaluations ignore it.
@@ -72,7 +72,7 @@ struct Progress {
   int64_t trajectories = 0;
   int64_t generated_tokens = 0;
   /// The step that just finished, as recorded; valid during the call.
-  const store::StepRecord* step = nullptr;
+  const records::StepRecord* step = nullptr;
   /// The run being recorded (set by RunSystem).
   int64_t run_id = 0;
 };
@@ -154,7 +154,7 @@ class Coordinator {
 
  private:
   /// One finished turn of a trajectory in flight, as typed values; it becomes a row
-  /// (store::TurnRecord) when its trajectory joins its batch.
+  /// (records::TurnRecord) when its trajectory joins its batch.
   struct Turn {
     int64_t instance = 0;
     double start_s = 0;
@@ -191,8 +191,8 @@ class Coordinator {
   struct Batch {
     int remaining = 0;
     int oldest_version = std::numeric_limits<int>::max();
-    std::vector<store::TrajectoryRecord> done;
-    std::vector<store::TurnRecord> turns;
+    std::vector<records::TrajectoryRecord> done;
+    std::vector<records::TurnRecord> turns;
     std::vector<int64_t> sequence_tokens;
     std::vector<planner::TrajectorySize> sizes;
     std::vector<double> mean_versions;  // per sample, token-weighted
@@ -208,8 +208,8 @@ class Coordinator {
   Status OnTurnDone(double now, const backend::TurnDone& done);
   /// `t`'s last turn is done: it joins its group (and leaves live_).
   Status OnTrajectoryDone(double now, Trajectory& t, const backend::TurnDone& done);
-  static store::TrajectoryRecord RecordOf(const Trajectory& t, double now,
-                                          const backend::TurnDone& done);
+  static records::TrajectoryRecord RecordOf(const Trajectory& t, double now,
+                                            const backend::TurnDone& done);
   static sched::TrajectoryObservation ObservationOf(const Trajectory& t, bool truncated);
   Status OnToolDone(double now, const backend::ToolDone& done);
   Status OnTurnFailed(double now, const backend::TurnFailed& failed);
@@ -240,14 +240,14 @@ class Coordinator {
   Status Reclaim(double now);
   Status TryTrain(double now);
   /// Asks the planner after a step and starts the transition it wants.
-  Status Replan(double now, const store::StepRecord& step,
+  Status Replan(double now, const records::StepRecord& step,
                 std::vector<planner::TrajectorySize> sizes, std::vector<double> tool_latencies_s);
   /// Applies a draining transition once its instances are idle at a step boundary.
   Status AdvanceTransition(double now);
   Status FinishStep(double now, double sync_s);
   /// The record of the step that ends now (its logprob and clip statistics are taken; the
   /// utilisation mark moves on).
-  store::StepRecord TakeStepRecord(const Batch& batch, double now, double sync_s);
+  records::StepRecord TakeStepRecord(const Batch& batch, double now, double sync_s);
   /// A time the backend reported (an event's started_at) on the run's clock: a resumed run's
   /// backend counts from its own start.
   double Shifted(double backend_time) const { return backend_time + time_offset_; }
@@ -294,8 +294,8 @@ class Coordinator {
   double time_offset_ = 0;
   int64_t event_seq_ = 0;
   int64_t decision_seq_ = 0;
-  std::vector<store::EventRecord> events_;
-  std::vector<store::DecisionRecord> decisions_;
+  std::vector<records::EventRecord> events_;
+  std::vector<records::DecisionRecord> decisions_;
   /// Evaluations submitted and not yet done (a backend that ScoresEvaluations).
   int evals_pending_ = 0;
   workload::SkillModel skill_;

@@ -57,15 +57,15 @@ class FreeTrainingCost : public model::CostModel {
 
 class StepRecorder : public Recorder {
  public:
-  Status RecordStep(const store::StepBatch& batch) override {
+  Status RecordStep(const records::StepBatch& batch) override {
     steps.push_back(batch.step);
     return Status();
   }
-  std::vector<store::StepRecord> steps;
+  std::vector<records::StepRecord> steps;
 };
 
 /// Runs the plan on `cost` and returns its step records.
-Result<std::vector<store::StepRecord>> Simulate(
+Result<std::vector<records::StepRecord>> Simulate(
     const recipe::Recipe& recipe, const recipe::SystemSpec& system, const planner::Plan& plan,
     const planner::Planner* lender, const workload::Workload& workload,
     const model::CostModel& cost, const Components& parts) {
@@ -90,7 +90,7 @@ Result<std::vector<store::StepRecord>> Simulate(
 }
 
 /// Mean time between step ends over [first, steps.size()).
-double Period(const std::vector<store::StepRecord>& steps, int first) {
+double Period(const std::vector<records::StepRecord>& steps, int first) {
   const double before = first > 0 ? steps[static_cast<size_t>(first - 1)].end_s : 0.0;
   return (steps.back().end_s - before) / static_cast<double>(steps.size() - first);
 }
@@ -113,7 +113,7 @@ Result<MeasuredPlan> MeasurePlan(const recipe::Recipe& as_written, const recipe:
   }
   LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(recipe.workload, recipe.seed));
   LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
-  LIBRA_ASSIGN_OR_RETURN(const std::vector<store::StepRecord> steps,
+  LIBRA_ASSIGN_OR_RETURN(const std::vector<records::StepRecord> steps,
                          Simulate(recipe, system, plan, lender, *workload, *cost, parts));
   if (steps.empty()) return Status::Internal("the simulated plan recorded no step");
   const int staleness = recipe.StalenessFor(system);
@@ -137,7 +137,7 @@ Result<MeasuredPlan> MeasurePlan(const recipe::Recipe& as_written, const recipe:
   out.phases.sync_s = sync / std::max(1, n - first - 1);
   if (staleness > 0 && rollout_alone) {
     const FreeTrainingCost free(*cost, plan.layout.colocated);
-    LIBRA_ASSIGN_OR_RETURN(const std::vector<store::StepRecord> alone,
+    LIBRA_ASSIGN_OR_RETURN(const std::vector<records::StepRecord> alone,
                            Simulate(recipe, system, plan, lender, *workload, free, parts));
     out.phases.rollout_s = Period(alone, std::min(first, static_cast<int>(alone.size()) - 1));
   }

@@ -12,6 +12,7 @@
 #include "planner/planner.h"
 #include "recipe/limits.h"
 #include "sched/router.h"
+#include "store/run_owner.h"
 
 namespace libra::experiment {
 namespace {
@@ -21,7 +22,7 @@ class StoreRecorder : public Recorder {
  public:
   StoreRecorder(store::Store& store, int64_t run_id) : store_(store), run_id_(run_id) {}
 
-  Status RecordStep(const store::StepBatch& batch) override {
+  Status RecordStep(const records::StepBatch& batch) override {
     return store_.RecordStep(run_id_, batch);
   }
   Status RecordEval(int version, double score) override {
@@ -37,14 +38,14 @@ class StoreRecorder : public Recorder {
 /// records instead of being recorded twice; the rest are recorded.
 class ReplayRecorder : public Recorder {
  public:
-  ReplayRecorder(store::Store& store, int64_t run_id, std::vector<store::StepRecord> recorded)
+  ReplayRecorder(store::Store& store, int64_t run_id, std::vector<records::StepRecord> recorded)
       : inner_(store, run_id), run_id_(run_id), recorded_(std::move(recorded)) {}
 
-  Status RecordStep(const store::StepBatch& batch) override {
+  Status RecordStep(const records::StepBatch& batch) override {
     const auto index = static_cast<size_t>(batch.step.step);
     if (index >= recorded_.size()) return inner_.RecordStep(batch);
-    const store::StepRecord& was = recorded_[index];
-    const store::StepRecord& now = batch.step;
+    const records::StepRecord& was = recorded_[index];
+    const records::StepRecord& now = batch.step;
     if (was.trajectories != now.trajectories || was.generated_tokens != now.generated_tokens ||
         std::abs(was.end_s - now.end_s) > 1e-6 * std::max(1.0, std::abs(was.end_s))) {
       return Status::Internal(StrFormat(
@@ -64,29 +65,29 @@ class ReplayRecorder : public Recorder {
  private:
   StoreRecorder inner_;
   int64_t run_id_;
-  std::vector<store::StepRecord> recorded_;
+  std::vector<records::StepRecord> recorded_;
 };
 
 /// Where a run resumed from a checkpoint continues, from its records.
 Result<ResumeState> ResumeStateOf(store::Store& store, int64_t run_id,
-                                  const std::vector<store::StepRecord>& steps,
+                                  const std::vector<records::StepRecord>& steps,
                                   int prompts_per_step) {
   ResumeState state;
   state.steps_done = static_cast<int>(steps.size());
   state.elapsed_s = steps.empty() ? 0 : steps.back().end_s;
   state.next_prompt = static_cast<int64_t>(state.steps_done) * prompts_per_step;
-  LIBRA_ASSIGN_OR_RETURN(std::vector<store::TrajectoryRecord> trajectories,
+  LIBRA_ASSIGN_OR_RETURN(std::vector<records::TrajectoryRecord> trajectories,
                          store.Trajectories(run_id));
-  for (const store::TrajectoryRecord& t : trajectories) {
+  for (const records::TrajectoryRecord& t : trajectories) {
     state.next_prompt = std::max(state.next_prompt, t.prompt + 1);
     state.next_trajectory = std::max(state.next_trajectory, t.id + 1);
   }
-  LIBRA_ASSIGN_OR_RETURN(std::vector<store::EventRecord> events, store.Events(run_id));
-  for (const store::EventRecord& e : events) {
+  LIBRA_ASSIGN_OR_RETURN(std::vector<records::EventRecord> events, store.Events(run_id));
+  for (const records::EventRecord& e : events) {
     state.next_event_seq = std::max(state.next_event_seq, e.seq + 1);
   }
-  LIBRA_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> decisions, store.Decisions(run_id));
-  for (const store::DecisionRecord& d : decisions) {
+  LIBRA_ASSIGN_OR_RETURN(std::vector<records::DecisionRecord> decisions, store.Decisions(run_id));
+  for (const records::DecisionRecord& d : decisions) {
     state.next_decision_seq = std::max(state.next_decision_seq, d.seq + 1);
   }
   return state;
@@ -292,7 +293,7 @@ namespace {
 /// Drops what a run produces: a simulation whose outcome is only its summary.
 class NullRecorder : public Recorder {
  public:
-  Status RecordStep(const store::StepBatch&) override { return Status(); }
+  Status RecordStep(const records::StepBatch&) override { return Status(); }
 };
 
 }  // namespace
@@ -366,7 +367,7 @@ namespace {
 
 /// OK when `run`, recorded as running, may be resumed: its libra is gone from this host, or
 /// `take_over` says it is gone from another. Otherwise why not, and what to do.
-Status CheckAbandoned(const store::RunInfo& run, bool take_over) {
+Status CheckAbandoned(const records::RunInfo& run, bool take_over) {
   const long long id = static_cast<long long>(run.id);
   switch (store::CheckOwner(run.owner)) {
     case store::OwnerState::kGone:
@@ -389,10 +390,10 @@ Status CheckAbandoned(const store::RunInfo& run, bool take_over) {
 }
 
 /// What a run records about itself when it begins.
-store::RunInfo RunInfoFor(const RunRequest& request) {
+records::RunInfo RunInfoFor(const RunRequest& request) {
   const recipe::Recipe& recipe = *request.recipe;
   const recipe::SystemSpec& system = *request.system;
-  store::RunInfo info;
+  records::RunInfo info;
   info.name = recipe.name;
   info.system = system.name;
   info.router = system.router;
@@ -419,26 +420,26 @@ store::RunInfo RunInfoFor(const RunRequest& request) {
 /// The run as the store holds it once this libra owns it, and the steps it recorded before (a
 /// resumed run's).
 struct OpenedRun {
-  store::RunInfo info;
-  std::vector<store::StepRecord> recorded;
+  records::RunInfo info;
+  std::vector<records::StepRecord> recorded;
 };
 
 /// Begins the run, or reopens the one to resume (refusing one that is complete, of another
 /// system, or still owned by a live libra).
 Result<OpenedRun> OpenRun(store::Store& store, const RunRequest& request,
-                          const store::RunInfo& info) {
+                          const records::RunInfo& info) {
   OpenedRun opened;
   int64_t run_id = 0;
   if (request.resume_run) {
     run_id = *request.resume_run;
-    LIBRA_ASSIGN_OR_RETURN(store::RunInfo was, store.GetRun(run_id));
-    if (was.status == store::kRunOk) {
+    LIBRA_ASSIGN_OR_RETURN(records::RunInfo was, store.GetRun(run_id));
+    if (was.status == records::kRunOk) {
       return Status::InvalidArgument(StrFormat(
           "run %lld is complete: only an interrupted or failed run, or one whose libra died, can "
           "be resumed",
           static_cast<long long>(run_id)));
     }
-    if (was.status == store::kRunRunning) {
+    if (was.status == records::kRunRunning) {
       LIBRA_RETURN_IF_ERROR(CheckAbandoned(was, request.take_over));
     }
     if (was.system != request.system->name) {
@@ -518,7 +519,7 @@ sched::RouterDeps RouterDepsFor(const model::CostModel* cost) {
 Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                              const Components& parts) {
   const recipe::Recipe& recipe = *request.recipe;
-  store::RunInfo info = RunInfoFor(request);
+  records::RunInfo info = RunInfoFor(request);
   // Built once: the bound recorded with the run needs them, and so does the run. A failure to
   // build them is recorded as the run's failure below.
   Result<std::unique_ptr<workload::Workload>> made_workload =
@@ -537,13 +538,13 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   outcome.run_id = run.info.id;
   Result<RunSummary> summary = Execute(store, request, run, std::move(made_workload),
                                        std::move(made_cost), info.throughput_bound, parts);
-  const char* status = store::kRunOk;
+  const char* status = records::kRunOk;
   if (summary.ok()) {
     outcome.summary = *summary;
   } else {
     outcome.status = summary.status();
-    status = outcome.status.code() == StatusCode::kInterrupted ? store::kRunInterrupted
-                                                               : store::kRunFailed;
+    status = outcome.status.code() == StatusCode::kInterrupted ? records::kRunInterrupted
+                                                               : records::kRunFailed;
   }
   LIBRA_RETURN_IF_ERROR(
       store.FinishRun(run.info.id, status, outcome.status.message(), NowIso8601()));

@@ -54,7 +54,7 @@ Result<TuneOutcome> TuneSystem(store::Store& store, const TuneRequest& request,
                          Search(space, settings, feasible, evaluate, progress));
 
   TuneOutcome outcome;
-  store::TuningRecord& record = outcome.record;
+  records::TuningRecord& record = outcome.record;
   record.key = TuningKey(recipe, system);
   record.recipe = recipe.name;
   record.system = system.name;
@@ -77,7 +77,7 @@ Result<TuneOutcome> TuneSystem(store::Store& store, const TuneRequest& request,
 
 Result<std::optional<TuneOutcome>> FindTuning(store::Store& store, const recipe::Recipe& recipe,
                                               const recipe::SystemSpec& system) {
-  LIBRA_ASSIGN_OR_RETURN(std::optional<store::TuningRecord> record,
+  LIBRA_ASSIGN_OR_RETURN(std::optional<records::TuningRecord> record,
                          store.LatestTuning(TuningKey(recipe, system), system.name));
   if (!record) return std::optional<TuneOutcome>();
   LIBRA_ASSIGN_OR_RETURN(JsonValue json, ParseJson(record->winner));

@@ -31,7 +31,7 @@ struct TuneRequest {
 
 /// A tuning: as recorded, and its winner.
 struct TuneOutcome {
-  store::TuningRecord record;
+  records::TuningRecord record;
   Configuration winner;
   /// Found in the store rather than searched now.
   bool reused = false;

@@ -7,18 +7,6 @@
 
 namespace libra::planner {
 
-const char* PoolPhaseName(PoolPhase phase) {
-  switch (phase) {
-    case PoolPhase::kIdle:
-      return "idle";
-    case PoolPhase::kDraining:
-      return "draining";
-    case PoolPhase::kSwitching:
-      return "switching";
-  }
-  return "?";
-}
-
 std::vector<bool> KeptInstances(const backend::Layout& from, const backend::Layout& to) {
   std::vector<bool> kept(from.instances.size(), false);
   for (size_t i = 0; i < from.instances.size() && i < to.instances.size(); ++i) {
@@ -32,7 +20,7 @@ ElasticPool::ElasticPool(backend::Layout current) : current_(std::move(current))
 Status ElasticPool::Begin(backend::Layout target) {
   if (phase_ != PoolPhase::kIdle) {
     return Status::InvalidArgument(StrFormat("a transition to %s is already %s",
-                                             target_->ToString().c_str(), PoolPhaseName(phase_)));
+                                             target_->ToString().c_str(), NameOf(phase_).c_str()));
   }
   if (target == current_) {
     return Status::InvalidArgument("the target is the current layout: " + target.ToString());
@@ -90,7 +78,7 @@ std::optional<backend::Layout> ElasticPool::Ready(std::span<const int> active, b
 }
 
 void ElasticPool::Applied() {
-  LIBRA_CHECK(phase_ == PoolPhase::kSwitching) << "Applied() while " << PoolPhaseName(phase_);
+  LIBRA_CHECK(phase_ == PoolPhase::kSwitching) << "Applied() while " << NameOf(phase_);
   current_ = std::move(*target_);
   target_.reset();
   leaving_.clear();

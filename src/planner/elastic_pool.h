@@ -19,12 +19,14 @@
 // TP and PP stay, the change in training GPUs is a multiple of TP x PP.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "common/enum_names.h"
 #include "common/status.h"
 
 namespace libra::planner {
@@ -32,7 +34,11 @@ namespace libra::planner {
 enum class PoolPhase { kIdle, kDraining, kSwitching };
 
 /// "idle", "draining", "switching".
-const char* PoolPhaseName(PoolPhase phase);
+constexpr std::array<EnumName<PoolPhase>, 3> EnumTable(PoolPhase) {
+  return {{{PoolPhase::kIdle, "idle"},
+           {PoolPhase::kDraining, "draining"},
+           {PoolPhase::kSwitching, "switching"}}};
+}
 
 /// For each instance of `from`, whether `to` keeps it (same position, id, TP and GPUs).
 std::vector<bool> KeptInstances(const backend::Layout& from, const backend::Layout& to);

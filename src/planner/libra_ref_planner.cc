@@ -183,8 +183,8 @@ std::optional<PlanDecision> LibraRefPlanner::OnStep(const StepObservation& o) {
       d.reason == ReferenceReason::kIntervalSkip) {
     return std::nullopt;
   }
-  decision.trigger = ReferenceTriggerName(d.trigger);
-  decision.reason = ReferenceReasonName(d.reason);
+  decision.trigger = NameOf(d.trigger);
+  decision.reason = NameOf(d.reason);
   if (d.current_plan) decision.current_step_s = d.current_plan->t_global;
   if (d.candidate_plan) {
     decision.candidate_step_s = d.candidate_plan->t_global;

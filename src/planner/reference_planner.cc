@@ -298,102 +298,6 @@ ReferenceRuntimeMetrics ReferenceRuntimeMetricsFrom(int64_t step,
 
 // ---- Plans, signals, decisions -----------------------------------------------------------------
 
-const char* ReferencePlanSourceName(ReferencePlanSource source) {
-  switch (source) {
-    case ReferencePlanSource::kCurrent:
-      return "current";
-    case ReferencePlanSource::kOptimizer:
-      return "optimizer";
-    case ReferencePlanSource::kForcedTrainAndRollout:
-      return "forced_runtime_train_and_rollout";
-    case ReferencePlanSource::kForcedRolloutTp:
-      return "forced_runtime_rollout_tp";
-    case ReferencePlanSource::kForcedTrainGpus:
-      return "forced_runtime_train_gpus";
-  }
-  return "?";
-}
-
-const char* ReferenceTriggerName(ReferenceTrigger trigger) {
-  switch (trigger) {
-    case ReferenceTrigger::kWarmup:
-      return "warmup";
-    case ReferenceTrigger::kCooldown:
-      return "cooldown";
-    case ReferenceTrigger::kInterval:
-      return "interval";
-    case ReferenceTrigger::kIntervalSkip:
-      return "interval_skip";
-    case ReferenceTrigger::kQueuePressure:
-      return "queue_pressure";
-    case ReferenceTrigger::kActiveRolloutPressure:
-      return "active_rollout_pressure";
-    case ReferenceTrigger::kRejectedRolloutDelta:
-      return "rejected_rollout_delta";
-    case ReferenceTrigger::kRolloutTrainImbalance:
-      return "rollout_train_imbalance";
-  }
-  return "?";
-}
-
-const char* ReferenceReasonName(ReferenceReason reason) {
-  switch (reason) {
-    case ReferenceReason::kWarmup:
-      return "warmup";
-    case ReferenceReason::kCooldown:
-      return "cooldown";
-    case ReferenceReason::kIntervalSkip:
-      return "interval_skip";
-    case ReferenceReason::kInsufficientHistory:
-      return "insufficient_history";
-    case ReferenceReason::kNoFeasibleCandidate:
-      return "no_feasible_candidate";
-    case ReferenceReason::kElasticHybridAdjustment:
-      return "elastic_hybrid_adjustment";
-    case ReferenceReason::kForcedReconfigure:
-      return "forced_reconfigure";
-    case ReferenceReason::kForcedRuntimeReconfigure:
-      return "forced_runtime_reconfigure";
-    case ReferenceReason::kReconfigure:
-      return "reconfigure";
-    case ReferenceReason::kSamePlan:
-      return "same_plan";
-    case ReferenceReason::kGainBelowThreshold:
-      return "gain_below_threshold";
-  }
-  return "?";
-}
-
-const char* ReferenceElasticActionName(ReferenceElasticAction action) {
-  switch (action) {
-    case ReferenceElasticAction::kJoin:
-      return "join";
-    case ReferenceElasticAction::kRelease:
-      return "release";
-    case ReferenceElasticAction::kHold:
-      return "hold";
-  }
-  return "?";
-}
-
-const char* ReferenceElasticReasonName(ReferenceElasticReason reason) {
-  switch (reason) {
-    case ReferenceElasticReason::kNoCompleteReplicaCapacity:
-      return "no_complete_replica_capacity";
-    case ReferenceElasticReason::kProtectRolloutCapacity:
-      return "protect_rollout_capacity";
-    case ReferenceElasticReason::kCandidateRequestsMoreTrainingCapacity:
-      return "candidate_requests_more_training_capacity";
-    case ReferenceElasticReason::kTrainingBottleneck:
-      return "training_bottleneck";
-    case ReferenceElasticReason::kRolloutBottleneck:
-      return "rollout_bottleneck";
-    case ReferenceElasticReason::kHysteresisHold:
-      return "hysteresis_hold";
-  }
-  return "?";
-}
-
 int ReferencePlan::rollout_gpus() const {
   return std::accumulate(rollout_tp_list.begin(), rollout_tp_list.end(), 0);
 }
@@ -403,8 +307,7 @@ std::string ReferencePlan::ToString() const {
   out << "train tp" << train.tp << " pp" << train.pp << " cp" << train.cp << " dp" << train.dp
       << " mb" << train.b_micro << " (" << train_gpus() << " GPUs) + rollout "
       << ListString(rollout_tp_list) << " (" << rollout_gpus() << " GPUs): t_train " << t_train
-      << " t_rollout " << t_rollout << " t_global " << t_global << " ["
-      << ReferencePlanSourceName(source) << "]";
+      << " t_rollout " << t_rollout << " t_global " << t_global << " [" << NameOf(source) << "]";
   return out.str();
 }
 

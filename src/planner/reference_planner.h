@@ -27,6 +27,7 @@
 // the deprecated elastic_hybrid_max_workers, and the log lines.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -35,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/status.h"
 #include "model/reference_model.h"
 
@@ -278,7 +280,13 @@ enum class ReferencePlanSource {
 
 /// "current", "optimizer", "forced_runtime_train_and_rollout", "forced_runtime_rollout_tp",
 /// "forced_runtime_train_gpus".
-const char* ReferencePlanSourceName(ReferencePlanSource source);
+constexpr std::array<EnumName<ReferencePlanSource>, 5> EnumTable(ReferencePlanSource) {
+  return {{{ReferencePlanSource::kCurrent, "current"},
+           {ReferencePlanSource::kOptimizer, "optimizer"},
+           {ReferencePlanSource::kForcedTrainAndRollout, "forced_runtime_train_and_rollout"},
+           {ReferencePlanSource::kForcedRolloutTp, "forced_runtime_rollout_tp"},
+           {ReferencePlanSource::kForcedTrainGpus, "forced_runtime_train_gpus"}}};
+}
 
 /// A cross-stage plan and its evaluation (GlobalResourcePlan).
 struct ReferencePlan {
@@ -322,7 +330,16 @@ enum class ReferenceTrigger {
 
 /// "warmup", "cooldown", "interval", "interval_skip", "queue_pressure", "active_rollout_pressure",
 /// "rejected_rollout_delta", "rollout_train_imbalance".
-const char* ReferenceTriggerName(ReferenceTrigger trigger);
+constexpr std::array<EnumName<ReferenceTrigger>, 8> EnumTable(ReferenceTrigger) {
+  return {{{ReferenceTrigger::kWarmup, "warmup"},
+           {ReferenceTrigger::kCooldown, "cooldown"},
+           {ReferenceTrigger::kInterval, "interval"},
+           {ReferenceTrigger::kIntervalSkip, "interval_skip"},
+           {ReferenceTrigger::kQueuePressure, "queue_pressure"},
+           {ReferenceTrigger::kActiveRolloutPressure, "active_rollout_pressure"},
+           {ReferenceTrigger::kRejectedRolloutDelta, "rejected_rollout_delta"},
+           {ReferenceTrigger::kRolloutTrainImbalance, "rollout_train_imbalance"}}};
+}
 
 /// What the decision says (the reference's reason strings).
 enum class ReferenceReason {
@@ -342,12 +359,28 @@ enum class ReferenceReason {
 /// "warmup", "cooldown", "interval_skip", "insufficient_history", "no_feasible_candidate",
 /// "elastic_hybrid_adjustment", "forced_reconfigure", "forced_runtime_reconfigure", "reconfigure",
 /// "same_plan", "gain_below_threshold".
-const char* ReferenceReasonName(ReferenceReason reason);
+constexpr std::array<EnumName<ReferenceReason>, 11> EnumTable(ReferenceReason) {
+  return {{{ReferenceReason::kWarmup, "warmup"},
+           {ReferenceReason::kCooldown, "cooldown"},
+           {ReferenceReason::kIntervalSkip, "interval_skip"},
+           {ReferenceReason::kInsufficientHistory, "insufficient_history"},
+           {ReferenceReason::kNoFeasibleCandidate, "no_feasible_candidate"},
+           {ReferenceReason::kElasticHybridAdjustment, "elastic_hybrid_adjustment"},
+           {ReferenceReason::kForcedReconfigure, "forced_reconfigure"},
+           {ReferenceReason::kForcedRuntimeReconfigure, "forced_runtime_reconfigure"},
+           {ReferenceReason::kReconfigure, "reconfigure"},
+           {ReferenceReason::kSamePlan, "same_plan"},
+           {ReferenceReason::kGainBelowThreshold, "gain_below_threshold"}}};
+}
 
 enum class ReferenceElasticAction { kJoin, kRelease, kHold };
 
 /// "join", "release", "hold".
-const char* ReferenceElasticActionName(ReferenceElasticAction action);
+constexpr std::array<EnumName<ReferenceElasticAction>, 3> EnumTable(ReferenceElasticAction) {
+  return {{{ReferenceElasticAction::kJoin, "join"},
+           {ReferenceElasticAction::kRelease, "release"},
+           {ReferenceElasticAction::kHold, "hold"}}};
+}
 
 /// Why the elastic signal wants the replicas it wants, in the order the reference tests them.
 enum class ReferenceElasticReason {
@@ -362,7 +395,15 @@ enum class ReferenceElasticReason {
 /// "no_complete_replica_capacity", "protect_rollout_capacity",
 /// "candidate_requests_more_training_capacity", "training_bottleneck", "rollout_bottleneck",
 /// "hysteresis_hold".
-const char* ReferenceElasticReasonName(ReferenceElasticReason reason);
+constexpr std::array<EnumName<ReferenceElasticReason>, 6> EnumTable(ReferenceElasticReason) {
+  return {{{ReferenceElasticReason::kNoCompleteReplicaCapacity, "no_complete_replica_capacity"},
+           {ReferenceElasticReason::kProtectRolloutCapacity, "protect_rollout_capacity"},
+           {ReferenceElasticReason::kCandidateRequestsMoreTrainingCapacity,
+            "candidate_requests_more_training_capacity"},
+           {ReferenceElasticReason::kTrainingBottleneck, "training_bottleneck"},
+           {ReferenceElasticReason::kRolloutBottleneck, "rollout_bottleneck"},
+           {ReferenceElasticReason::kHysteresisHold, "hysteresis_hold"}}};
+}
 
 /// The planner's command to the elastic hybrid pool (ElasticHybridSignal). Counts are complete
 /// DP replicas of replica_size_gpus GPUs (the reference's wire names say "workers").

@@ -766,7 +766,7 @@ bool AnySimulated(const std::vector<PlotRun>& runs) {
                      [](const PlotRun& r) { return r.view.run.Simulated(); });
 }
 
-std::string RunLabel(const store::RunInfo& run) {
+std::string RunLabel(const records::RunInfo& run) {
   return StrFormat("%s (run %lld)", run.system.c_str(), static_cast<long long>(run.id));
 }
 
@@ -793,7 +793,7 @@ int SmoothingWindow(size_t points) {
 
 std::string LengthsPlot(const PlotRun& run) {
   std::map<int, std::vector<double>> by_step;
-  for (const store::TrajectoryRecord& t : run.trajectories) {
+  for (const records::TrajectoryRecord& t : run.trajectories) {
     by_step[t.step].push_back(static_cast<double>(t.generated_tokens));
   }
   LineChart chart;
@@ -870,14 +870,14 @@ std::string GpuSecondsPlot(const std::vector<PlotRun>& runs) {
 HorizontalBars::Row BreakdownRow(const PlotRun& run) {
   HorizontalBars::Row row;
   row.label = RunLabel(run.view.run);
-  const std::vector<store::StepRecord>& steps = run.view.steps;
+  const std::vector<records::StepRecord>& steps = run.view.steps;
   if (steps.empty()) {
     row.note = "no steps";
     return row;
   }
   // The batch of each step: its first trajectory's start and its last one's end.
   std::map<int, std::pair<double, double>> batch;
-  for (const store::TrajectoryRecord& t : run.trajectories) {
+  for (const records::TrajectoryRecord& t : run.trajectories) {
     auto [it, fresh] = batch.try_emplace(t.step, t.start_s, t.end_s);
     if (!fresh) {
       it->second.first = std::min(it->second.first, t.start_s);
@@ -886,7 +886,7 @@ HorizontalBars::Row BreakdownRow(const PlotRun& run) {
   }
   double wait = 0, train = 0, sync = 0, step = 0, rollout_from = 0, rollout_to = 0;
   int with_batch = 0;
-  for (const store::StepRecord& s : steps) {
+  for (const records::StepRecord& s : steps) {
     wait += s.wait_s;
     train += s.train_s;
     sync += s.sync_s;
@@ -914,13 +914,13 @@ HorizontalBars::Row BreakdownRow(const PlotRun& run) {
   return row;
 }
 
-GpuSeconds AccountGpuSeconds(const RunView& view, const std::vector<store::EventRecord>& events) {
+GpuSeconds AccountGpuSeconds(const RunView& view, const std::vector<records::EventRecord>& events) {
   GpuSeconds g;
   if (view.steps.empty()) return g;
   g.total = view.run.gpus * view.steps.back().end_s;
   double rollout = 0;
   bool known = true;
-  for (const store::StepRecord& s : view.steps) {
+  for (const records::StepRecord& s : view.steps) {
     g.trajectories += s.trajectories;
     g.training += s.train_s * s.train_gpus;
     g.switching += s.sync_s * s.train_gpus;  // the trainer's side of the weight sync
@@ -935,7 +935,7 @@ GpuSeconds AccountGpuSeconds(const RunView& view, const std::vector<store::Event
   }
   // GPUs changing role in layout changes.
   std::optional<int> train;
-  for (const store::EventRecord& e : events) {
+  for (const records::EventRecord& e : events) {
     if (e.kind != "relayout" && e.kind != "switch") continue;
     const std::optional<int> next = TrainGpus(e.detail);
     if (next && train) g.switching += (e.end_s - e.start_s) * std::abs(*next - *train);
@@ -970,13 +970,13 @@ struct LayoutHistory {
 
 LayoutHistory LayoutHistoryOf(const PlotRun& run) {
   LayoutHistory h;
-  for (const store::DecisionRecord& d : run.decisions) {
+  for (const records::DecisionRecord& d : run.decisions) {
     if (d.applied) {
       h.initial = d.layout;
       break;
     }
   }
-  for (const store::EventRecord& e : run.events) {
+  for (const records::EventRecord& e : run.events) {
     if (e.kind == "relayout") h.changes.push_back({e.start_s, e.end_s, e.detail});
     if (e.kind == "lend") ++h.lends;
     if (e.kind == "reclaim") ++h.reclaims;
@@ -986,7 +986,7 @@ LayoutHistory LayoutHistoryOf(const PlotRun& run) {
   if (h.changes.empty()) {
     // A run recorded without layout-change events: its applied decisions, as instant changes.
     bool first = true;
-    for (const store::DecisionRecord& d : run.decisions) {
+    for (const records::DecisionRecord& d : run.decisions) {
       if (!d.applied) continue;
       if (!first) h.changes.push_back({d.at_s, d.at_s, d.layout});
       first = false;
@@ -1000,7 +1000,7 @@ LayoutHistory LayoutHistoryOf(const PlotRun& run) {
 StackedSteps AllocationPerStep(const PlotRun& run) {
   StackedSteps chart;
   chart.parts = {"training", "rollout"};
-  for (const store::StepRecord& s : run.view.steps) {
+  for (const records::StepRecord& s : run.view.steps) {
     if (chart.x.empty()) chart.x.push_back(s.start_s);
     chart.x.push_back(s.end_s);
     chart.values.push_back(
@@ -1123,7 +1123,7 @@ std::vector<double> AllocationAt(const LayoutHistory& h, const AllocationParts& 
 }  // namespace
 
 StackedSteps AllocationOverTime(const PlotRun& run) {
-  const std::vector<store::StepRecord>& steps = run.view.steps;
+  const std::vector<records::StepRecord>& steps = run.view.steps;
   if (steps.empty()) return StackedSteps();
   const LayoutHistory h = LayoutHistoryOf(run);
   if (h.initial.empty()) return AllocationPerStep(run);
@@ -1315,7 +1315,7 @@ std::vector<PlotFile> BuildPlots(const std::vector<PlotRun>& runs, const Converg
   for (const PlotRun& run : runs) {
     Series r{RunLabel(run.view.run), {}};
     Series t{RunLabel(run.view.run), {}};
-    for (const store::StepRecord& s : run.view.steps) {
+    for (const records::StepRecord& s : run.view.steps) {
       r.points.emplace_back(s.end_s, s.reward_mean);
       if (s.end_s > s.start_s) {
         t.points.emplace_back(s.step, s.trajectories / (s.end_s - s.start_s));

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "records/records.h"
 #include "report/summary.h"
-#include "store/records.h"
 
 namespace libra::report {
 
@@ -111,9 +111,9 @@ std::string RenderStackedSteps(const StackedSteps& chart);
 /// A run with what its plots need beyond its steps.
 struct PlotRun {
   RunView view;
-  std::vector<store::TrajectoryRecord> trajectories;
-  std::vector<store::DecisionRecord> decisions;
-  std::vector<store::EventRecord> events;
+  std::vector<records::TrajectoryRecord> trajectories;
+  std::vector<records::DecisionRecord> decisions;
+  std::vector<records::EventRecord> events;
 };
 
 struct PlotFile {
@@ -162,7 +162,7 @@ struct GpuSeconds {
   std::optional<double> idle;
   int64_t trajectories = 0;
 };
-GpuSeconds AccountGpuSeconds(const RunView& view, const std::vector<store::EventRecord>& events);
+GpuSeconds AccountGpuSeconds(const RunView& view, const std::vector<records::EventRecord>& events);
 
 /// The layout over time of one run, from its initial plan and its layout changes (relayout
 /// events, including the lends and reclaims of an elastic pool), and for a colocated run its

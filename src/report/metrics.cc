@@ -84,23 +84,23 @@ const std::vector<MetricDef>& ExportedMetrics() {
 }
 
 std::vector<StepMetrics> MetricsPerStep(const RunView& view,
-                                        const std::vector<store::TrajectoryRecord>& trajectories,
-                                        const std::vector<store::TurnRecord>& turns) {
+                                        const std::vector<records::TrajectoryRecord>& trajectories,
+                                        const std::vector<records::TurnRecord>& turns) {
   // Tool output tokens per trajectory, then per step: a step's response tokens are its
   // trajectories' generated tokens and tool outputs.
   std::map<int64_t, int64_t> tool_tokens;
-  for (const store::TurnRecord& t : turns) tool_tokens[t.trajectory] += t.tool_output_tokens;
+  for (const records::TurnRecord& t : turns) tool_tokens[t.trajectory] += t.tool_output_tokens;
   std::map<int, int64_t> step_tool_tokens;
   std::map<int, int64_t> step_stale;
   std::map<int, bool> step_has_trajectories;
-  for (const store::TrajectoryRecord& t : trajectories) {
+  for (const records::TrajectoryRecord& t : trajectories) {
     step_tool_tokens[t.step] += tool_tokens[t.id];
     step_stale[t.step] += t.version < t.step ? 1 : 0;
     step_has_trajectories[t.step] = true;
   }
   std::vector<StepMetrics> out;
   int64_t stale = 0;
-  for (const store::StepRecord& s : view.steps) {
+  for (const records::StepRecord& s : view.steps) {
     StepMetrics m;
     m.step = s.step;
     m.end_s = s.end_s;

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "records/records.h"
 #include "report/summary.h"
-#include "store/records.h"
 
 namespace libra::report {
 
@@ -36,8 +36,8 @@ struct StepMetrics {
 /// The metrics of every step of `view`; `trajectories` and `turns` are the run's (they give the
 /// token counts of whole sequences and the stale trajectories).
 std::vector<StepMetrics> MetricsPerStep(const RunView& view,
-                                        const std::vector<store::TrajectoryRecord>& trajectories,
-                                        const std::vector<store::TurnRecord>& turns);
+                                        const std::vector<records::TrajectoryRecord>& trajectories,
+                                        const std::vector<records::TurnRecord>& turns);
 
 /// Seconds since the Unix epoch of an ISO 8601 UTC time "2026-12-02T15:04:05Z"; nullopt when it
 /// is not one.

@@ -10,7 +10,7 @@
 
 namespace libra::report {
 
-std::string ConfiguredBy(const store::RunInfo& run) {
+std::string ConfiguredBy(const records::RunInfo& run) {
   if (run.tuning_id) return "tuned";
   if (run.configuration == "planner") return "planner";
   return "as written";
@@ -32,7 +32,7 @@ RunMetrics ComputeMetrics(const RunView& view) {
   double wait = 0;
   double util_s = 0;  // sum of util x step time, over the steps that recorded it
   double util_time = 0;
-  for (const store::StepRecord& s : view.steps) {
+  for (const records::StepRecord& s : view.steps) {
     if (s.gpu_util) {
       util_s += *s.gpu_util * (s.end_s - s.start_s);
       util_time += s.end_s - s.start_s;
@@ -77,7 +77,7 @@ Cell SeedCell(uint64_t seed) {
 std::vector<std::pair<double, double>> EvalCurve(const RunView& view) {
   std::vector<std::pair<double, double>> curve;
   if (view.run.eval_initial) curve.emplace_back(0.0, *view.run.eval_initial);
-  for (const store::StepRecord& s : view.steps) {
+  for (const records::StepRecord& s : view.steps) {
     if (s.eval_score) curve.emplace_back(s.end_s, *s.eval_score);
   }
   return curve;
@@ -299,7 +299,7 @@ RepeatStats GatherRepeats(const std::vector<RunView>& runs, const Convergence& c
   for (const RunView& view : runs) {
     const std::string& system = view.run.system;
     r.first.try_emplace(system, &view);
-    if (view.run.status == store::kRunOk) {
+    if (view.run.status == records::kRunOk) {
       if (std::optional<double> f = FinalEval(view)) {
         r.finals[system].push_back(*f);
         ++r.evaluated[system];
@@ -309,7 +309,7 @@ RepeatStats GatherRepeats(const std::vector<RunView>& runs, const Convergence& c
       }
     }
     const std::optional<double> t = ComputeMetrics(view).trajectories_per_s;
-    if (t && view.run.status == store::kRunOk) r.rate[system][view.run.seed] = *t;
+    if (t && view.run.status == records::kRunOk) r.rate[system][view.run.seed] = *t;
   }
   return r;
 }
@@ -387,7 +387,7 @@ Study ReadStudy(const std::vector<RunView>& runs) {
       study.scenarios.push_back(scenario);
     }
     const std::optional<double> t = ComputeMetrics(view).trajectories_per_s;
-    if (t && view.run.status == store::kRunOk) {
+    if (t && view.run.status == records::kRunOk) {
       study.rate[scenario][view.run.system][view.run.seed] = *t;
       study.seeds.insert(view.run.seed);
     }
@@ -528,7 +528,7 @@ Table StepTable(const RunView& view) {
        .right_align = true,
        .shown = Shown::kData},
   });
-  for (const store::StepRecord& s : view.steps) {
+  for (const records::StepRecord& s : view.steps) {
     table.AddRow({
         Cell::Integer(s.step),
         Cell::Number(s.start_s, 1),
@@ -573,8 +573,8 @@ Table RouterActivityTable(const std::vector<std::tuple<int, std::string, double>
   return table;
 }
 
-Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
-                           const std::vector<store::StepRecord>& steps) {
+Table PlannerActivityTable(const std::vector<records::DecisionRecord>& decisions,
+                           const std::vector<records::StepRecord>& steps) {
   Table table({{"step", "step", true},
                {"at_s", "at s", true},
                {"trigger", "trigger", false},
@@ -587,7 +587,7 @@ Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
                {"measured_step_s", "measured step s", true},
                {.key = "reason", .header = "reason", .below = true}});
   for (size_t i = 0; i < decisions.size(); ++i) {
-    const store::DecisionRecord& d = decisions[i];
+    const records::DecisionRecord& d = decisions[i];
     std::optional<double> measured;
     if (d.applied) {
       // The steps that started after it and before the next applied decision.
@@ -600,7 +600,7 @@ Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
       }
       double sum = 0;
       int n = 0;
-      for (const store::StepRecord& s : steps) {
+      for (const records::StepRecord& s : steps) {
         if (s.start_s + 1e-9 >= d.at_s && s.start_s < next) {
           sum += s.end_s - s.start_s;
           ++n;
@@ -617,7 +617,8 @@ Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
   return table;
 }
 
-Table ListTable(const std::vector<store::RunInfo>& runs, const std::map<int64_t, int>& steps_done) {
+Table ListTable(const std::vector<records::RunInfo>& runs,
+                const std::map<int64_t, int>& steps_done) {
   using Shown = Column::Shown;
   Table table({
       {"run", "run", true},
@@ -637,7 +638,7 @@ Table ListTable(const std::vector<store::RunInfo>& runs, const std::map<int64_t,
       {"comparison", "comparison", true},
       {.key = "error", .header = "error", .shown = Shown::kData},
   });
-  for (const store::RunInfo& r : runs) {
+  for (const records::RunInfo& r : runs) {
     std::optional<long long> comparison;
     if (r.comparison_id) comparison = *r.comparison_id;
     const auto done = steps_done.find(r.id);
@@ -661,7 +662,7 @@ Table ListTable(const std::vector<store::RunInfo>& runs, const std::map<int64_t,
   return table;
 }
 
-std::string RunHeadline(const store::RunInfo& run) {
+std::string RunHeadline(const records::RunInfo& run) {
   std::string line =
       StrFormat("run %lld: %s, system '%s' (%s / %s), %s, seed %llu, %d GPUs: %s",
                 static_cast<long long>(run.id), run.name.c_str(), run.system.c_str(),

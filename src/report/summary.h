@@ -10,15 +10,15 @@
 #include <vector>
 
 #include "common/status.h"
+#include "records/records.h"
 #include "report/table.h"
-#include "store/records.h"
 
 namespace libra::report {
 
 /// A run with its steps.
 struct RunView {
-  store::RunInfo run;
-  std::vector<store::StepRecord> steps;
+  records::RunInfo run;
+  std::vector<records::StepRecord> steps;
   /// The layout it started with (its initial planner decision); empty when none was recorded.
   std::string start_layout;
 };
@@ -86,7 +86,7 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
 
 /// How a run was configured, in a table cell: "tuned" (a peer at the configuration `libra tune`
 /// found), "planner" (Libra: its planner decides) or "as written".
-std::string ConfiguredBy(const store::RunInfo& run);
+std::string ConfiguredBy(const records::RunInfo& run);
 
 /// What a run ran: its starting layout and staleness bound, e.g.
 /// "train 32 (tp1 pp4 dp8) | rollout tp8x2, s2"; tuned knobs are in the layout.
@@ -119,14 +119,15 @@ Table RouterActivityTable(const std::vector<std::tuple<int, std::string, double>
 /// One row per planner decision, with what the planner predicted and, for an applied one, the
 /// measured mean step time of the steps it governed (until the next applied decision), so that
 /// predicted and measured can be read side by side.
-Table PlannerActivityTable(const std::vector<store::DecisionRecord>& decisions,
-                           const std::vector<store::StepRecord>& steps);
+Table PlannerActivityTable(const std::vector<records::DecisionRecord>& decisions,
+                           const std::vector<records::StepRecord>& steps);
 
 /// One row per run: what the database holds, with the steps each has recorded (`steps_done`, by
 /// run id; a run missing from it has none) out of those planned.
-Table ListTable(const std::vector<store::RunInfo>& runs, const std::map<int64_t, int>& steps_done);
+Table ListTable(const std::vector<records::RunInfo>& runs,
+                const std::map<int64_t, int>& steps_done);
 
 /// "run 3: quickstart, system 'baseline' (least-conn / static), sim, seed 1, 16 GPUs: ok".
-std::string RunHeadline(const store::RunInfo& run);
+std::string RunHeadline(const records::RunInfo& run);
 
 }  // namespace libra::report

@@ -56,7 +56,7 @@ std::string TimelineJson(const TimelineInput& input) {
   events.push_back(Metadata("thread_name", kTrainerPid, kPipelineTid, "pipeline"));
   events.push_back(Metadata("thread_name", kTrainerPid, kPlannerTid, "planner"));
   std::set<int64_t> instances;
-  for (const store::TurnRecord& t : input.turns) instances.insert(t.instance);
+  for (const records::TurnRecord& t : input.turns) instances.insert(t.instance);
   for (int64_t i : instances) {
     const int pid = kInstancePidBase + static_cast<int>(i);
     events.push_back(
@@ -69,7 +69,7 @@ std::string TimelineJson(const TimelineInput& input) {
                          .Set("args", JsonValue::MakeObject().Set("sort_index", pid)));
   }
 
-  for (const store::TurnRecord& t : input.turns) {
+  for (const records::TurnRecord& t : input.turns) {
     const int pid = kInstancePidBase + static_cast<int>(t.instance);
     AsyncSlice(events, StrFormat("turn %d", t.turn), "turn", pid, t.trajectory, t.start_s, t.end_s,
                JsonValue::MakeObject()
@@ -86,7 +86,7 @@ std::string TimelineJson(const TimelineInput& input) {
     }
   }
 
-  for (const store::EventRecord& e : input.events) {
+  for (const records::EventRecord& e : input.events) {
     if (e.kind == "turn" || e.kind == "tool") continue;  // drawn from the turn records
     JsonValue args = JsonValue::MakeObject().Set("step", e.step).Set("detail", e.detail);
     if (e.kind == "train" || e.kind == "sync" || e.kind == "relayout") {
@@ -101,7 +101,7 @@ std::string TimelineJson(const TimelineInput& input) {
     }
   }
 
-  for (const store::DecisionRecord& d : input.decisions) {
+  for (const records::DecisionRecord& d : input.decisions) {
     JsonValue args = JsonValue::MakeObject()
                          .Set("trigger", d.trigger)
                          .Set("applied", d.applied)

@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "store/records.h"
+#include "records/records.h"
 
 namespace libra::report {
 
 struct TimelineInput {
-  store::RunInfo run;
-  std::vector<store::TurnRecord> turns;
-  std::vector<store::EventRecord> events;
-  std::vector<store::DecisionRecord> decisions;
+  records::RunInfo run;
+  std::vector<records::TurnRecord> turns;
+  std::vector<records::EventRecord> events;
+  std::vector<records::DecisionRecord> decisions;
 };
 
 /// The trace as a JSON document: {"traceEvents": [...], "displayTimeUnit": "ms", "otherData":

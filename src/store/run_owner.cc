@@ -12,6 +12,8 @@
 #include "common/strings.h"
 
 namespace libra::store {
+
+using records::RunOwner;
 namespace {
 
 std::string HostName() {
@@ -46,10 +48,6 @@ std::string StartTicks(int64_t pid) {
 }
 
 }  // namespace
-
-std::string RunOwner::ToString() const {
-  return StrFormat("pid %lld on host %s", static_cast<long long>(pid), host.c_str());
-}
 
 RunOwner ThisProcess() {
   const int64_t pid = ::getpid();

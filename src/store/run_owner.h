@@ -6,22 +6,12 @@
 #include <cstdint>
 #include <string>
 
+#include "records/records.h"
+
 namespace libra::store {
 
-/// A process, named so that a recycled pid or a reboot is not taken for it: the host, the pid,
-/// and the boot and start time of the process ("<boot id>/<start ticks>"). A value type.
-struct RunOwner {
-  std::string host;
-  int64_t pid = 0;
-  std::string start;
-
-  bool operator==(const RunOwner&) const = default;
-  /// "pid 1234 on host node-1".
-  std::string ToString() const;
-};
-
 /// This process.
-RunOwner ThisProcess();
+records::RunOwner ThisProcess();
 
 enum class OwnerState {
   /// The process is alive on this host.
@@ -34,6 +24,6 @@ enum class OwnerState {
 };
 
 /// Whether `owner` still runs, as far as this host can tell.
-OwnerState CheckOwner(const RunOwner& owner);
+OwnerState CheckOwner(const records::RunOwner& owner);
 
 }  // namespace libra::store

@@ -15,6 +15,23 @@
 #include "store/schema.h"
 
 namespace libra::store {
+
+using records::ComparisonInfo;
+using records::DecisionRecord;
+using records::EventRecord;
+using records::kRunFailed;
+using records::kRunInterrupted;
+using records::kRunOk;
+using records::kRunRunning;
+using records::ProbeRecord;
+using records::RunInfo;
+using records::RunOwner;
+using records::StepBatch;
+using records::StepRecord;
+using records::TrajectoryRecord;
+using records::TuningRecord;
+using records::TuningTrialRecord;
+using records::TurnRecord;
 namespace {
 
 // The columns of each table in the order the statements below bind and read them. Inserts and

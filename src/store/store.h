@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "store/records.h"
+#include "records/records.h"
 
 namespace libra::store {
 
@@ -67,68 +67,69 @@ class Store {
   // --- Writing ---------------------------------------------------------------------------------
 
   /// Inserts a run (its id and folder are ignored: the store assigns both) and returns its new id.
-  Result<int64_t> BeginRun(const RunInfo& run);
+  Result<int64_t> BeginRun(const records::RunInfo& run);
   /// Records one step with its trajectories, turns, events and decisions in one transaction.
-  Status RecordStep(int64_t run_id, const StepBatch& batch);
+  Status RecordStep(int64_t run_id, const records::StepBatch& batch);
   /// Records a measured evaluation score of policy `version` (measured after its step was
-  /// recorded): version 0 is the run's initial score (RunInfo::eval_initial), version v > 0 the
-  /// score of step v - 1. kNotFound when that step is not recorded.
+  /// recorded): version 0 is the run's initial score (records::RunInfo::eval_initial), version v >
+  /// 0 the score of step v - 1. kNotFound when that step is not recorded.
   Status RecordEval(int64_t run_id, int version, double score);
   /// Records decisions or events outside a step (for example the initial plan).
-  Status RecordDecisions(int64_t run_id, const std::vector<DecisionRecord>& decisions);
-  /// Sets the final status (kRunOk, kRunFailed, kRunInterrupted), error text and end time;
-  /// kRunRunning (with no error and no end time) reopens a run that is being resumed.
+  Status RecordDecisions(int64_t run_id, const std::vector<records::DecisionRecord>& decisions);
+  /// Sets the final status (records::kRunOk, records::kRunFailed, records::kRunInterrupted), error
+  /// text and end time; records::kRunRunning (with no error and no end time) reopens a run that is
+  /// being resumed.
   Status FinishRun(int64_t run_id, const std::string& status, const std::string& error,
                    const std::string& ended_at);
   /// Marks a run that is being resumed `running` again (no error, no end time), recorded by
   /// `owner`; `was` is the run as the caller read it. kInvalidArgument when its status or owner
   /// changed since (two libras resuming one run: only the first gets it); kNotFound.
-  Status ReopenRun(const RunInfo& was, const RunOwner& owner);
+  Status ReopenRun(const records::RunInfo& was, const records::RunOwner& owner);
   /// The run's folder: its `folder` under the database's folder (or "runs/<id>" there for a run
   /// recorded before schema version 8). Only a path: nothing is created.
-  std::string RunFolder(const RunInfo& run) const;
+  std::string RunFolder(const records::RunInfo& run) const;
   /// Creates a comparison (its id and run_ids are ignored) and returns its id.
-  Result<int64_t> CreateComparison(const ComparisonInfo& comparison);
+  Result<int64_t> CreateComparison(const records::ComparisonInfo& comparison);
   /// A comparison with only a name and a creation time.
   Result<int64_t> CreateComparison(const std::string& name, const std::string& created_at);
   /// Adds a run to a comparison (appended after the runs already in it).
   Status AddToComparison(int64_t comparison_id, int64_t run_id);
   /// Records a tuning with its trials (ids ignored) in one transaction; returns its new id.
-  Result<int64_t> RecordTuning(const TuningRecord& tuning);
+  Result<int64_t> RecordTuning(const records::TuningRecord& tuning);
   /// Records probes (their ids are ignored) in one transaction; returns their new ids in order.
-  Result<std::vector<int64_t>> RecordProbes(const std::vector<ProbeRecord>& probes);
+  Result<std::vector<int64_t>> RecordProbes(const std::vector<records::ProbeRecord>& probes);
 
   // --- Reading ---------------------------------------------------------------------------------
 
   /// All runs, oldest first.
-  Result<std::vector<RunInfo>> ListRuns();
+  Result<std::vector<records::RunInfo>> ListRuns();
   /// kNotFound for an unknown id.
-  Result<RunInfo> GetRun(int64_t run_id);
+  Result<records::RunInfo> GetRun(int64_t run_id);
   /// How many steps each run has recorded, by run id (runs without steps are absent).
   Result<std::map<int64_t, int>> StepCounts();
   /// The steps of a run, by step.
-  Result<std::vector<StepRecord>> Steps(int64_t run_id);
+  Result<std::vector<records::StepRecord>> Steps(int64_t run_id);
   /// The trajectories of a run, by id.
-  Result<std::vector<TrajectoryRecord>> Trajectories(int64_t run_id);
+  Result<std::vector<records::TrajectoryRecord>> Trajectories(int64_t run_id);
   /// The turns of a run, by trajectory and turn.
-  Result<std::vector<TurnRecord>> Turns(int64_t run_id);
+  Result<std::vector<records::TurnRecord>> Turns(int64_t run_id);
   /// The router counters of a run: (step, name) -> value, by step and name.
   Result<std::vector<std::tuple<int, std::string, double>>> RouterMetrics(int64_t run_id);
   /// The decisions of a run, by seq.
-  Result<std::vector<DecisionRecord>> Decisions(int64_t run_id);
+  Result<std::vector<records::DecisionRecord>> Decisions(int64_t run_id);
   /// The events of a run, by seq.
-  Result<std::vector<EventRecord>> Events(int64_t run_id);
+  Result<std::vector<records::EventRecord>> Events(int64_t run_id);
   /// Every probe, oldest first (by id).
-  Result<std::vector<ProbeRecord>> Probes();
+  Result<std::vector<records::ProbeRecord>> Probes();
   /// Every tuning with its trials, oldest first.
-  Result<std::vector<TuningRecord>> Tunings();
+  Result<std::vector<records::TuningRecord>> Tunings();
   /// The newest tuning of `system` recorded under `key`; nullopt when there is none.
-  Result<std::optional<TuningRecord>> LatestTuning(const std::string& key,
-                                                   const std::string& system);
+  Result<std::optional<records::TuningRecord>> LatestTuning(const std::string& key,
+                                                            const std::string& system);
   /// All comparisons, oldest first.
-  Result<std::vector<ComparisonInfo>> ListComparisons();
+  Result<std::vector<records::ComparisonInfo>> ListComparisons();
   /// kNotFound for an unknown id.
-  Result<ComparisonInfo> GetComparison(int64_t comparison_id);
+  Result<records::ComparisonInfo> GetComparison(int64_t comparison_id);
 
  private:
   class Impl;

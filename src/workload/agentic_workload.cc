@@ -22,9 +22,6 @@ constexpr double kMaxCausalCorrelation = 0.9;
 // Caps that keep extreme draws finite when converted to integers.
 constexpr double kMaxDrawnTokens = 1e15;
 
-constexpr DriftMode kDriftModes[] = {DriftMode::kNone, DriftMode::kGrowth, DriftMode::kShrink,
-                                     DriftMode::kUShape, DriftMode::kStep};
-
 // Standard normal CDF.
 double Phi(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
@@ -171,29 +168,7 @@ std::string UnknownPresetMessage(const std::string& preset) {
   return what + " (known: " + StrJoin(AgenticPresetNames(), ", ") + ")";
 }
 
-std::vector<std::string> DriftModeNames() {
-  std::vector<std::string> names;
-  for (DriftMode m : kDriftModes) names.push_back(DriftModeName(m));
-  return names;
-}
-
 }  // namespace
-
-const char* DriftModeName(DriftMode mode) {
-  switch (mode) {
-    case DriftMode::kNone:
-      return "none";
-    case DriftMode::kGrowth:
-      return "growth";
-    case DriftMode::kShrink:
-      return "shrink";
-    case DriftMode::kUShape:
-      return "u-shape";
-    case DriftMode::kStep:
-      return "step";
-  }
-  return "?";
-}
 
 std::vector<ToolParams> AgenticToolCatalogue() {
   // performance.md §3.5; medians marked there as assumptions are assumptions here too.
@@ -270,10 +245,7 @@ Result<AgenticParams> ReadAgenticParams(const AgenticParams& defaults,
   p.max_new_tokens = r.Int("max_new_tokens", d.max_new_tokens, 1, 10000000000);
   p.max_context_tokens = r.Int("max_context_tokens", d.max_context_tokens, 0, 10000000000);
   p.causal_strength = r.Double("causal_strength", d.causal_strength, 0, 1);
-  const std::string drift = r.String("drift", DriftModeName(d.drift), DriftModeNames());
-  for (DriftMode m : kDriftModes) {
-    if (drift == DriftModeName(m)) p.drift = m;
-  }
+  p.drift = r.Enum("drift", d.drift);
   p.drift_factor = r.Double("drift_factor", d.drift_factor, 0, 1000);
   p.drift_steps = static_cast<int>(r.Int("drift_steps", d.drift_steps, 1, 100000000));
   p.drift_step_at = static_cast<int>(r.Int("drift_step_at", d.drift_step_at, 0, 100000000));
@@ -296,7 +268,7 @@ Result<AgenticParams> ReadAgenticParams(const AgenticParams& defaults,
   const auto require = [&](bool ok, const char* what) {
     if (!ok) {
       r.Error("drift_factor", StrFormat("must be %s for drift = '%s' (got %g)", what,
-                                        DriftModeName(p.drift), factor));
+                                        NameOf(p.drift).c_str(), factor));
     }
   };
   switch (p.drift) {

@@ -12,6 +12,7 @@
 // sample at two versions is the same trajectory stretched or shrunk.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,7 +34,13 @@ enum class DriftMode {
   kStep,    // 1 before drift_step_at, drift_factor from then on
 };
 /// "none", "growth", "shrink", "u-shape", "step".
-const char* DriftModeName(DriftMode mode);
+constexpr std::array<EnumName<DriftMode>, 5> EnumTable(DriftMode) {
+  return {{{DriftMode::kNone, "none"},
+           {DriftMode::kGrowth, "growth"},
+           {DriftMode::kShrink, "shrink"},
+           {DriftMode::kUShape, "u-shape"},
+           {DriftMode::kStep, "step"}}};
+}
 
 /// One tool type. The key of each field in a recipe is "<name>_<field>", e.g. shell_timeout_s.
 struct ToolParams {

@@ -136,7 +136,7 @@ TEST(FitTest, RecoversKnownFactorsFromNoisyMeasurements) {
 
   ASSERT_EQ(fit.terms.size(), 3u);
   for (const TermResult& t : fit.terms) {
-    SCOPED_TRACE(std::string(TermName(t.term)));
+    SCOPED_TRACE(NameOf(t.term));
     EXPECT_GT(t.error_before, t.error_after);
     EXPECT_LT(t.error_after, 0.07);  // about the 5% noise
   }

@@ -11,9 +11,9 @@
 namespace libra::calibrate {
 namespace {
 
-store::TurnRecord Turn(int64_t trajectory, int turn, int64_t instance, double start, double end,
-                       int64_t generated, int64_t tool_output) {
-  store::TurnRecord t;
+records::TurnRecord Turn(int64_t trajectory, int turn, int64_t instance, double start, double end,
+                         int64_t generated, int64_t tool_output) {
+  records::TurnRecord t;
   t.trajectory = trajectory;
   t.turn = turn;
   t.instance = instance;
@@ -24,8 +24,9 @@ store::TurnRecord Turn(int64_t trajectory, int turn, int64_t instance, double st
   return t;
 }
 
-store::TrajectoryRecord Trajectory(int64_t id, int step, int64_t prompt_tokens, int64_t generated) {
-  store::TrajectoryRecord t;
+records::TrajectoryRecord Trajectory(int64_t id, int step, int64_t prompt_tokens,
+                                     int64_t generated) {
+  records::TrajectoryRecord t;
   t.id = id;
   t.step = step;
   t.prompt_tokens = prompt_tokens;
@@ -40,17 +41,17 @@ RunRecords SplitRun() {
   r.run.id = 3;
   r.run.system = "async-split";
   r.run.recipe_toml = test::ReadFile(test::SourcePath("recipes/quickstart.toml"));
-  store::DecisionRecord d;
+  records::DecisionRecord d;
   d.step = 0;
   d.applied = true;
   d.layout = "train 8 (tp1 pp1 dp8 mb1) | rollout tp1x8";
   r.decisions = {d};
-  store::StepRecord s0;
+  records::StepRecord s0;
   s0.step = 0;
   s0.end_s = 10;
   s0.train_s = 3;
   s0.sync_s = 0.5;
-  store::StepRecord s1 = s0;
+  records::StepRecord s1 = s0;
   s1.step = 1;
   s1.start_s = 10;
   s1.end_s = 20;
@@ -222,7 +223,7 @@ TEST(MeasurementsTest, PredictUsesTheTermsOfTheCostModel) {
   turn.context_tokens = 1000 + 50;  // the mean context of 101 iterations from 1000
   EXPECT_DOUBLE_EQ(Predict(cost, {turn, 0, ""}), cost.DecodeSpanTime(1, 1, 1000, 101));
   EXPECT_EQ(TermOf({turn, 0, ""}), Term::kRollout);
-  EXPECT_EQ(TermName(Term::kRollout), "rollout");
+  EXPECT_EQ(NameOf(Term::kRollout), "rollout");
 }
 
 }  // namespace

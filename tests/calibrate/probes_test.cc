@@ -11,8 +11,9 @@
 namespace libra::calibrate {
 namespace {
 
-store::ProbeRecord Probe(std::string_view kind, int gpu, double value, std::string detail = "{}") {
-  store::ProbeRecord p;
+records::ProbeRecord Probe(std::string_view kind, int gpu, double value,
+                           std::string detail = "{}") {
+  records::ProbeRecord p;
   p.host = "gpu-01";
   p.recorded_at = "2026-01-01T00:00:00Z";
   p.libra_version = "0.1.0";
@@ -25,7 +26,7 @@ store::ProbeRecord Probe(std::string_view kind, int gpu, double value, std::stri
 }
 
 /// Two H100s: inventory, copy, GEMM, host links; NCCL across both.
-std::vector<store::ProbeRecord> H100Session() {
+std::vector<records::ProbeRecord> H100Session() {
   const std::string inventory = R"({"name":"NVIDIA H100 80GB HBM3","sms":132})";
   return {
       Probe(gpu::kInventory, 0, 85.0e9, inventory),
@@ -95,7 +96,7 @@ TEST(ProbesTest, NcclAcrossNodesSetsTheInterNodeBandwidth) {
   // The all-reduce across nodes (libra probe --hosts) becomes inter_node_gbps; without it the
   // catalog's number stays.
   const model::GpuSpec h100 = *model::FindGpu("H100-80G");
-  std::vector<store::ProbeRecord> session = H100Session();
+  std::vector<records::ProbeRecord> session = H100Session();
   session.push_back(Probe(gpu::kAllReduceNodes, -1, 3.2e11,
                           R"({"nodes":2,"gpus_per_node":2,"sizes":[{"bytes":268435456}]})"));
   session.push_back(Probe(gpu::kBroadcastNodes, -1, 4.0e10, R"({"nodes":2})"));
@@ -149,7 +150,7 @@ TEST(ProbesTest, ProbesOfAnotherCatalogGpuAreRejected) {
 
 TEST(ProbesTest, MissingProbesLeaveTheirNumbersAndSaySo) {
   // One GPU without NCCL and without a copy probe: those numbers keep their values, with notes.
-  std::vector<store::ProbeRecord> session = {
+  std::vector<records::ProbeRecord> session = {
       Probe(gpu::kInventory, 0, 85.0e9, R"({"name":"NVIDIA H100 80GB HBM3"})"),
       Probe(gpu::kGemmBf16, 0, 7.0e14)};
   auto c = CalibrateFromProbes(session, *model::FindGpu("H100-80G"));
@@ -167,7 +168,7 @@ TEST(ProbesTest, EmptyOrNonPositiveProbesAreErrors) {
   // Nothing to calibrate from, or a value no probe can measure.
   const model::GpuSpec h100 = *model::FindGpu("H100-80G");
   EXPECT_EQ(CalibrateFromProbes({}, h100).status().message(), "no probes to calibrate from");
-  std::vector<store::ProbeRecord> bad = {Probe(gpu::kHbmCopy, 0, 0)};
+  std::vector<records::ProbeRecord> bad = {Probe(gpu::kHbmCopy, 0, 0)};
   bad[0].id = 7;
   EXPECT_EQ(CalibrateFromProbes(bad, h100).status().message(),
             "probe 7 (hbm_copy) has value 0: not positive");
@@ -175,17 +176,17 @@ TEST(ProbesTest, EmptyOrNonPositiveProbesAreErrors) {
 
 TEST(ProbesTest, NewestSessionIsTheRowsOfTheHighestId) {
   // Two sessions of one host and one of another: the newest is the host + time of the last row.
-  std::vector<store::ProbeRecord> all;
+  std::vector<records::ProbeRecord> all;
   int64_t id = 0;
   for (const auto& [host, at] : std::vector<std::pair<std::string, std::string>>{
            {"a", "t1"}, {"b", "t1"}, {"a", "t2"}, {"a", "t2"}}) {
-    store::ProbeRecord p = Probe(gpu::kHbmCopy, 0, 1e12);
+    records::ProbeRecord p = Probe(gpu::kHbmCopy, 0, 1e12);
     p.id = ++id;
     p.host = host;
     p.recorded_at = at;
     all.push_back(p);
   }
-  const std::vector<store::ProbeRecord> newest = NewestProbeSession(all);
+  const std::vector<records::ProbeRecord> newest = NewestProbeSession(all);
   ASSERT_EQ(newest.size(), 2u);
   EXPECT_EQ(newest[0].id, 3);
   EXPECT_EQ(newest[1].id, 4);

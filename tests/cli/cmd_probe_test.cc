@@ -41,7 +41,7 @@ TEST_F(CmdProbeTest, ImportPrintsAndRecordsTheProbes) {
   ASSERT_OK(report);
   ASSERT_EQ(probes->size(), report->results.size());
   for (size_t i = 0; i < probes->size(); ++i) {
-    const store::ProbeRecord& p = (*probes)[i];
+    const records::ProbeRecord& p = (*probes)[i];
     EXPECT_EQ(p.id, static_cast<int64_t>(i) + 1);
     EXPECT_EQ(p.host, "example-h100-node");
     EXPECT_EQ(p.recorded_at, "2026-01-15T09:30:00Z");

@@ -134,7 +134,7 @@ TEST_F(CmdReportTest, ListShowsStepsDoneAndStatus) {
   // A run that stopped after 1 of 5 steps lists as 1/5, not as its plan.
   auto store = store::Store::Open(dir_.File("results/libra.db"));
   ASSERT_OK(store);
-  store::RunInfo run;
+  records::RunInfo run;
   run.name = "short";
   run.system = "stopped";
   run.backend = "sim";
@@ -142,10 +142,10 @@ TEST_F(CmdReportTest, ListShowsStepsDoneAndStatus) {
   run.gpus = 8;
   auto id = (*store)->BeginRun(run);
   ASSERT_OK(id);
-  store::StepBatch batch;
+  records::StepBatch batch;
   batch.step.end_s = 3;
   ASSERT_OK((*store)->RecordStep(*id, batch));
-  ASSERT_OK((*store)->FinishRun(*id, store::kRunInterrupted, "", "2026-12-03T00:00:00Z"));
+  ASSERT_OK((*store)->FinishRun(*id, records::kRunInterrupted, "", "2026-12-03T00:00:00Z"));
   const CommandResult r = Libra({"report", "--list"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("  3/3  ok"), std::string::npos) << r.out;
@@ -257,7 +257,7 @@ TEST_F(CmdReportTest, ReadsWhileARunIsStillWriting) {
   // through a second connection while the writer's connection stays open (WAL).
   auto store = store::Store::Open(dir_.File("results/libra.db"));
   ASSERT_OK(store);
-  store::RunInfo run;
+  records::RunInfo run;
   run.name = "live";
   run.system = "writer";
   run.backend = "sim";
@@ -265,7 +265,7 @@ TEST_F(CmdReportTest, ReadsWhileARunIsStillWriting) {
   run.gpus = 8;
   auto id = (*store)->BeginRun(run);
   ASSERT_OK(id);
-  store::StepBatch batch;
+  records::StepBatch batch;
   batch.step.step = 0;
   batch.step.end_s = 10;
   batch.step.trajectories = 4;
@@ -286,7 +286,7 @@ TEST_F(CmdReportTest, SimulatedAndRealRunsSideBySide) {
   // numbers were measured.
   auto store = store::Store::Open(dir_.File("results/libra.db"));
   ASSERT_OK(store);
-  store::RunInfo run;
+  records::RunInfo run;
   run.name = "cpu-local";
   run.system = "libra-cpu";
   run.router = "cmlfq";
@@ -297,7 +297,7 @@ TEST_F(CmdReportTest, SimulatedAndRealRunsSideBySide) {
   auto id = (*store)->BeginRun(run);
   ASSERT_OK(id);
   for (int step = 0; step < 2; ++step) {
-    store::StepBatch batch;
+    records::StepBatch batch;
     batch.step.step = step;
     batch.step.start_s = 10.0 * step;
     batch.step.end_s = 10.0 * (step + 1);
@@ -311,7 +311,7 @@ TEST_F(CmdReportTest, SimulatedAndRealRunsSideBySide) {
     batch.step.train_gpus = 1;
     ASSERT_OK((*store)->RecordStep(*id, batch));
   }
-  ASSERT_OK((*store)->FinishRun(*id, store::kRunOk, "", "2026-12-03T00:00:00Z"));
+  ASSERT_OK((*store)->FinishRun(*id, records::kRunOk, "", "2026-12-03T00:00:00Z"));
   const CommandResult r = Libra({"report", "1", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectGolden("cli/report_sim_and_cluster.txt", "libra report 1 2: a sim run and a cluster run",

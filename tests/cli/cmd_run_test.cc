@@ -96,7 +96,7 @@ TEST_F(CmdRunTest, CompareRunsNamedSystemsTheRecipeDoesNotList) {
     auto steps = (*store)->Steps(run);
     ASSERT_OK(steps);
     int lag = 0;
-    for (const store::StepRecord& s : *steps) lag = std::max(lag, s.max_lag);
+    for (const records::StepRecord& s : *steps) lag = std::max(lag, s.max_lag);
     EXPECT_EQ(lag, run == 2 ? 0 : 1) << run;
   }
 }
@@ -190,9 +190,9 @@ TEST_F(CmdRunTest, TuneSearchesEveryPeerAndRecordsIt) {
   auto tunings = (*store)->Tunings();
   ASSERT_OK(tunings);
   ASSERT_EQ(tunings->size(), 3u);  // async-split, sync-colocated, sync-split; not libra
-  for (const store::TuningRecord& t : *tunings) {
+  for (const records::TuningRecord& t : *tunings) {
     int runs = 0;
-    for (const store::TuningTrialRecord& trial : t.trials) runs += trial.seed.has_value();
+    for (const records::TuningTrialRecord& trial : t.trials) runs += trial.seed.has_value();
     EXPECT_EQ(runs, 5) << t.system;  // the same budget for every system
   }
 }

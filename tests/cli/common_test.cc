@@ -37,7 +37,7 @@ TEST(CliCommonTest, FailPrintsRecipeErrorsWithACount) {
 TEST(CliCommonTest, StepLogRedrawsOnATerminalAndPrintsLinesOtherwise) {
   // On a terminal with text logs: one line redrawn and erased. Otherwise one line per finished
   // step (text, or a JSON object with --log-format json). Disabled (--quiet): nothing.
-  store::StepRecord step;
+  records::StepRecord step;
   step.step = 0;
   step.end_s = 12.5;
   step.rollout_s = 9;

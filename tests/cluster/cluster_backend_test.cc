@@ -207,11 +207,11 @@ TEST_F(ClusterBackendTest, CpuLocalRunsEndToEndAndRecordsEverything) {
   auto steps = (*store)->Steps(1);
   ASSERT_TRUE(steps.ok());
   ASSERT_EQ(steps->size(), 3u);
-  for (const store::StepRecord& s : *steps) EXPECT_EQ(s.trajectories, 8 * 4);
+  for (const records::StepRecord& s : *steps) EXPECT_EQ(s.trajectories, 8 * 4);
   auto trajectories = (*store)->Trajectories(1);
   ASSERT_TRUE(trajectories.ok());
   int with_tools = 0, moved = 0;
-  for (const store::TrajectoryRecord& t : *trajectories) {
+  for (const records::TrajectoryRecord& t : *trajectories) {
     EXPECT_GE(t.reward, 0.0);
     EXPECT_LE(t.reward, 1.0);
     // The prompt's real length: BOS KEYS k1 [k2] GO.
@@ -227,7 +227,7 @@ TEST_F(ClusterBackendTest, CpuLocalRunsEndToEndAndRecordsEverything) {
   std::multiset<std::string> kinds;
   std::set<std::string> switches;
   std::string faults;
-  for (const store::EventRecord& e : *events) {
+  for (const records::EventRecord& e : *events) {
     kinds.insert(e.kind);
     if (e.kind == "switch") switches.insert(e.detail);
     if (e.kind == "fault") faults += e.resource + ": " + e.detail + "\n";
@@ -280,7 +280,7 @@ TEST_F(ClusterBackendTest, ARewardCommandThatFailsDuringEvaluationFailsTheRun) {
   ASSERT_TRUE(store.ok());
   auto run = (*store)->GetRun(1);
   ASSERT_TRUE(run.ok());
-  EXPECT_EQ(run->status, store::kRunFailed);
+  EXPECT_EQ(run->status, records::kRunFailed);
   EXPECT_FALSE(run->eval_initial.has_value());
   EXPECT_TRUE(Eventually([&] { return ProcessesMentioning(dir_.path().string()).empty(); }));
 }
@@ -306,7 +306,7 @@ TEST_F(ClusterBackendTest, CpuSshRunsOverSshToAPrivateSshd) {
   auto steps = (*store)->Steps(1);
   ASSERT_TRUE(steps.ok());
   ASSERT_EQ(steps->size(), 2u);
-  for (const store::StepRecord& s : *steps) EXPECT_EQ(s.trajectories, 8 * 4);
+  for (const records::StepRecord& s : *steps) EXPECT_EQ(s.trajectories, 8 * 4);
   // Start's check, then one login for the launcher's shared connection (every process a
   // session over it).
   EXPECT_GE((*sshd)->AcceptedLogins(), 2);
@@ -379,7 +379,7 @@ TEST_F(ClusterBackendTest, DistributedWeightSyncBroadcastsOverGloo) {
   auto events = (*store)->Events(outcome->run_id);
   ASSERT_TRUE(events.ok());
   int syncs = 0;
-  for (const store::EventRecord& e : *events) syncs += e.kind == "sync";
+  for (const records::EventRecord& e : *events) syncs += e.kind == "sync";
   EXPECT_EQ(syncs, 2);  // after steps 0 and 1, not after the last (loaded for its evaluation)
 }
 
@@ -428,7 +428,7 @@ TEST_F(ClusterBackendTest, ToolsCanBeAnHttpToolServer) {
   auto turns = (*store)->Turns(outcome->run_id);
   ASSERT_TRUE(turns.ok());
   int calls = 0, succeeded = 0;
-  for (const store::TurnRecord& t : *turns) {
+  for (const records::TurnRecord& t : *turns) {
     if (t.end != "tool_call") continue;
     ++calls;
     succeeded += t.tool_status == "success";
@@ -463,11 +463,11 @@ TEST_F(ClusterBackendTest, KillingAnEngineMidRunLosesNoTrajectory) {
   auto steps = (*store)->Steps(outcome->run_id);
   ASSERT_TRUE(steps.ok());
   ASSERT_EQ(steps->size(), 3u);
-  for (const store::StepRecord& s : *steps) EXPECT_EQ(s.trajectories, 8 * 4);
+  for (const records::StepRecord& s : *steps) EXPECT_EQ(s.trajectories, 8 * 4);
   auto events = (*store)->Events(outcome->run_id);
   ASSERT_TRUE(events.ok());
   std::multiset<std::string> kinds;
-  for (const store::EventRecord& e : *events) kinds.insert(e.kind);
+  for (const records::EventRecord& e : *events) kinds.insert(e.kind);
   EXPECT_GT(kinds.count("fault"), 0u);
   EXPECT_GT(kinds.count("restart"), 0u);
   EXPECT_GT(kinds.count("instance-down"), 0u);
@@ -500,7 +500,7 @@ TEST_F(ClusterBackendTest, ATrainerThatDiesIsRestartedFromItsCheckpoint) {
   auto events = (*store)->Events(outcome->run_id);
   ASSERT_TRUE(events.ok());
   std::multiset<std::string> kinds;
-  for (const store::EventRecord& e : *events) kinds.insert(e.kind);
+  for (const records::EventRecord& e : *events) kinds.insert(e.kind);
   EXPECT_GT(kinds.count("fault"), 0u);
   EXPECT_GT(kinds.count("restart"), 0u);
 }
@@ -538,7 +538,7 @@ TEST_F(ClusterBackendTest, AnInterruptedRunResumesFromItsLastCheckpoint) {
     }
   }
   EXPECT_EQ((*store)->Trajectories(cut->run_id)->size(), 4u * 8 * 4);
-  EXPECT_EQ((*store)->GetRun(cut->run_id)->status, store::kRunOk);
+  EXPECT_EQ((*store)->GetRun(cut->run_id)->status, records::kRunOk);
 }
 
 TEST_F(ClusterBackendTest, CtrlCLeavesNoProcessBehind) {
@@ -561,7 +561,7 @@ TEST_F(ClusterBackendTest, CtrlCLeavesNoProcessBehind) {
   ASSERT_TRUE(store.ok());
   auto run = (*store)->GetRun(1);
   ASSERT_TRUE(run.ok());
-  EXPECT_EQ(run->status, store::kRunInterrupted);
+  EXPECT_EQ(run->status, records::kRunInterrupted);
 }
 
 // ---- The backend over fake engines and a fake trainer (no torch) --------------------------------

@@ -149,7 +149,7 @@ TEST_F(EngineClientWorkersTest, TokenIdsRoundTripAcrossTurns) {
   Load(initial_, 0);
   std::vector<TokenId> first_turn;
   for (EngineDialect dialect : {EngineDialect::kVllm, EngineDialect::kSglang}) {
-    SCOPED_TRACE(EngineDialectName(dialect));
+    SCOPED_TRACE(NameOf(dialect));
     const EngineClient engine = Client(dialect);
     const auto turn = Generate(engine, Greedy(kPrompt, 4));
     ASSERT_OK(turn);
@@ -182,7 +182,7 @@ TEST_F(EngineClientWorkersTest, StopTokensAndMaxTokensEndTheTurn) {
   const std::vector<TokenId> greedy = GreedyIds(EngineDialect::kVllm);
   ASSERT_FALSE(greedy.empty());
   for (EngineDialect dialect : {EngineDialect::kVllm, EngineDialect::kSglang}) {
-    SCOPED_TRACE(EngineDialectName(dialect));
+    SCOPED_TRACE(NameOf(dialect));
     GenerateRequest request = Greedy(kPrompt);
     request.stop_token_ids = {greedy[0]};
     const auto stopped = Generate(Client(dialect), request);
@@ -196,10 +196,10 @@ TEST_F(EngineClientWorkersTest, StopTokensAndMaxTokensEndTheTurn) {
 TEST_F(EngineClientWorkersTest, AbortReturnsPartialOutput) {
   // Aborting a long request by its id returns the tokens generated so far.
   for (EngineDialect dialect : {EngineDialect::kVllm, EngineDialect::kSglang}) {
-    SCOPED_TRACE(EngineDialectName(dialect));
+    SCOPED_TRACE(NameOf(dialect));
     const EngineClient engine = Client(dialect);
     GenerateRequest request = Greedy(kPrompt, 200);
-    request.request_id = "abort-" + std::string(EngineDialectName(dialect));
+    request.request_id = "abort-" + NameOf(dialect);
     auto pending = std::async(std::launch::async, [&] { return Generate(engine, request); });
     HttpRequest load;
     load.method = "GET";
@@ -227,7 +227,7 @@ TEST_F(EngineClientWorkersTest, AbortReturnsPartialOutput) {
 TEST_F(EngineClientWorkersTest, ReleasedMemoryRefusesGenerationUntilResumed) {
   // vLLM sleep / wake_up and SGLang release / resume: generation fails in between.
   for (EngineDialect dialect : {EngineDialect::kVllm, EngineDialect::kSglang}) {
-    SCOPED_TRACE(EngineDialectName(dialect));
+    SCOPED_TRACE(NameOf(dialect));
     const EngineClient engine = Client(dialect);
     ASSERT_OK(Ack(engine, engine.ReleaseMemory()));
     const auto refused = Generate(engine, Greedy(kPrompt));
@@ -279,7 +279,7 @@ TEST_F(EngineClientWorkersTest, BroadcastWeightUpdatesMatchTheTrainer) {
   const auto ranks = LayOutWeightUpdateRanks({1});
   ASSERT_OK(ranks);
   for (EngineDialect dialect : {EngineDialect::kSglang, EngineDialect::kVllm}) {
-    SCOPED_TRACE(EngineDialectName(dialect));
+    SCOPED_TRACE(NameOf(dialect));
     const EngineClient engine = Client(dialect);
     Load(initial_, 0);
     const std::vector<TokenId> before = GreedyIds(dialect);

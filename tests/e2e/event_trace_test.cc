@@ -79,7 +79,7 @@ class TracingBackend : public backend::Backend {
 
 class NullRecorder : public experiment::Recorder {
  public:
-  Status RecordStep(const store::StepBatch&) override { return Status(); }
+  Status RecordStep(const records::StepBatch&) override { return Status(); }
 };
 
 /// The system's events on the simulator: how many, their hash, and the first 150.

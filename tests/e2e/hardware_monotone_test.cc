@@ -23,7 +23,7 @@ namespace {
 
 class NullRecorder : public experiment::Recorder {
  public:
-  Status RecordStep(const store::StepBatch&) override { return Status(); }
+  Status RecordStep(const records::StepBatch&) override { return Status(); }
 };
 
 /// Simulated seconds of the recipe's Libra system (planner grp, router cmlfq) with the overrides
@@ -43,9 +43,10 @@ double Elapsed(const std::string& recipe, const std::vector<std::string>& sets) 
   const recipe::SystemSpec& system = *libra;
   auto workload = workload::MakeWorkload(r.workload, r.seed).value();
   auto cost = model::MakeCostModel(r).value();
-  auto router = sched::BuiltinRouters()
-                    .Create(system.router, system.router_options, experiment::RouterDepsFor(cost.get()))
-                    .value();
+  auto router =
+      sched::BuiltinRouters()
+          .Create(system.router, system.router_options, experiment::RouterDepsFor(cost.get()))
+          .value();
   auto planner = planner::BuiltinPlanners().Create(system.planner, system.planner_options).value();
   sim::ClusterSim sim(r.sim, *workload, *cost);
   experiment::CoordinatorConfig config;

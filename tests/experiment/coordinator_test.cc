@@ -45,7 +45,7 @@ class FixedWorkload : public workload::Workload {
 
 class MemoryRecorder : public Recorder {
  public:
-  Status RecordStep(const store::StepBatch& batch) override {
+  Status RecordStep(const records::StepBatch& batch) override {
     steps.push_back(batch.step);
     trajectories.insert(trajectories.end(), batch.trajectories.begin(), batch.trajectories.end());
     turns.insert(turns.end(), batch.turns.begin(), batch.turns.end());
@@ -57,12 +57,12 @@ class MemoryRecorder : public Recorder {
     evals.emplace_back(version, score);
     return Status();
   }
-  std::vector<store::StepRecord> steps;
+  std::vector<records::StepRecord> steps;
   std::vector<std::pair<int, double>> evals;
-  std::vector<store::TrajectoryRecord> trajectories;
-  std::vector<store::TurnRecord> turns;
-  std::vector<store::EventRecord> events;
-  std::vector<store::DecisionRecord> decisions;
+  std::vector<records::TrajectoryRecord> trajectories;
+  std::vector<records::TurnRecord> turns;
+  std::vector<records::EventRecord> events;
+  std::vector<records::DecisionRecord> decisions;
 };
 
 /// A router that places nothing: the pipeline must report a stall, not hang.
@@ -114,7 +114,7 @@ TEST(CoordinatorTest, SynchronousStepsRollOutThenTrainThenSync) {
   ASSERT_EQ(h.recorder.steps.size(), 3u);
   for (int k = 0; k < 3; ++k) {
     SCOPED_TRACE(k);
-    const store::StepRecord& s = h.recorder.steps[static_cast<size_t>(k)];
+    const records::StepRecord& s = h.recorder.steps[static_cast<size_t>(k)];
     EXPECT_EQ(s.step, k);
     EXPECT_DOUBLE_EQ(s.start_s, 7.6 * k);
     EXPECT_DOUBLE_EQ(s.rollout_s, 4.0);
@@ -146,10 +146,10 @@ TEST(CoordinatorTest, BoundedStalenessOverlapsRolloutWithTraining) {
   ASSERT_OK(summary);
   EXPECT_LT(async_run.recorder.steps.back().end_s, sync_run.recorder.steps.back().end_s);
   int max_lag = 0;
-  for (const store::StepRecord& s : async_run.recorder.steps)
+  for (const records::StepRecord& s : async_run.recorder.steps)
     max_lag = std::max(max_lag, s.max_lag);
   EXPECT_EQ(max_lag, 1);
-  for (const store::TrajectoryRecord& t : async_run.recorder.trajectories) {
+  for (const records::TrajectoryRecord& t : async_run.recorder.trajectories) {
     EXPECT_GE(t.version, t.step - 1) << "trajectory " << t.id;
   }
   // Steps 0 and 1 both start rolling out at time 0.
@@ -210,7 +210,7 @@ TEST(CoordinatorTest, RecordsEveryTrajectoryOnceInItsStep) {
   ASSERT_OK(h.Run());
   ASSERT_EQ(h.recorder.trajectories.size(), 8u);
   std::set<int64_t> ids;
-  for (const store::TrajectoryRecord& t : h.recorder.trajectories) {
+  for (const records::TrajectoryRecord& t : h.recorder.trajectories) {
     EXPECT_TRUE(ids.insert(t.id).second);
     EXPECT_EQ(t.prompt / 2, t.step);
     EXPECT_EQ(t.turns, 2);
@@ -231,7 +231,7 @@ TEST(CoordinatorTest, RecordsTheInitialPlanAndSpans) {
   EXPECT_EQ(h.recorder.decisions[0].layout, "train 4 (tp4 pp1 dp1 mb1) | rollout tp1x4");
   EXPECT_TRUE(h.recorder.decisions[0].applied);
   std::map<std::string, int> kinds;
-  for (const store::EventRecord& e : h.recorder.events) {
+  for (const records::EventRecord& e : h.recorder.events) {
     ++kinds[e.kind];
     EXPECT_LE(e.start_s, e.end_s) << e.kind;
   }
@@ -246,7 +246,7 @@ TEST(CoordinatorTest, RecordsEveryTurnWithItsTool) {
   Harness h(Config(1, 0));
   ASSERT_OK(h.Run());
   ASSERT_EQ(h.recorder.turns.size(), 8u);
-  const store::TurnRecord& first = h.recorder.turns[0];
+  const records::TurnRecord& first = h.recorder.turns[0];
   EXPECT_EQ(first.turn, 0);
   EXPECT_EQ(first.end, "tool_call");
   EXPECT_EQ(first.tool, "t");
@@ -254,7 +254,7 @@ TEST(CoordinatorTest, RecordsEveryTurnWithItsTool) {
   EXPECT_EQ(first.tool_output_tokens, 10);
   EXPECT_DOUBLE_EQ(first.tool_latency_s, 2);
   EXPECT_DOUBLE_EQ(first.end_s - first.start_s, 1);
-  const store::TurnRecord& second = h.recorder.turns[1];
+  const records::TurnRecord& second = h.recorder.turns[1];
   EXPECT_EQ(second.trajectory, first.trajectory);
   EXPECT_EQ(second.turn, 1);
   EXPECT_EQ(second.end, "stop");
@@ -268,7 +268,7 @@ TEST(CoordinatorTest, RecordsTurnAndToolSpansWhenAsked) {
   Harness h(c);
   ASSERT_OK(h.Run());
   std::map<std::string, int> kinds;
-  for (const store::EventRecord& e : h.recorder.events) ++kinds[e.kind];
+  for (const records::EventRecord& e : h.recorder.events) ++kinds[e.kind];
   EXPECT_EQ(kinds["turn"], 16);
   EXPECT_EQ(kinds["tool"], 8);
 }
@@ -308,7 +308,7 @@ TEST(CoordinatorTest, SyncIntervalSkipsSyncs) {
   Harness h(c);
   ASSERT_OK(h.Run());
   std::vector<int> synced;
-  for (const store::StepRecord& s : h.recorder.steps) {
+  for (const records::StepRecord& s : h.recorder.steps) {
     if (s.sync_s > 0) synced.push_back(s.step);
   }
   EXPECT_EQ(synced, (std::vector<int>{1, 3}));
@@ -403,13 +403,13 @@ TEST(CoordinatorTest, ADroppedTrajectoryIsAFaultAndItsSampleIsDrawnAgain) {
   ASSERT_EQ(recorder.steps.size(), 2u);
   EXPECT_EQ(recorder.steps[0].trajectories, 4);
   std::string faults;
-  for (const store::EventRecord& e : recorder.events) {
+  for (const records::EventRecord& e : recorder.events) {
     if (e.kind == "fault") faults += e.detail + "\n";
   }
   EXPECT_NE(faults.find("trajectory dropped: failed 4 times; prompt 0 sample 0 drawn again"),
             std::string::npos)
       << faults;
-  for (const store::TrajectoryRecord& t : recorder.trajectories) EXPECT_NE(t.id, 0);
+  for (const records::TrajectoryRecord& t : recorder.trajectories) EXPECT_NE(t.id, 0);
 }
 
 /// A backend that measures evaluation scores (as the cluster backend does): each Evaluate ends a
@@ -473,7 +473,7 @@ TEST(CoordinatorTest, ABackendThatScoresEvaluationsIsAskedForEveryDueVersion) {
   EXPECT_EQ(recorder.evals[0], std::make_pair(0, 0.0));
   EXPECT_EQ(recorder.evals[3], std::make_pair(5, 0.5));
   // No modelled score beside the measured ones.
-  for (const store::StepRecord& step : recorder.steps) EXPECT_FALSE(step.eval_score.has_value());
+  for (const records::StepRecord& step : recorder.steps) EXPECT_FALSE(step.eval_score.has_value());
 }
 
 TEST(CoordinatorTest, AStepTheBackendHaltsOnIsRecordedThenTheRunStops) {
@@ -562,7 +562,7 @@ TEST(CoordinatorTest, LayoutChangesMidRunLoseNoTrajectory) {
     ASSERT_OK(summary);
     EXPECT_EQ(summary->trajectories, 5 * 16);
     std::set<int64_t> ids;
-    for (const store::TrajectoryRecord& t : recorder.trajectories) ids.insert(t.id);
+    for (const records::TrajectoryRecord& t : recorder.trajectories) ids.insert(t.id);
     EXPECT_EQ(ids.size(), 80u);
     ASSERT_EQ(recorder.steps.size(), 5u);
     // Decisions: the initial plan, then one per step but the last; two of them move.
@@ -582,7 +582,7 @@ TEST(CoordinatorTest, LayoutChangesMidRunLoseNoTrajectory) {
     EXPECT_EQ(recorder.steps[1].predicted_step_s, 20.0);
     EXPECT_EQ(recorder.steps[4].predicted_step_s, 23.0);
     int relayouts = 0;
-    for (const store::EventRecord& e : recorder.events) relayouts += e.kind == "relayout";
+    for (const records::EventRecord& e : recorder.events) relayouts += e.kind == "relayout";
     EXPECT_EQ(relayouts, 2);
     // The planner saw each step's trajectories and sizes.
     ASSERT_EQ(planner.observations.size(), 4u);

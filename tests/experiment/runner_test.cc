@@ -111,7 +111,7 @@ TEST(RunnerTest, RunSystemRecordsARun) {
   EXPECT_EQ(progress_calls, 3);
   auto run = (*store)->GetRun(outcome->run_id);
   ASSERT_OK(run);
-  EXPECT_EQ(run->status, store::kRunOk);
+  EXPECT_EQ(run->status, records::kRunOk);
   EXPECT_EQ(run->system, "main");
   EXPECT_EQ(run->recipe_toml, r.effective_toml);
   EXPECT_EQ(run->gpus, 8);
@@ -140,7 +140,7 @@ TEST(RunnerTest, FailuresAndInterruptsAreRecorded) {
   EXPECT_EQ(failed->status.code(), StatusCode::kBackend);
   auto run = (*store)->GetRun(failed->run_id);
   ASSERT_OK(run);
-  EXPECT_EQ(run->status, store::kRunFailed);
+  EXPECT_EQ(run->status, records::kRunFailed);
   EXPECT_EQ(run->error, "test: no backend today");
 
   request.interrupted = [] { return true; };
@@ -149,7 +149,7 @@ TEST(RunnerTest, FailuresAndInterruptsAreRecorded) {
   EXPECT_EQ(interrupted->status.code(), StatusCode::kInterrupted);
   run = (*store)->GetRun(interrupted->run_id);
   ASSERT_OK(run);
-  EXPECT_EQ(run->status, store::kRunInterrupted);
+  EXPECT_EQ(run->status, records::kRunInterrupted);
 }
 
 TEST(RunnerTest, AnInterruptedSimRunResumesToTheSameRecord) {
@@ -180,7 +180,7 @@ TEST(RunnerTest, AnInterruptedSimRunResumesToTheSameRecord) {
   ASSERT_OK(resumed);
   ASSERT_OK(resumed->status);
   EXPECT_EQ(resumed->run_id, cut->run_id);
-  EXPECT_EQ((*store)->GetRun(cut->run_id)->status, store::kRunOk);
+  EXPECT_EQ((*store)->GetRun(cut->run_id)->status, records::kRunOk);
   EXPECT_EQ(*(*store)->Steps(cut->run_id), *(*store)->Steps(whole->run_id));
   EXPECT_EQ((*store)->Trajectories(cut->run_id)->size(),
             (*store)->Trajectories(whole->run_id)->size());
@@ -253,7 +253,7 @@ TEST(RunnerTest, SynchronousColocatedBaselineIsRolloutBound) {
   ASSERT_OK(steps);
   double rollout = 0;
   double total = 0;
-  for (const store::StepRecord& s : *steps) {
+  for (const records::StepRecord& s : *steps) {
     rollout += s.rollout_s;
     total += s.end_s - s.start_s;
     ASSERT_TRUE(s.gpu_util.has_value());
@@ -372,12 +372,12 @@ TEST(RunnerTest, VerlSyncNeverOverlapsRolloutAndTraining) {
   auto events = (*store)->Events(outcome->run_id);
   ASSERT_OK(events);
   std::vector<std::pair<double, double>> trains;
-  for (const store::EventRecord& e : *events) {
+  for (const records::EventRecord& e : *events) {
     if (e.kind == "train") trains.emplace_back(e.start_s, e.end_s);
   }
   ASSERT_EQ(trains.size(), 4u);
   int turns = 0;
-  for (const store::EventRecord& e : *events) {
+  for (const records::EventRecord& e : *events) {
     if (e.kind != "turn") continue;
     ++turns;
     for (const auto& [start, end] : trains) {
@@ -389,7 +389,7 @@ TEST(RunnerTest, VerlSyncNeverOverlapsRolloutAndTraining) {
   EXPECT_GT(turns, 0);
   auto steps = (*store)->Steps(outcome->run_id);
   ASSERT_OK(steps);
-  for (const store::StepRecord& s : *steps) EXPECT_EQ(s.max_lag, 0);
+  for (const records::StepRecord& s : *steps) EXPECT_EQ(s.max_lag, 0);
 }
 
 /// A named system run on the quickstart recipe (in place of its `preset = "libra"` baseline,
@@ -398,10 +398,10 @@ struct NamedRun {
   test::ScopedTempDir dir;
   std::unique_ptr<store::Store> store;
   int64_t run = 0;
-  std::vector<store::StepRecord> steps;
-  std::vector<store::TrajectoryRecord> trajectories;
-  std::vector<store::DecisionRecord> decisions;
-  std::vector<store::EventRecord> events;
+  std::vector<records::StepRecord> steps;
+  std::vector<records::TrajectoryRecord> trajectories;
+  std::vector<records::DecisionRecord> decisions;
+  std::vector<records::EventRecord> events;
 };
 
 std::unique_ptr<NamedRun> RunNamed(const std::string& preset, std::vector<std::string> sets) {
@@ -435,7 +435,7 @@ std::unique_ptr<NamedRun> RunNamed(const std::string& preset, std::vector<std::s
 /// Every batch is `prompts` whole groups of `group_size` samples.
 void ExpectCompleteGroups(const NamedRun& run, int prompts, int group_size) {
   std::map<int, std::map<int64_t, int>> samples;  // step -> prompt -> samples
-  for (const store::TrajectoryRecord& t : run.trajectories) ++samples[t.step][t.prompt];
+  for (const records::TrajectoryRecord& t : run.trajectories) ++samples[t.step][t.prompt];
   for (const auto& [step, groups] : samples) {
     EXPECT_EQ(static_cast<int>(groups.size()), prompts) << "step " << step;
     for (const auto& [prompt, n] : groups) EXPECT_EQ(n, group_size) << "prompt " << prompt;
@@ -451,17 +451,17 @@ TEST(RunnerTest, ArealAsyncNeverExceedsItsStalenessBound) {
   ASSERT_EQ(run->steps.size(), 8u);
   int max_lag = 0;
   bool out_of_order = false;
-  for (const store::TrajectoryRecord& t : run->trajectories) {
+  for (const records::TrajectoryRecord& t : run->trajectories) {
     EXPECT_LE(t.step - t.version, 2) << "trajectory " << t.id;
     max_lag = std::max(max_lag, t.step - t.version);
     out_of_order = out_of_order || t.prompt / 16 != t.step;
   }
-  for (const store::StepRecord& s : run->steps) EXPECT_LE(s.max_lag, 2);
+  for (const records::StepRecord& s : run->steps) EXPECT_LE(s.max_lag, 2);
   EXPECT_GE(max_lag, 1);
   EXPECT_TRUE(out_of_order);
   ExpectCompleteGroups(*run, 16, 8);
   int rejected = 0;
-  for (const store::EventRecord& e : run->events) rejected += e.kind == "reject";
+  for (const records::EventRecord& e : run->events) rejected += e.kind == "reject";
   EXPECT_GT(rejected, 0) << "quickstart's long groups should be overtaken and rejected";
 }
 
@@ -470,11 +470,11 @@ TEST(RunnerTest, OrderedBatchesNeverReject) {
   // group can exceed the bound and none is rejected.
   auto run = RunNamed("disagg-static", {"steps=6"});
   ASSERT_NE(run, nullptr);
-  for (const store::TrajectoryRecord& t : run->trajectories) {
+  for (const records::TrajectoryRecord& t : run->trajectories) {
     EXPECT_EQ(t.prompt / 16, t.step);
     EXPECT_LE(t.step - t.version, 1);
   }
-  for (const store::EventRecord& e : run->events) EXPECT_NE(e.kind, "reject");
+  for (const records::EventRecord& e : run->events) EXPECT_NE(e.kind, "reject");
   ExpectCompleteGroups(*run, 16, 8);
 }
 
@@ -484,12 +484,12 @@ TEST(RunnerTest, SortedRlUpdatesEarlyOnTheGroupsThatFinishFirst) {
   auto run = RunNamed("sortedrl", {"steps=6"});
   ASSERT_NE(run, nullptr);
   bool early = false;
-  for (const store::TrajectoryRecord& t : run->trajectories) {
+  for (const records::TrajectoryRecord& t : run->trajectories) {
     early = early || t.prompt / 16 > t.step;
     EXPECT_LE(t.step - t.version, 1);
   }
   EXPECT_TRUE(early);
-  for (const store::StepRecord& s : run->steps) EXPECT_EQ(s.train_gpus, 16);
+  for (const records::StepRecord& s : run->steps) EXPECT_EQ(s.train_gpus, 16);
   ExpectCompleteGroups(*run, 16, 8);
 }
 
@@ -502,7 +502,7 @@ TEST(RunnerTest, VerlDynamicLendsIdleTrainerGpusToRollout) {
   std::vector<std::pair<double, double>> trains;
   int lends = 0;
   int reclaims = 0;
-  for (const store::EventRecord& e : run->events) {
+  for (const records::EventRecord& e : run->events) {
     if (e.kind == "train") trains.emplace_back(e.start_s, e.end_s);
     lends += e.kind == "lend";
     reclaims += e.kind == "reclaim";
@@ -510,7 +510,7 @@ TEST(RunnerTest, VerlDynamicLendsIdleTrainerGpusToRollout) {
   EXPECT_GT(lends, 0);
   EXPECT_EQ(lends, reclaims);
   int lent_turns = 0;
-  for (const store::EventRecord& e : run->events) {
+  for (const records::EventRecord& e : run->events) {
     if (e.kind != "turn") continue;
     const int instance = std::stoi(e.resource.substr(std::string("instance ").size()));
     if (instance < 8) continue;
@@ -521,7 +521,7 @@ TEST(RunnerTest, VerlDynamicLendsIdleTrainerGpusToRollout) {
     }
   }
   EXPECT_GT(lent_turns, 0);
-  for (const store::StepRecord& s : run->steps) EXPECT_EQ(s.train_gpus, 8);
+  for (const records::StepRecord& s : run->steps) EXPECT_EQ(s.train_gpus, 8);
   ExpectCompleteGroups(*run, 16, 8);
 }
 
@@ -556,7 +556,7 @@ TEST(RunnerTest, HeddleIsDeterministicAndUsesItsMechanisms) {
   EXPECT_GT(last["placements"], 0);
   EXPECT_GT(last["migrations"], 0);
   int migrated = 0;
-  for (const store::TrajectoryRecord& t : a->trajectories) migrated += t.migrations > 0;
+  for (const records::TrajectoryRecord& t : a->trajectories) migrated += t.migrations > 0;
   EXPECT_GT(migrated, 0);
   ExpectCompleteGroups(*a, 16, 8);
 }
@@ -567,7 +567,7 @@ TEST(RunnerTest, LibraHomogeneousUsesOneRolloutTpSize) {
   auto run = RunNamed("libra-homogeneous", {"steps=8"});
   ASSERT_NE(run, nullptr);
   ASSERT_FALSE(run->decisions.empty());
-  for (const store::DecisionRecord& d : run->decisions) {
+  for (const records::DecisionRecord& d : run->decisions) {
     const std::string rollout = d.layout.substr(d.layout.find("rollout"));
     EXPECT_EQ(rollout.find('+'), std::string::npos) << d.layout;
   }
@@ -589,7 +589,7 @@ TEST(RunnerTest, LibraLooksAgainWhenTheWorkloadDriftsAndNeverLosesByIt) {
     ASSERT_NE(libra, nullptr);
     ASSERT_NE(held, nullptr);
     int looks = 0;
-    for (const store::DecisionRecord& d : libra->decisions) {
+    for (const records::DecisionRecord& d : libra->decisions) {
       looks += d.step > 3 && !d.trigger.empty();
       if (d.applied && d.step > 0) {
         ASSERT_TRUE(d.gain_s.has_value());

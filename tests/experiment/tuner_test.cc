@@ -67,13 +67,13 @@ TEST(TunerTest, TunesRecordsAndIsFoundAgain) {
   ASSERT_OK(outcome);
   EXPECT_EQ(calls, 6);
   EXPECT_FALSE(outcome->reused);
-  const store::TuningRecord& t = outcome->record;
+  const records::TuningRecord& t = outcome->record;
   EXPECT_EQ(t.system, "verl-sync");
   EXPECT_EQ(t.budget_runs, 6);
   EXPECT_EQ(t.seeds.size(), 6u);
   EXPECT_EQ(t.seeds.front(), TuningSeed(r.seed, 0));
   int ran = 0;
-  for (const store::TuningTrialRecord& trial : t.trials) ran += trial.seed.has_value();
+  for (const records::TuningTrialRecord& trial : t.trials) ran += trial.seed.has_value();
   EXPECT_EQ(ran, 6);
   auto tunings = (*store)->Tunings();
   ASSERT_OK(tunings);
@@ -104,7 +104,7 @@ TEST(TunerTest, WinnerIsTheBestMeanOfTheMostTriedConfigurations) {
   auto outcome = TuneSystem(**store, request, Sim());
   ASSERT_OK(outcome);
   std::map<std::string, std::vector<double>> runs;
-  for (const store::TuningTrialRecord& trial : outcome->record.trials) {
+  for (const records::TuningTrialRecord& trial : outcome->record.trials) {
     if (trial.score) runs[trial.configuration].push_back(*trial.score);
   }
   const auto mean = [](const std::vector<double>& v) {

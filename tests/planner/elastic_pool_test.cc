@@ -122,7 +122,7 @@ TEST(ElasticPoolTest, RefusesBadTargets) {
   ASSERT_OK(pool.Begin(Split(4)));
   const Status again = pool.Begin(Split(12));
   EXPECT_NE(again.message().find("already draining"), std::string::npos);
-  EXPECT_STREQ(PoolPhaseName(PoolPhase::kSwitching), "switching");
+  EXPECT_EQ(NameOf(PoolPhase::kSwitching), "switching");
 }
 
 }  // namespace

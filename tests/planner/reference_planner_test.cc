@@ -1316,17 +1316,14 @@ TEST(ReferencePlannerTest, ReleaseRatioAboveBorrowRatioIsACreationError) {
 
 TEST(ReferencePlannerTest, NamesAreTheReferenceStrings) {
   // The enums print as the reference's wire strings.
-  EXPECT_STREQ(ReferenceTriggerName(ReferenceTrigger::kRejectedRolloutDelta),
-               "rejected_rollout_delta");
-  EXPECT_STREQ(ReferenceReasonName(ReferenceReason::kGainBelowThreshold), "gain_below_threshold");
-  EXPECT_STREQ(ReferenceReasonName(ReferenceReason::kElasticHybridAdjustment),
-               "elastic_hybrid_adjustment");
-  EXPECT_STREQ(ReferenceElasticActionName(ReferenceElasticAction::kRelease), "release");
-  EXPECT_STREQ(
-      ReferenceElasticReasonName(ReferenceElasticReason::kCandidateRequestsMoreTrainingCapacity),
-      "candidate_requests_more_training_capacity");
-  EXPECT_STREQ(ReferencePlanSourceName(ReferencePlanSource::kForcedTrainAndRollout),
-               "forced_runtime_train_and_rollout");
+  EXPECT_EQ(NameOf(ReferenceTrigger::kRejectedRolloutDelta), "rejected_rollout_delta");
+  EXPECT_EQ(NameOf(ReferenceReason::kGainBelowThreshold), "gain_below_threshold");
+  EXPECT_EQ(NameOf(ReferenceReason::kElasticHybridAdjustment), "elastic_hybrid_adjustment");
+  EXPECT_EQ(NameOf(ReferenceElasticAction::kRelease), "release");
+  EXPECT_EQ(NameOf(ReferenceElasticReason::kCandidateRequestsMoreTrainingCapacity),
+            "candidate_requests_more_training_capacity");
+  EXPECT_EQ(NameOf(ReferencePlanSource::kForcedTrainAndRollout),
+            "forced_runtime_train_and_rollout");
   ReferencePlan plan = PlanOf({8, 1, 1, 1}, {1, 1, 2, 4}, 3.5);
   EXPECT_EQ(plan.ToString().substr(0, 58),
             "train tp8 pp1 cp1 dp1 mb1 (8 GPUs) + rollout [1,1,2,4] (8 ");

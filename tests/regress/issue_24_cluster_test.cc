@@ -47,15 +47,15 @@ class OneTurnWorkload : public workload::Workload {
 
 class Steps : public experiment::Recorder {
  public:
-  Status RecordStep(const store::StepBatch& batch) override {
+  Status RecordStep(const records::StepBatch& batch) override {
     steps.push_back(batch.step);
     events.insert(events.end(), batch.events.begin(), batch.events.end());
     turns.insert(turns.end(), batch.turns.begin(), batch.turns.end());
     return Status();
   }
-  std::vector<store::StepRecord> steps;
-  std::vector<store::EventRecord> events;
-  std::vector<store::TurnRecord> turns;
+  std::vector<records::StepRecord> steps;
+  std::vector<records::EventRecord> events;
+  std::vector<records::TurnRecord> turns;
 };
 
 TEST(Issue24Test, AResumedRunRecordsSyncTimesOnOneClock) {
@@ -88,11 +88,11 @@ TEST(Issue24Test, AResumedRunRecordsSyncTimesOnOneClock) {
   ASSERT_TRUE(summary.ok()) << summary.status().message();
   ASSERT_EQ(recorder.steps.size(), 2u);
   EXPECT_DOUBLE_EQ(recorder.steps[0].sync_s, 1.0);  // step 2 syncs; step 3, the last, does not
-  for (const store::EventRecord& e : recorder.events) {
+  for (const records::EventRecord& e : recorder.events) {
     EXPECT_GE(e.start_s, 1000) << e.kind << " " << e.detail;
     EXPECT_LE(e.start_s, e.end_s) << e.kind << " " << e.detail;
   }
-  for (const store::TurnRecord& t : recorder.turns) EXPECT_GE(t.start_s, 1000);
+  for (const records::TurnRecord& t : recorder.turns) EXPECT_GE(t.start_s, 1000);
 }
 
 // ---- 24.3: a trainer that dies while its GPUs are lent ------------------------------------------

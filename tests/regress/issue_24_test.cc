@@ -23,6 +23,7 @@
 #include "common/strings.h"
 #include "model/cost_model.h"
 #include "recipe/recipe_parser.h"
+#include "store/run_owner.h"
 #include "store/store.h"
 #include "support/http_test_server.h"
 #include "support/test_util.h"
@@ -244,10 +245,10 @@ TEST_F(Issue24CliTest, TraceValuesBeyondTheLimitsAreRefused) {
 // --- 7. A run whose libra was killed can never be resumed or closed ----------------------------
 
 // A process that has exited: the owner of a run whose libra was killed.
-store::RunOwner DeadOwner() {
+records::RunOwner DeadOwner() {
   const pid_t pid = fork();
   if (pid == 0) _exit(0);
-  store::RunOwner owner = store::ThisProcess();
+  records::RunOwner owner = store::ThisProcess();
   owner.pid = pid;
   waitpid(pid, nullptr, 0);
   return owner;
@@ -269,7 +270,7 @@ TEST_F(Issue24CliTest, ARunLeftRunningByADeadLibraResumes) {
   ASSERT_TRUE(store);
   const auto run = store->GetRun(1);
   ASSERT_OK(run);
-  EXPECT_EQ(run->status, store::kRunOk);
+  EXPECT_EQ(run->status, records::kRunOk);
   const auto steps = store->Steps(1);
   ASSERT_OK(steps);
   EXPECT_EQ(steps->size(), 3u);
@@ -292,7 +293,7 @@ TEST_F(Issue24CliTest, ARunStillBeingRecordedOrOnAnotherHostIsNotTakenOver) {
   // Recorded on another host: only --take-over resumes it.
   run = store.GetRun(1);
   ASSERT_OK(run);
-  ASSERT_OK(store.ReopenRun(*run, store::RunOwner{"elsewhere", 4242, "boot/1"}));
+  ASSERT_OK(store.ReopenRun(*run, records::RunOwner{"elsewhere", 4242, "boot/1"}));
   r = Libra({"run", "--resume", "1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("pid 4242 on host elsewhere, which this libra cannot check"),
@@ -318,7 +319,7 @@ TEST_F(Issue24CliTest, HostileValuesInADatabaseDoNotCrashReports) {
   {
     auto opened = store::Store::Open(dir_.File("results/libra.db"));
     ASSERT_OK(opened);
-    store::RunInfo info;
+    records::RunInfo info;
     info.name = "hostile";
     info.system = "s";
     info.router = "least-conn";
@@ -330,14 +331,14 @@ TEST_F(Issue24CliTest, HostileValuesInADatabaseDoNotCrashReports) {
     auto id = (*opened)->BeginRun(info);
     ASSERT_OK(id);
     for (int step = 0; step < 2; ++step) {
-      store::StepBatch batch;
+      records::StepBatch batch;
       batch.step.step = step;
       batch.step.start_s = step == 0 ? 0 : std::numeric_limits<double>::infinity();
       batch.step.end_s = std::numeric_limits<double>::infinity();
       batch.step.trajectories = 4;
       batch.step.rollout_gpus = 4;
       batch.step.train_gpus = 4;
-      store::DecisionRecord decision;
+      records::DecisionRecord decision;
       decision.seq = step;
       decision.step = step;
       decision.applied = true;
@@ -660,7 +661,7 @@ TEST_F(Issue24CliTest, AnInterruptedComparisonContinuesAsAComparison) {
     store::Store& store = **opened;
     auto first = store.GetComparison(1);
     ASSERT_OK(first);
-    store::ComparisonInfo plan = *first;
+    records::ComparisonInfo plan = *first;
     plan.systems.push_back("sync-split");
     auto id = store.CreateComparison(plan);
     ASSERT_OK(id);
@@ -681,7 +682,7 @@ TEST_F(Issue24CliTest, AnInterruptedComparisonContinuesAsAComparison) {
   for (const int64_t id : comparison->run_ids) {
     auto run = store->GetRun(id);
     ASSERT_OK(run);
-    EXPECT_EQ(run->status, store::kRunOk) << id;
+    EXPECT_EQ(run->status, records::kRunOk) << id;
     systems.push_back(run->system);
   }
   EXPECT_EQ(systems, (std::vector<std::string>{"async-split", "sync-colocated", "sync-split"}));

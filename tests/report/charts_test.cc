@@ -82,8 +82,9 @@ TEST(ChartsTest, EmptyChartsSayNoData) {
   }
 }
 
-store::StepRecord Step(int step, double start, double end, int train, int rollout, double reward) {
-  store::StepRecord s;
+records::StepRecord Step(int step, double start, double end, int train, int rollout,
+                         double reward) {
+  records::StepRecord s;
   s.step = step;
   s.start_s = start;
   s.end_s = end;
@@ -105,12 +106,12 @@ store::StepRecord Step(int step, double start, double end, int train, int rollou
 std::vector<PlotRun> SmallComparison() {
   std::vector<PlotRun> runs(2);
   for (int r = 0; r < 2; ++r) {
-    store::RunInfo& run = runs[r].view.run;
+    records::RunInfo& run = runs[r].view.run;
     run.id = r + 1;
     run.name = "small";
     run.system = r == 0 ? "split <8/8>" : "libra";
     run.backend = "sim";
-    run.status = store::kRunOk;
+    run.status = records::kRunOk;
     run.gpus = 16;
   }
   runs[0].view.steps = {Step(0, 0, 10, 8, 8, 0.2), Step(1, 10, 20, 8, 8, 0.3),
@@ -124,10 +125,10 @@ std::vector<PlotRun> SmallComparison() {
       runs[r].view.steps[step].eval_score = 0.2 + 0.05 * (step + 1) * (r + 1);
     }
   }
-  store::DecisionRecord initial;
+  records::DecisionRecord initial;
   initial.applied = true;
   initial.layout = "train 8 (tp1 pp1 dp8 mb1) | rollout tp4x2";
-  store::DecisionRecord move = initial;
+  records::DecisionRecord move = initial;
   move.at_s = 9;
   move.step = 1;
   move.layout = "train 4 (tp1 pp1 dp4 mb1) | rollout tp4x2+tp2x2";
@@ -135,7 +136,7 @@ std::vector<PlotRun> SmallComparison() {
   for (PlotRun& run : runs) {
     for (int step = 0; step < 3; ++step) {
       for (int i = 0; i < 8; ++i) {
-        store::TrajectoryRecord t;
+        records::TrajectoryRecord t;
         t.id = step * 8 + i;
         t.step = step;
         t.generated_tokens = 500 * (i + 1) * (step + 1);
@@ -176,7 +177,7 @@ TEST(ChartsTest, PlotsOfASmallComparisonAreWellFormedAndStable) {
 std::vector<PlotRun> Seeds(const std::string& system, int seeds, int first_id) {
   std::vector<PlotRun> runs(static_cast<size_t>(seeds));
   for (int k = 0; k < seeds; ++k) {
-    store::RunInfo& run = runs[static_cast<size_t>(k)].view.run;
+    records::RunInfo& run = runs[static_cast<size_t>(k)].view.run;
     run.id = first_id + k;
     run.name = "seeds";
     run.system = system;
@@ -184,7 +185,7 @@ std::vector<PlotRun> Seeds(const std::string& system, int seeds, int first_id) {
     run.backend = "cluster";
     run.eval_initial = 0.2;
     for (int step = 0; step < 3; ++step) {
-      store::StepRecord s = Step(step, 10 * step, 10 * (step + 1), 8, 8, 0.3);
+      records::StepRecord s = Step(step, 10 * step, 10 * (step + 1), 8, 8, 0.3);
       s.eval_score = 0.2 + 0.1 * (k + 1) * (step + 1);
       runs[static_cast<size_t>(k)].view.steps.push_back(s);
     }
@@ -252,7 +253,7 @@ TEST(ChartsTest, BreakdownShowsOverlappingPhasesAsOverlap) {
   // not 27.7: the rollout runs under the wait. An asynchronous run's rollout starts before its
   // step.
   PlotRun sync;
-  store::StepRecord s;
+  records::StepRecord s;
   s.start_s = 0;
   s.end_s = 17.5;
   s.rollout_s = 10.2;
@@ -260,7 +261,7 @@ TEST(ChartsTest, BreakdownShowsOverlappingPhasesAsOverlap) {
   s.train_s = 7.3;
   s.trajectories = 1;
   sync.view.steps = {s};
-  store::TrajectoryRecord t;
+  records::TrajectoryRecord t;
   t.start_s = 0;
   t.end_s = 10.2;
   sync.trajectories = {t};
@@ -293,16 +294,16 @@ PlotRun ElasticRun() {
   run.view.run.id = 5;
   run.view.run.system = "verl-dynamic";
   run.view.run.gpus = 8;
-  store::StepRecord s;
+  records::StepRecord s;
   s.end_s = 30;
   s.trajectories = 8;
   run.view.steps = {s};
-  store::DecisionRecord initial;
+  records::DecisionRecord initial;
   initial.applied = true;
   initial.layout = "train 4 (tp1 pp1 dp4 mb1) | rollout tp1x4";
   run.decisions = {initial};
   auto event = [](const char* kind, double a, double b, const char* detail) {
-    store::EventRecord e;
+    records::EventRecord e;
     e.kind = kind;
     e.start_s = a;
     e.end_s = b;
@@ -336,18 +337,18 @@ TEST(ChartsTest, ColocatedAllocationAlternates) {
   // A colocated run's GPUs roll out, train, then load weights: not one flat block.
   PlotRun run;
   run.view.run.gpus = 8;
-  store::StepRecord s;
+  records::StepRecord s;
   s.end_s = 10;
   run.view.steps = {s};
-  store::DecisionRecord initial;
+  records::DecisionRecord initial;
   initial.applied = true;
   initial.layout = "train 8 (tp1 pp1 dp8 mb1) | rollout tp2x4 (colocated)";
   run.decisions = {initial};
-  store::EventRecord train;
+  records::EventRecord train;
   train.kind = "train";
   train.start_s = 6;
   train.end_s = 9;
-  store::EventRecord sync = train;
+  records::EventRecord sync = train;
   sync.kind = "sync";
   sync.start_s = 9;
   sync.end_s = 10;
@@ -364,7 +365,7 @@ TEST(ChartsTest, GpuSecondsAddUpToTheCluster) {
   // GPU-seconds, the trainer's weight sync takes 0.5 s (2); the rest is idle.
   RunView view;
   view.run.gpus = 8;
-  store::StepRecord s;
+  records::StepRecord s;
   s.end_s = 10;
   s.train_s = 3;
   s.sync_s = 0.5;

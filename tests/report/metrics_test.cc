@@ -30,7 +30,7 @@ TEST(MetricsTest, VerlNamesCountTokensAsVerlDoes) {
   // tokens per second per GPU counts generated tokens only.
   RunView view;
   view.run.gpus = 4;
-  store::StepRecord s0;
+  records::StepRecord s0;
   s0.step = 0;
   s0.end_s = 10;
   s0.rollout_s = 8;
@@ -40,19 +40,19 @@ TEST(MetricsTest, VerlNamesCountTokensAsVerlDoes) {
   s0.prompt_tokens = 100;
   s0.generated_tokens = 300;
   s0.reward_mean = 0.5;
-  store::StepRecord s1 = s0;
+  records::StepRecord s1 = s0;
   s1.step = 1;
   s1.start_s = 10;
   s1.end_s = 15;
   s1.wait_s = 0;
   view.steps = {s0, s1};
-  std::vector<store::TrajectoryRecord> trajectories(4);
+  std::vector<records::TrajectoryRecord> trajectories(4);
   for (int i = 0; i < 4; ++i) {
     trajectories[i].id = i;
     trajectories[i].step = i / 2;
     trajectories[i].version = i == 3 ? 0 : i / 2;  // trajectory 3 trained one version late
   }
-  std::vector<store::TurnRecord> turns(2);
+  std::vector<records::TurnRecord> turns(2);
   turns[0].trajectory = 0;
   turns[0].tool_output_tokens = 40;
   turns[1].trajectory = 3;
@@ -81,12 +81,12 @@ TEST(MetricsTest, WholeSequencesNeedTheTurns) {
   // Without turn records (an old database), the tokens of whole sequences are unknown.
   RunView view;
   view.run.gpus = 4;
-  store::StepRecord s;
+  records::StepRecord s;
   s.end_s = 10;
   s.trajectories = 1;
   s.generated_tokens = 10;
   view.steps = {s};
-  store::TrajectoryRecord t;
+  records::TrajectoryRecord t;
   const std::vector<StepMetrics> m = MetricsPerStep(view, {t}, {});
   EXPECT_FALSE(m[0].values[Index("perf/total_num_tokens")]);
   EXPECT_FALSE(m[0].values[Index("perf/throughput")]);

@@ -13,8 +13,8 @@
 namespace libra::report {
 namespace {
 
-store::StepRecord Step(int step, double end_s, int trajectories, int64_t tokens, double reward) {
-  store::StepRecord s;
+records::StepRecord Step(int step, double end_s, int trajectories, int64_t tokens, double reward) {
+  records::StepRecord s;
   s.step = step;
   s.end_s = end_s;
   s.trajectories = trajectories;
@@ -23,8 +23,8 @@ store::StepRecord Step(int step, double end_s, int trajectories, int64_t tokens,
   return s;
 }
 
-store::RunInfo MakeRun(int64_t id, const std::string& system, int gpus) {
-  store::RunInfo run;
+records::RunInfo MakeRun(int64_t id, const std::string& system, int gpus) {
+  records::RunInfo run;
   run.id = id;
   run.name = "quickstart";
   run.system = system;
@@ -33,7 +33,7 @@ store::RunInfo MakeRun(int64_t id, const std::string& system, int gpus) {
   run.backend = "sim";
   run.seed = 1;
   run.gpus = gpus;
-  run.status = store::kRunOk;
+  run.status = records::kRunOk;
   return run;
 }
 
@@ -41,12 +41,12 @@ store::RunInfo MakeRun(int64_t id, const std::string& system, int gpus) {
 RunView TwoSteps(int64_t id, const std::string& system) {
   RunView view;
   view.run = MakeRun(id, system, 4);
-  store::StepRecord a = Step(0, 10, 8, 1000, 0.25);
+  records::StepRecord a = Step(0, 10, 8, 1000, 0.25);
   a.rollout_s = 6;
   a.train_s = 3;
   a.sync_s = 1;
   a.wait_s = 2;
-  store::StepRecord b = Step(1, 30, 8, 2000, 0.75);
+  records::StepRecord b = Step(1, 30, 8, 2000, 0.75);
   b.rollout_s = 10;
   b.train_s = 5;
   b.sync_s = 1;
@@ -114,7 +114,7 @@ TEST(SummaryTest, RunWithoutStepsRendersDashAndNull) {
   // metric; only its step count is a real 0.
   RunView empty;
   empty.run = MakeRun(3, "broken", 8);
-  empty.run.status = store::kRunFailed;
+  empty.run.status = records::kRunFailed;
   const Table table = SummaryTable({empty}, std::nullopt);
   EXPECT_EQ(
       table.Render(Format::kText),
@@ -142,7 +142,7 @@ TEST(SummaryTest, SpeedupIsRelativeToTheChosenBaseline) {
   // The speedup column divides each run's trajectories/s by the baseline's; a run without
   // throughput has no speedup; without a (valid) baseline there is no column.
   RunView fast = TwoSteps(2, "fast");
-  for (store::StepRecord& s : fast.steps) s.trajectories *= 2;  // twice the throughput
+  for (records::StepRecord& s : fast.steps) s.trajectories *= 2;  // twice the throughput
   RunView empty;
   empty.run = MakeRun(3, "empty", 4);
   const std::vector<RunView> runs = {TwoSteps(1, "slow"), fast, empty};
@@ -256,17 +256,17 @@ TEST(SummaryTest, RouterActivityShowsFinalAndLargestValues) {
 TEST(SummaryTest, PlannerActivityPutsMeasuredNextToPredicted) {
   // The applied move at 10 s governs steps 1 and 2 (10 s and 14 s long): measured 12 s; a kept
   // decision has no measurement; missing predictions stay missing.
-  std::vector<store::StepRecord> steps = {Step(0, 10, 8, 1000, 0.2), Step(1, 20, 8, 1000, 0.2),
-                                          Step(2, 34, 8, 1000, 0.2)};
+  std::vector<records::StepRecord> steps = {Step(0, 10, 8, 1000, 0.2), Step(1, 20, 8, 1000, 0.2),
+                                            Step(2, 34, 8, 1000, 0.2)};
   steps[1].start_s = 10;
   steps[2].start_s = 20;
-  store::DecisionRecord initial;
+  records::DecisionRecord initial;
   initial.trigger = "initial";
   initial.applied = true;
   initial.layout = "train 8 | rollout tp1x8";
   initial.predicted_step_s = 9.5;
   initial.reason = "initial plan";
-  store::DecisionRecord move;
+  records::DecisionRecord move;
   move.step = 1;
   move.at_s = 10;
   move.trigger = "imbalance";
@@ -277,7 +277,7 @@ TEST(SummaryTest, PlannerActivityPutsMeasuredNextToPredicted) {
   move.gain_s = 12.5;
   move.transition_s = 3.5;
   move.reason = "gain 12.5 s over 8 steps";
-  store::DecisionRecord kept = move;
+  records::DecisionRecord kept = move;
   kept.step = 2;
   kept.at_s = 20;
   kept.trigger = "interval";
@@ -315,11 +315,11 @@ TEST(SummaryTest, StepTableHasOneRowPerStep) {
 TEST(SummaryTest, ListTableShowsStepsDoneAndComparisonOrMissing) {
   // One row per run with the steps it recorded out of those planned (not the plan alone); a run
   // outside any comparison has a missing comparison id.
-  store::RunInfo a = MakeRun(1, "baseline", 8);
+  records::RunInfo a = MakeRun(1, "baseline", 8);
   a.started_at = "2024-01-02T03:04:05Z";
   a.steps_planned = 5;
-  a.status = store::kRunInterrupted;
-  store::RunInfo b = MakeRun(2, "libra", 8);
+  a.status = records::kRunInterrupted;
+  records::RunInfo b = MakeRun(2, "libra", 8);
   b.comparison_id = 7;
   b.steps_planned = 2;
   const Table table = ListTable({a, b}, {{1, 3}, {2, 2}});
@@ -334,10 +334,10 @@ TEST(SummaryTest, ListTableShowsStepsDoneAndComparisonOrMissing) {
 
 TEST(SummaryTest, RunHeadline) {
   // One line naming the run, its system and policies, backend, seed, GPUs and outcome.
-  store::RunInfo run = MakeRun(3, "baseline", 16);
+  records::RunInfo run = MakeRun(3, "baseline", 16);
   EXPECT_EQ(RunHeadline(run),
             "run 3: quickstart, system 'baseline' (least-conn / static), sim, seed 1, 16 GPUs: ok");
-  run.status = store::kRunFailed;
+  run.status = records::kRunFailed;
   run.error = "backend error: sim: boom";
   EXPECT_EQ(RunHeadline(run),
             "run 3: quickstart, system 'baseline' (least-conn / static), sim, seed 1, 16 GPUs: "
@@ -363,10 +363,10 @@ TEST(SummaryTest, GpuUtilisationIsTimeWeightedOverTheStepsThatRecordedIt) {
   // 10 s at 50% and 20 s at 80% -> 70%; a step without a figure does not count.
   RunView view = Rate("a", 1, 10, 10);
   view.steps[0].gpu_util = 0.5;
-  store::StepRecord b = Step(1, 30, 10, 100, 0.5);
+  records::StepRecord b = Step(1, 30, 10, 100, 0.5);
   b.start_s = 10;
   b.gpu_util = 0.8;
-  store::StepRecord c = Step(2, 40, 10, 100, 0.5);
+  records::StepRecord c = Step(2, 40, 10, 100, 0.5);
   c.start_s = 30;
   view.steps.push_back(b);
   view.steps.push_back(c);
@@ -381,7 +381,7 @@ TEST(SummaryTest, RepeatTableAveragesSeedsAndPairsSpeedupsBySeed) {
   std::vector<RunView> runs = {Rate("a", 1, 10, 10), Rate("b", 1, 10, 10), Rate("a", 2, 30, 10),
                                Rate("b", 2, 10, 10), Rate("c", 1, 20, 10)};
   RunView failed = Rate("d", 1, 10, 10);
-  failed.run.status = store::kRunFailed;
+  failed.run.status = records::kRunFailed;
   runs.push_back(failed);
   const Table t = RepeatTable(runs, {"a", "b", "c", "d"}, std::string("b"));
   EXPECT_EQ(t.Render(Format::kCsv),

@@ -19,7 +19,7 @@ TimelineInput SmallRun() {
   in.run.name = "small";
   in.run.system = "libra \"q\"";
   in.run.backend = "sim";
-  store::TurnRecord first;
+  records::TurnRecord first;
   first.trajectory = 0;
   first.turn = 0;
   first.instance = 1;
@@ -31,7 +31,7 @@ TimelineInput SmallRun() {
   first.tool_status = "failure";
   first.tool_output_tokens = 30;
   first.tool_latency_s = 0.125;
-  store::TurnRecord second = first;
+  records::TurnRecord second = first;
   second.turn = 1;
   second.instance = 0;  // it moved
   second.start_s = 2.5;
@@ -39,31 +39,31 @@ TimelineInput SmallRun() {
   second.end = "stop";
   second.tool.clear();
   second.tool_status.clear();
-  store::TurnRecord other = first;
+  records::TurnRecord other = first;
   other.trajectory = 1;  // overlaps the first on instance 1
   other.start_s = 1;
   other.end_s = 4;
   other.end = "stop";
   other.tool.clear();
   in.turns = {first, second, other};
-  store::EventRecord train;
+  records::EventRecord train;
   train.kind = "train";
   train.start_s = 4;
   train.end_s = 6;
   train.resource = "trainer";
   train.detail = "step 0";
-  store::EventRecord sync = train;
+  records::EventRecord sync = train;
   sync.kind = "sync";
   sync.start_s = 6;
   sync.end_s = 6.5;
-  store::EventRecord reject = train;
+  records::EventRecord reject = train;
   reject.kind = "reject";
   reject.start_s = reject.end_s = 4;
   reject.detail = "prompt 3: lag 3 > staleness 2";
-  store::EventRecord turn_event = train;  // drawn from the turn records instead
+  records::EventRecord turn_event = train;  // drawn from the turn records instead
   turn_event.kind = "turn";
   in.events = {train, sync, reject, turn_event};
-  store::DecisionRecord d;
+  records::DecisionRecord d;
   d.at_s = 6.5;
   d.trigger = "interval";
   d.applied = true;

@@ -18,6 +18,20 @@
 namespace libra::store {
 namespace {
 
+using records::ComparisonInfo;
+using records::DecisionRecord;
+using records::EventRecord;
+using records::ProbeRecord;
+using records::RunInfo;
+using records::StepBatch;
+using records::StepRecord;
+using records::TrajectoryRecord;
+using records::TurnRecord;
+using records::kRunFailed;
+using records::kRunInterrupted;
+using records::kRunOk;
+using records::kRunRunning;
+
 using ::libra::test::ReadFile;
 using ::libra::test::ScopedTempDir;
 using ::libra::test::WriteFile;

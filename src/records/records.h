@@ -1,5 +1,6 @@
 // The rows libra records: plain values shared by the coordinator (which produces them), the store
-// (which persists them) and the reports (which read them). No SQLite here.
+// (which persists them) and the reports and calibration (which read them). A module of its own, so
+// that reading records needs no database.
 #pragma once
 
 #include <cstdint>
@@ -8,9 +9,20 @@
 #include <string>
 #include <vector>
 
-#include "store/run_owner.h"
+namespace libra::records {
 
-namespace libra::store {
+/// A process, named so that a recycled pid or a reboot is not taken for it: the host, the pid,
+/// and the boot and start time of the process ("<boot id>/<start ticks>"). Which libra records a
+/// run (store/run_owner.h tells whether it still runs).
+struct RunOwner {
+  std::string host;
+  int64_t pid = 0;
+  std::string start;
+
+  bool operator==(const RunOwner&) const = default;
+  /// "pid 1234 on host node-1".
+  std::string ToString() const;
+};
 
 /// Run status values stored in runs.status.
 inline constexpr const char* kRunRunning = "running";
@@ -215,7 +227,7 @@ struct ProbeRecord {
 
 /// One configuration a tuning tried (table `tuning_trials`).
 struct TuningTrialRecord {
-  std::string configuration;  // JSON object: knob -> value
+  std::string configuration;     // JSON object: knob -> value
   std::optional<uint64_t> seed;  // unset: found infeasible without a run
   std::optional<double> score;
   std::string status;  // "ok", "failed", "infeasible"
@@ -226,8 +238,8 @@ struct TuningTrialRecord {
 
 /// A search of one system's knobs (`libra tune`; table `tunings`).
 struct TuningRecord {
-  int64_t id = 0;    // assigned by the store
-  std::string key;   // experiment::TuningKey: what the tuning is valid for
+  int64_t id = 0;   // assigned by the store
+  std::string key;  // experiment::TuningKey: what the tuning is valid for
   std::string recipe;
   std::string system;
   std::string created_at;  // ISO 8601 UTC
@@ -267,4 +279,4 @@ struct ComparisonInfo {
   bool operator==(const ComparisonInfo&) const = default;
 };
 
-}  // namespace libra::store
+}  // namespace libra::records
