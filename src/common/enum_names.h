@@ -56,12 +56,7 @@ struct EnumNames {
   /// 'a'?" (without a location: the caller knows where the name came from).
   static Result<E> Parse(std::string_view name) {
     if (std::optional<E> value = Find(name)) return *value;
-    const std::vector<std::string> all = All();
-    std::string what =
-        "must be one of " + StrJoin(all, ", ") + " (got '" + EscapeControl(name) + "')";
-    const std::string hint = ClosestMatch(name, all);
-    if (!hint.empty()) what += "; did you mean '" + hint + "'?";
-    return Status::InvalidArgument(what);
+    return Status::InvalidArgument(NotOneOf(name, All()));
   }
 
   /// Every name, in the table's order.

@@ -86,6 +86,14 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   return best;
 }
 
+std::string NotOneOf(std::string_view got, const std::vector<std::string>& allowed) {
+  std::string what =
+      "must be one of " + StrJoin(allowed, ", ") + " (got '" + EscapeControl(got) + "')";
+  const std::string hint = ClosestMatch(got, allowed);
+  if (!hint.empty()) what += "; did you mean '" + hint + "'?";
+  return what;
+}
+
 std::string EscapeControl(std::string_view text, bool keep_newlines) {
   std::string out;
   out.reserve(text.size());

@@ -30,4 +30,8 @@ std::string EscapeControl(std::string_view text, bool keep_newlines = false);
 /// "did you mean ...?" hints.
 std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
 
+/// "must be one of a, b (got 'x'); did you mean 'a'?" (the hint when one is close): what a value
+/// outside a fixed set of names is told.
+std::string NotOneOf(std::string_view got, const std::vector<std::string>& allowed);
+
 }  // namespace libra

@@ -366,21 +366,9 @@ Status Coordinator::OnTrajectoryDone(double now, Trajectory& t, const backend::T
                                t.context_tokens - t.prompt_tokens - t.generated_tokens};
   size.turns = t.turns;
   for (size_t i = 0; i < t.turns_done.size(); ++i) {
-    Turn& turn = t.turns_done[i];
-    size.tool_s += turn.tool_latency_s;
-    records::TurnRecord row;
-    row.trajectory = t.id.value;
-    row.turn = static_cast<int>(i);
-    row.instance = turn.instance;
-    row.start_s = turn.start_s;
-    row.end_s = turn.end_s;
-    row.generated_tokens = turn.generated_tokens;
-    row.end = NameOf(turn.end);
-    row.tool = std::move(turn.tool);  // t is erased below
-    if (turn.tool_status) row.tool_status = NameOf(*turn.tool_status);
-    row.tool_output_tokens = turn.tool_output_tokens;
-    row.tool_latency_s = turn.tool_latency_s;
-    group.turns.push_back(std::move(row));
+    size.tool_s += t.turns_done[i].tool_latency_s;
+    group.turns.push_back(
+        RowOf(t.id.value, static_cast<int>(i), t.turns_done[i]));  // t is erased below
   }
   group.sizes.push_back(size);
   group.sequence_tokens.push_back(t.context_tokens);
@@ -418,6 +406,22 @@ records::TrajectoryRecord Coordinator::RecordOf(const Trajectory& t, double now,
     if (i > 0 && t.path[i] != t.path[i - 1]) ++record.migrations;
   }
   return record;
+}
+
+records::TurnRecord Coordinator::RowOf(int64_t trajectory, int index, Turn& turn) {
+  records::TurnRecord row;
+  row.trajectory = trajectory;
+  row.turn = index;
+  row.instance = turn.instance;
+  row.start_s = turn.start_s;
+  row.end_s = turn.end_s;
+  row.generated_tokens = turn.generated_tokens;
+  row.end = NameOf(turn.end);
+  row.tool = std::move(turn.tool);
+  if (turn.tool_status) row.tool_status = NameOf(*turn.tool_status);
+  row.tool_output_tokens = turn.tool_output_tokens;
+  row.tool_latency_s = turn.tool_latency_s;
+  return row;
 }
 
 sched::TrajectoryObservation Coordinator::ObservationOf(const Trajectory& t, bool truncated) {

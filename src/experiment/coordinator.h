@@ -211,6 +211,8 @@ class Coordinator {
   static records::TrajectoryRecord RecordOf(const Trajectory& t, double now,
                                             const backend::TurnDone& done);
   static sched::TrajectoryObservation ObservationOf(const Trajectory& t, bool truncated);
+  /// The row of turn `index` of trajectory `trajectory` (its tool name moved out of `turn`).
+  static records::TurnRecord RowOf(int64_t trajectory, int index, Turn& turn);
   Status OnToolDone(double now, const backend::ToolDone& done);
   Status OnTurnFailed(double now, const backend::TurnFailed& failed);
   Status OnInstanceHealth(double now, const backend::InstanceHealth& health);

@@ -121,12 +121,12 @@ struct RunOutcome {
   RunSummary summary;
 };
 
-/// Runs `request.system` and records it. Returns an error only when the run could not be
-/// recorded at all (for example the store failed); a run that fails is an outcome.
 /// What a run's routers are given: `cost`, and a reader for the files their options name
 /// (C-MLFQ's warm_start tree), bounded by recipe::kMaxPolicyFileBytes.
 sched::RouterDeps RouterDepsFor(const model::CostModel* cost);
 
+/// Runs `request.system` and records it. Returns an error only when the run could not be
+/// recorded at all (for example the store failed); a run that fails is an outcome.
 Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
                              const Components& parts);
 

@@ -175,11 +175,7 @@ std::string OptionReader::String(const std::string& key, const std::string& defa
   }
   if (!allowed.empty() &&
       std::find(allowed.begin(), allowed.end(), v->string_value) == allowed.end()) {
-    std::string what =
-        "must be one of " + StrJoin(allowed, ", ") + " (got '" + v->string_value + "')";
-    const std::string hint = ClosestMatch(v->string_value, allowed);
-    if (!hint.empty()) what += "; did you mean '" + hint + "'?";
-    Error(key, what);
+    Error(key, NotOneOf(v->string_value, allowed));
     return default_value;
   }
   if (OptionLog* log = OptionLog::Current()) log->Record(table_.path, key, *v);

@@ -73,6 +73,13 @@ TEST(StringsTest, StartsWithAndEndsWith) {
   EXPECT_FALSE(EndsWith("abc", "b"));
 }
 
+TEST(StringsTest, NotOneOfListsTheNamesAndHintsAtACloseOne) {
+  EXPECT_EQ(NotOneOf("strem", {"ordered", "stream"}),
+            "must be one of ordered, stream (got 'strem'); did you mean 'stream'?");
+  EXPECT_EQ(NotOneOf("fifo", {"ordered", "stream"}), "must be one of ordered, stream (got 'fifo')");
+  EXPECT_EQ(NotOneOf("a\x1b", {"stream"}), "must be one of stream (got 'a\\x1b')");
+}
+
 TEST(StringsTest, ClosestMatchSuggestsOnlyCloseWords) {
   // The nearest candidate by edit distance is suggested when it is close enough (at most
   // max(2, len/3) edits); otherwise nothing.
