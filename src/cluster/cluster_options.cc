@@ -143,8 +143,7 @@ void DecodeLauncher(const recipe::Recipe& r, Decoder& d, LauncherOptions* out) {
   slurm.allocation_timeout =
       std::chrono::seconds(reader.Int("allocation_timeout_s", 600, 1, 86400 * 7));
   SshOptions& ssh = out->ssh;
-  ssh.strict_host_key_checking =
-      reader.String("strict_host_key_checking", "yes", {"yes", "accept-new", "no"});
+  ssh.strict_host_key_checking = reader.Enum("strict_host_key_checking", HostKeyChecking::kYes);
   ssh.known_hosts_file = reader.String("known_hosts_file", "");
   ssh.config_file = reader.String("ssh_config", "");
   ssh.connect_timeout = std::chrono::seconds(reader.Int("connect_timeout_s", 10, 1, 600));

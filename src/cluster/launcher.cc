@@ -98,11 +98,6 @@ Result<std::unique_ptr<SshLauncher>> SshLauncher::Create(SshTarget target, SshOp
   if (target.port < 0 || target.port > 65535) {
     return SshError(StrFormat("port %d of %s is out of range", target.port, target.host.c_str()));
   }
-  const std::string& checking = options.strict_host_key_checking;
-  if (checking != "yes" && checking != "accept-new" && checking != "no") {
-    return SshError(
-        StrFormat("strict_host_key_checking '%s': use yes, accept-new or no", checking.c_str()));
-  }
   if (HasBlank(options.known_hosts_file) || HasBlank(options.config_file)) {
     return SshError("the known_hosts and config file paths cannot hold blanks or quotes");
   }
@@ -160,7 +155,7 @@ std::vector<std::string> SshLauncher::SshArgv() const {
       "ConnectTimeout=" + seconds(options_.connect_timeout),
       "ServerAliveInterval=" + seconds(options_.server_alive_interval),
       "ServerAliveCountMax=3",
-      "StrictHostKeyChecking=" + options_.strict_host_key_checking,
+      "StrictHostKeyChecking=" + NameOf(options_.strict_host_key_checking),
   };
   if (!options_.known_hosts_file.empty()) {
     config.push_back("UserKnownHostsFile=" + options_.known_hosts_file);

@@ -20,11 +20,13 @@
 // node needs a POSIX login shell and sh, setsid, cat, sleep and kill (any Linux).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <string>
 
 #include "cluster/process.h"
+#include "common/enum_names.h"
 #include "common/status.h"
 
 namespace libra::cluster {
@@ -64,11 +66,18 @@ struct SshTarget {
   bool operator==(const SshTarget&) const = default;
 };
 
+/// ssh's StrictHostKeyChecking: "yes" refuses a host whose key is not in known_hosts (batch mode
+/// cannot ask), "accept-new" trusts a host's key the first time, "no" trusts any key (unsafe).
+enum class HostKeyChecking { kYes, kAcceptNew, kNo };
+constexpr std::array<EnumName<HostKeyChecking>, 3> EnumTable(HostKeyChecking) {
+  return {{{HostKeyChecking::kYes, "yes"},
+           {HostKeyChecking::kAcceptNew, "accept-new"},
+           {HostKeyChecking::kNo, "no"}}};
+}
+
 struct SshOptions {
-  /// StrictHostKeyChecking: "yes" refuses a host whose key is not in known_hosts (batch mode
-  /// cannot ask), "accept-new" trusts a host's key the first time, "no" trusts any key (unsafe).
-  /// Default: "yes".
-  std::string strict_host_key_checking = "yes";
+  /// Default: yes.
+  HostKeyChecking strict_host_key_checking = HostKeyChecking::kYes;
   /// UserKnownHostsFile. Default: ssh's (~/.ssh/known_hosts).
   std::string known_hosts_file;
   /// ssh config file (-F). Default: ssh's (~/.ssh/config).
@@ -91,9 +100,8 @@ struct SshOptions {
 /// once over the shared connection; raise it on nodes that run more processes than that.
 class SshLauncher final : public Launcher {
  public:
-  /// kInvalidArgument for an empty host, a host or user that could be read as an option, a port
-  /// out of range or an unknown strict_host_key_checking; kBackend when the private folder of the
-  /// control socket cannot be made.
+  /// kInvalidArgument for an empty host, a host or user that could be read as an option or a port
+  /// out of range; kBackend when the private folder of the control socket cannot be made.
   static Result<std::unique_ptr<SshLauncher>> Create(SshTarget target, SshOptions options = {});
   /// Closes the shared connection (ssh -O exit), which ends any session still open over it, and
   /// removes the control socket's folder.

@@ -78,7 +78,7 @@ TEST(ClusterOptionsTest, SshHostsResolveTheirAddressAndIdentity) {
   auto options = DecodeClusterOptions(parsed->recipe);
   ASSERT_TRUE(options.ok()) << options.status().message();
   EXPECT_EQ(options->launcher.kind, LauncherKind::kSsh);
-  EXPECT_EQ(options->launcher.ssh.strict_host_key_checking, "accept-new");
+  EXPECT_EQ(options->launcher.ssh.strict_host_key_checking, HostKeyChecking::kAcceptNew);
   ASSERT_EQ(options->launcher.hosts.size(), 1u);
   EXPECT_EQ(options->launcher.hosts[0].ssh.host, "localhost");
   EXPECT_EQ(options->launcher.hosts[0].address, "localhost");

@@ -289,7 +289,7 @@ cluster::SshTarget PrivateSshd::Target() const {
 
 cluster::SshOptions PrivateSshd::Options() const {
   cluster::SshOptions options;
-  options.strict_host_key_checking = "yes";
+  options.strict_host_key_checking = cluster::HostKeyChecking::kYes;
   options.known_hosts_file = endpoint_.known_hosts_file;
   options.config_file = "/dev/null";
   options.remote_grace = std::chrono::seconds(1);
