@@ -145,7 +145,7 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   context.sync_path = recipe.sim.sync_path;
   context.max_num_seqs = recipe.sim.max_num_seqs;
   context.sync_interval = recipe.rl.sync_interval;
-  context.kv_cache_across_tools = recipe.sim.kv_policy != recipe::KvPolicy::kFree;
+  context.kv_policy = recipe.sim.kv_policy;
   if (sizes) {
     context.typical_sequence_tokens = sizes->typical;
     context.max_sequence_tokens = sizes->max;

@@ -136,7 +136,7 @@ PipelineShape GrpPlanner::Shape() const {
   shape.sync_path = context_.sync_path;
   shape.sync_interval = std::max(1, context_.sync_interval);
   shape.max_sequence_tokens = context_.max_sequence_tokens;
-  shape.kv_policy = context_.kv_cache_across_tools ? KvPolicy::kCache : KvPolicy::kFree;
+  shape.kv_policy = context_.kv_policy;
   // Sorted once per change, not per evaluation: ToolLatencies then finds them in order.
   if (sorted_tool_latencies_.empty() && !tool_latencies_.empty()) {
     const std::vector<double> latencies(tool_latencies_.begin(), tool_latencies_.end());

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "model/cost_model.h"
 #include "common/registry.h"
+#include "model/cost_model.h"
 #include "recipe/options.h"
 
 namespace libra::planner {
@@ -54,8 +54,8 @@ struct PlanContext {
   /// How weights reach the rollout instances, and every how many steps.
   model::SyncPath sync_path = model::SyncPath::kNccl;
   int sync_interval = 1;
-  /// Whether the engines keep a context cached while its trajectory waits for a tool.
-  bool kv_cache_across_tools = true;
+  /// What the engines do with a context while its trajectory waits for a tool.
+  recipe::KvPolicy kv_policy = recipe::KvPolicy::kCache;
   /// Continuous-batching limit of a rollout instance.
   int max_num_seqs = 256;
 

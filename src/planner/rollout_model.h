@@ -62,11 +62,10 @@ class ToolLatencies {
   std::vector<double> prefix_;  // prefix_[k] = sum of the k smallest
 };
 
-/// How the engines treat a trajectory's context while it waits for a tool.
-enum class KvPolicy {
-  kCache,  // kept in the prefix cache, evicted least recently used first under pressure
-  kFree,   // dropped: the next turn prefills the whole context
-};
+/// How the engines treat a trajectory's context while it waits for a tool: kept in the prefix
+/// cache (evicted least recently used first under pressure) or dropped (the next turn prefills
+/// the whole context). The recipe's sim.kv_policy.
+using KvPolicy = recipe::KvPolicy;
 
 /// What an instance knows that is not the work itself.
 struct InstanceSetting {
