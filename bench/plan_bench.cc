@@ -3,6 +3,8 @@
 // step, in the free space and in the paper's constrained one) and for 1,024 and 8,192 H100
 // (128 and 1,024 x 8, Qwen3-32B, 2,048 and 16,384 trajectories a step), on r2e-gym-like lengths,
 // and prints the milliseconds and the chosen plan. Not a test: run it by hand (docs/benchmarks.md).
+// Arguments, when given, keep only the scenarios whose names start with one of them:
+//   libra_plan_bench paper-48 large-1024
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -84,7 +86,7 @@ int Run(const Scenario& s) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   std::vector<Scenario> scenarios;
   {
     Scenario s;
@@ -127,6 +129,11 @@ int main() {
     scenarios.push_back(s);
   }
   int failures = 0;
-  for (const Scenario& s : scenarios) failures += Run(s);
+  for (const Scenario& s : scenarios) {
+    const bool wanted = argc < 2 || std::any_of(argv + 1, argv + argc, [&](const char* prefix) {
+                          return s.name.rfind(prefix, 0) == 0;
+                        });
+    if (wanted) failures += Run(s);
+  }
   return failures == 0 ? 0 : 1;
 }
