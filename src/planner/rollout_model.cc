@@ -1,9 +1,11 @@
 #include "planner/rollout_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -80,9 +82,54 @@ struct Solved {
   const char* bound = "idle";
 };
 
+/// What SolveAt needs of one instance's load that does not depend on the hit rate, derived once
+/// per estimate: the iteration times, the saturated decode set, the secant over its whole range
+/// (every solution's first fit) and the candidates for the slowest trajectory without repeats
+/// (a repeat gives the same bound, which never exceeds itself).
+class Operating {
+ public:
+  Operating(IterationTimes& times, const InstanceSetting& setting, const RolloutLoad& share,
+            double max_sequences)
+      : iteration(times), s(setting), load(share), n_max(max_sequences) {
+    for (const RequestCost& c : load.slowest) {
+      const bool repeat = std::any_of(slowest.begin(), slowest.begin() + distinct,
+                                      [&](const RequestCost* seen) { return SameBound(*seen, c); });
+      if (!repeat) slowest[static_cast<size_t>(distinct++)] = &c;
+    }
+    if (load.decode > 0) {
+      per_sequence_at_max = iteration(n_max) / n_max;
+      whole = Fit(iteration, 1, n_max);
+    }
+  }
+
+  /// The slowest candidates, each once.
+  std::span<const RequestCost* const> Slowest() const {
+    return {slowest.data(), static_cast<size_t>(distinct)};
+  }
+
+  IterationTimes& iteration;
+  const InstanceSetting& s;
+  const RolloutLoad& load;
+  const double n_max;
+  double per_sequence_at_max = 0;
+  Affine whole;
+
+ private:
+  /// Whether two trajectories have the same latency bound: it reads only these.
+  static bool SameBound(const RequestCost& a, const RequestCost& b) {
+    return a.decode == b.decode && a.prefill_s == b.prefill_s && a.miss_s == b.miss_s &&
+           a.tool_s == b.tool_s;
+  }
+
+  std::array<const RequestCost*, 3> slowest{};
+  int distinct = 0;
+};
+
 /// The period for a given hit rate.
-Solved SolveAt(IterationTimes& iteration, const InstanceSetting& s, const RolloutLoad& load,
-               double n_max, double hit) {
+Solved SolveAt(const Operating& op, double hit) {
+  const InstanceSetting& s = op.s;
+  const RolloutLoad& load = op.load;
+  const double n_max = op.n_max;
   const double g = load.decode;
   const double prefill = load.prefill_s + (1 - hit) * load.miss_s;
   Solved out;
@@ -90,8 +137,8 @@ Solved SolveAt(IterationTimes& iteration, const InstanceSetting& s, const Rollou
     // Nothing to decode: prefill and tools only.
     out.period = prefill;
     out.bound = "throughput";
-    for (const RequestCost& c : load.slowest) {
-      const double latency = c.prefill_s + (1 - hit) * c.miss_s + c.tool_s;
+    for (const RequestCost* c : op.Slowest()) {
+      const double latency = c->prefill_s + (1 - hit) * c->miss_s + c->tool_s;
       if ((latency + s.outside_s) / (s.staleness + 1) > out.period) {
         out.period = (latency + s.outside_s) / (s.staleness + 1);
         out.bound = "latency";
@@ -100,17 +147,17 @@ Solved SolveAt(IterationTimes& iteration, const InstanceSetting& s, const Rollou
     return out;
   }
   // Saturated: the largest decode set the engine runs.
-  const double saturated = prefill + g * iteration(n_max) / n_max;
-  Affine tau = Fit(iteration, 1, n_max);
+  const double saturated = prefill + g * op.per_sequence_at_max;
+  Affine tau = op.whole;
   for (int round = 0; round < 3; ++round) {
     const double d = prefill + g * tau.b;
     out.period = saturated;
     out.bound = "throughput";
-    for (const RequestCost& c : load.slowest) {
-      const double others = prefill + std::max(0.0, g - c.decode) * tau.b;
+    for (const RequestCost* c : op.Slowest()) {
+      const double others = prefill + std::max(0.0, g - c->decode) * tau.b;
       const double latency =
-          LatencyBound(others, s.outside_s, c.decode, tau.a, tau.b,
-                       c.prefill_s + (1 - hit) * c.miss_s + c.tool_s, s.staleness);
+          LatencyBound(others, s.outside_s, c->decode, tau.a, tau.b,
+                       c->prefill_s + (1 - hit) * c->miss_s + c->tool_s, s.staleness);
       if (latency > out.period) {
         out.period = latency;
         out.bound = "latency";
@@ -120,7 +167,7 @@ Solved SolveAt(IterationTimes& iteration, const InstanceSetting& s, const Rollou
     // Refit around the operating point: tau is not affine over the whole range (a MoE reads
     // more experts, compute overtakes memory).
     if (round < 2) {
-      tau = Fit(iteration, std::max(1.0, out.decode_set * 0.8),
+      tau = Fit(op.iteration, std::max(1.0, out.decode_set * 0.8),
                 std::min(n_max, std::max(1.0, out.decode_set * 1.25)));
     }
   }
@@ -137,10 +184,9 @@ Solved SolveAt(IterationTimes& iteration, const InstanceSetting& s, const Rollou
 /// less the part of the cycle spent outside rollout); otherwise those whose turns and tools are
 /// under way (Little's law).
 struct CacheFixedPoint {
-  IterationTimes& iteration;
+  const Operating& op;
   const InstanceSetting& s;
   const RolloutLoad& load;
-  double n_max = 0;
   double capacity = 0;
   double context = 0;  // the decode set's mean context
   Solved at_one;       // the solution with every context cached
@@ -195,14 +241,14 @@ struct CacheFixedPoint {
     double hi = 1;
     for (int k = 0; k < 12; ++k) {
       const double mid = (lo + hi) / 2;
-      if (HitAfter(SolveAt(iteration, s, load, n_max, mid), saturated) > mid) {
+      if (HitAfter(SolveAt(op, mid), saturated) > mid) {
         lo = mid;
       } else {
         hi = mid;
       }
     }
     const double hit = (lo + hi) / 2;
-    return {SolveAt(iteration, s, load, n_max, hit), hit};
+    return {SolveAt(op, hit), hit};
   }
 };
 
@@ -351,6 +397,7 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
   const double n_max = std::max(1.0, std::min(static_cast<double>(s.max_num_seqs),
                                               std::floor(capacity / std::max(1.0, context))));
   IterationTimes iteration(cost, s.tp, context);
+  const Operating op(iteration, s, load, n_max);
   auto finish = [&](const Solved& solved, double hit) {
     out.period_s = solved.period;
     out.decode_set = solved.decode_set;
@@ -359,15 +406,14 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
     out.bound = solved.bound;
     return out;
   };
-  if (load.calls <= 0 || load.miss_s <= 0) return finish(SolveAt(iteration, s, load, n_max, 1), 1);
-  if (s.kv_policy == KvPolicy::kFree) return finish(SolveAt(iteration, s, load, n_max, 0), 0);
+  if (load.calls <= 0 || load.miss_s <= 0) return finish(SolveAt(op, 1), 1);
+  if (s.kv_policy == KvPolicy::kFree) return finish(SolveAt(op, 0), 0);
   // Two equilibria can exist: a saturated engine thrashing its cache with every trajectory the
   // staleness bound lets in queued for admission, and an unsaturated one whose trajectories hold
   // only what their turns and tools take. A run starts with every allowed batch launched at once,
   // so it falls into the saturated one whenever that one is self-consistent, unless the trainer
   // paces the batches and the unsaturated one keeps up with room to spare (paced_batches).
-  const CacheFixedPoint cache{
-      iteration, s, load, n_max, capacity, context, SolveAt(iteration, s, load, n_max, 1)};
+  const CacheFixedPoint cache{op, s, load, capacity, context, SolveAt(op, 1)};
   std::optional<std::pair<Solved, double>> calm;
   if (s.paced_batches > 0 && s.credit_pace) {
     calm = cache.Solve(false);
