@@ -229,8 +229,11 @@ TrainEstimate RooflineCostModel::TrainStep(const TrainLayout& layout, const Trai
   const int dp = std::max(1, layout.dp);
   const int micro_batch = std::max(1, layout.micro_batch);
   // Longest sequences first onto the least-loaded data-parallel rank (LPT packing).
+  // (A planner asking for many layouts of one batch passes it sorted.)
   std::vector<int64_t> sorted(sequence_tokens.begin(), sequence_tokens.end());
-  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  if (!std::is_sorted(sorted.begin(), sorted.end(), std::greater<>())) {
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  }
   std::vector<double> rank_flops(static_cast<size_t>(dp), 0);
   std::vector<double> rank_tokens(static_cast<size_t>(dp), 0);
   std::vector<int> rank_sequences(static_cast<size_t>(dp), 0);

@@ -49,10 +49,12 @@ std::vector<RequestSample> SampleHistory(std::span<const RequestSample> history,
   return sample;
 }
 
-/// The training batch: `batch` sequences whose lengths cycle through the sample's totals.
+/// The training batch: `batch` sequences whose lengths cycle through the sample's totals, longest
+/// first (the order TrainStep packs them in, so that it need not sort them for every layout).
 std::vector<int64_t> TrainBatch(const std::vector<RequestSample>& sample, int batch) {
   std::vector<int64_t> tokens(static_cast<size_t>(batch));
   for (size_t k = 0; k < tokens.size(); ++k) tokens[k] = sample[k % sample.size()].total();
+  std::sort(tokens.begin(), tokens.end(), std::greater<>());
   return tokens;
 }
 
@@ -181,8 +183,9 @@ struct Problem {
   /// Whether `layout` runs out of memory on a batch holding the longest expected sequence.
   bool OutOfMemory(const model::TrainLayout& layout) const {
     if (sample.empty() || shape->max_sequence_tokens <= sample.back().total()) return false;
+    // The batch's shortest sequence replaced by the longest expected one.
     std::vector<int64_t> longest_batch = batch;
-    longest_batch.front() = shape->max_sequence_tokens;
+    longest_batch.back() = shape->max_sequence_tokens;
     return cost->TrainStep(layout, shape->passes, longest_batch).oom();
   }
   InstanceSetting Setting(int tp, double outside_s, double paced_batches = 0) const {
@@ -272,11 +275,14 @@ std::vector<KindShare> MixedShares(const Problem& p, const SampleCosts& costs,
 
 /// The period (outside nothing) of every contiguous run [j, i) of the sorted sample on one
 /// instance of every TP size of `costs`, computed once: for each start j the run grows one
-/// request at a time, so each entry costs one EstimateInstance on running sums.
+/// request at a time, so each entry costs one EstimateInstance on running sums. Free layouts
+/// only: a node pattern's layouts are timed as the router fills them (MixedShares), so with
+/// `free` false the table is left empty.
 class SegmentTable {
  public:
-  SegmentTable(const Problem& p, const SampleCosts& costs, int64_t* evaluations)
+  SegmentTable(const Problem& p, const SampleCosts& costs, bool free, int64_t* evaluations)
       : tps_(costs.tps()), n_(costs.n()) {
+    if (!free) return;
     const size_t side = static_cast<size_t>(n_ + 1);
     values_.assign(tps_.size() * side * side, 0.0);
     for (size_t k = 0; k < tps_.size(); ++k) {
@@ -1094,7 +1100,7 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
   SearchTrace& trace = result.trace;
   trace.budgets = static_cast<int>(budgets.size());
   const SampleCosts costs(cost, segment_tps, p.sample);
-  const SegmentTable seg(p, costs, &trace.segment_evaluations);
+  const SegmentTable seg(p, costs, space.node_pattern.empty(), &trace.segment_evaluations);
   const int max_rollout = time_shared ? total : total - budgets.front();
   BudgetSearch search(space, mode, p, costs, seg, std::move(rollout_tps),
                       std::move(pattern_layouts), max_rollout, result);

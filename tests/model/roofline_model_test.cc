@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <vector>
 
 #include "support/test_util.h"
 
@@ -281,6 +284,23 @@ TEST(RooflineCostModelTest, TrainStepParts) {
   EXPECT_TRUE(m.TrainStep({1, 1, 1, 1}, passes, batch).oom());
   EXPECT_FALSE(one.oom());
   EXPECT_NEAR(one.memory_limit_bytes, 78e9, 1);
+}
+
+TEST(RooflineCostModelTest, TrainStepDoesNotDependOnTheBatchOrder) {
+  // The planner passes its batch longest first so that TrainStep need not sort it; any order
+  // packs the same.
+  const RooflineCostModel m = Make("A800-80G", "Qwen3-14B", RooflineParams());
+  const TrainPasses passes{true, true, false};
+  const std::vector<int64_t> shuffled = {900, 30000, 4000, 4000, 12000, 700, 8192};
+  std::vector<int64_t> longest_first = shuffled;
+  std::sort(longest_first.begin(), longest_first.end(), std::greater<>());
+  for (const TrainLayout& layout : {TrainLayout{8, 1, 1, 1}, TrainLayout{4, 1, 3, 2}}) {
+    const TrainEstimate a = m.TrainStep(layout, passes, shuffled);
+    const TrainEstimate b = m.TrainStep(layout, passes, longest_first);
+    EXPECT_EQ(a.step_s, b.step_s);
+    EXPECT_EQ(a.imbalance, b.imbalance);
+    EXPECT_EQ(a.memory_bytes, b.memory_bytes);
+  }
 }
 
 TEST(RooflineCostModelTest, SyncAndSwitchTimes) {
