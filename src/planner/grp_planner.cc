@@ -442,7 +442,8 @@ PlanDecision GrpPlanner::Decide(const StepObservation& o, std::string trigger) {
     decision.reason = "time-shared: every GPU already rolls out and trains; kept";
     return decision;
   }
-  const std::vector<RequestSample> history = History();
+  std::vector<RequestSample> history = History();
+  SortHistory(history);  // once for the current layout's prediction, the search and each move
   std::optional<CandidatePlan> current = Predict(o.layout, history);
   if (!current) {
     decision.reason = "the layout in force is infeasible for the cost model; kept";

@@ -25,16 +25,19 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 /// rank of a batch's longest trajectory (a history of many batches holds longer ones than a batch
 /// does: of n, the longest n / (batch + 1) are left out), and thinned to at most `max_requests`
 /// evenly spaced ranks, the shortest and that longest included.
+bool SampleOrder(const RequestSample& a, const RequestSample& b) {
+  return std::make_tuple(a.total(), a.prompt_tokens, a.generated_tokens, a.tool_tokens, a.turns,
+                         a.tool_s) < std::make_tuple(b.total(), b.prompt_tokens,
+                                                     b.generated_tokens, b.tool_tokens, b.turns,
+                                                     b.tool_s);
+}
+
 std::vector<RequestSample> SampleHistory(std::span<const RequestSample> history, int max_requests,
                                          int batch) {
   std::vector<RequestSample> sorted(history.begin(), history.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const RequestSample& a, const RequestSample& b) {
-                     return std::make_tuple(a.total(), a.prompt_tokens, a.generated_tokens,
-                                            a.tool_tokens, a.turns, a.tool_s) <
-                            std::make_tuple(b.total(), b.prompt_tokens, b.generated_tokens,
-                                            b.tool_tokens, b.turns, b.tool_s);
-                   });
+  if (!std::is_sorted(sorted.begin(), sorted.end(), SampleOrder)) {
+    std::stable_sort(sorted.begin(), sorted.end(), SampleOrder);
+  }
   sorted.resize(sorted.size() -
                 (sorted.size() - 1) / (static_cast<size_t>(std::max(1, batch)) + 1));
   const int64_t n = static_cast<int64_t>(sorted.size());
@@ -1073,6 +1076,10 @@ std::string CandidatePlan::ToString() const {
       train.ToString().c_str(), train_gpus(), lend_trainer ? ", lent while waiting" : "",
       TpsString(rollout_tps).c_str(), rollout_gpus(), colocated ? ", time-shared" : "", rollout_s,
       train_s, sync_s, step_s);
+}
+
+void SortHistory(std::vector<RequestSample>& history) {
+  std::stable_sort(history.begin(), history.end(), SampleOrder);
 }
 
 Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& space,

@@ -217,6 +217,11 @@ inline constexpr int kExhaustiveMaxGpus = 16;
 inline constexpr int kExhaustiveMaxRequests = 10;
 inline constexpr double kExhaustiveMaxEnumerations = 5e7;
 
+/// Sorts `history` as Search and EvaluatePlan sample it (by total length, then prompt, generated,
+/// tool tokens, turns and tool time; stable). Both skip their own sort of a sorted history, so a
+/// caller asking several questions of one history sorts it once; the answers are the same.
+void SortHistory(std::vector<RequestSample>& history);
+
 /// The best plan for `history` (the recent trajectories). The history is sorted by total length
 /// and stratified-sampled to at most space.max_requests (evenly spaced ranks, the shortest and the
 /// longest included); each sampled request stands for batch_trajectories / sample size

@@ -568,6 +568,21 @@ TEST(SearchTest, SameInputGivesIdenticalResults) {
   auto third = Search(*cost, space, shape, reversed);
   ASSERT_OK(third);
   EXPECT_TRUE(*first == *third);
+  // Nor does a caller's SortHistory (which lets the search skip its own sort).
+  std::vector<RequestSample> sorted = reversed;
+  SortHistory(sorted);
+  EXPECT_FALSE(std::equal(sorted.begin(), sorted.end(), reversed.begin()));
+  auto fourth = Search(*cost, space, shape, sorted);
+  ASSERT_OK(fourth);
+  EXPECT_TRUE(*first == *fourth);
+  const CandidatePlan& plan = *first->best;
+  auto unsorted = EvaluatePlan(*cost, space, shape, reversed, plan.train, plan.rollout_tps,
+                               plan.colocated, false);
+  auto presorted = EvaluatePlan(*cost, space, shape, sorted, plan.train, plan.rollout_tps,
+                                plan.colocated, false);
+  ASSERT_OK(unsorted);
+  ASSERT_OK(presorted);
+  EXPECT_TRUE(*unsorted == *presorted);
 }
 
 TEST(SearchTest, EvaluatePlanRejectsPlansThatDoNotFit) {
