@@ -66,9 +66,15 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
   const std::vector<int64_t> start = UnitStarts(n, max_units);
   const size_t units = start.size() - 1;
   const size_t m = instances;
+  // cost(j, count), asked once each: the scans below ask for the same sizes many times.
+  const auto side = static_cast<size_t>(n + 1);
+  std::vector<double> per_token(m * side, -1);
   auto group_cost = [&](size_t j, size_t k, size_t i) {  // units [k, i) on instance j
     if (k == i) return 0.0;
-    return cost(j, start[i] - start[k], lengths[static_cast<size_t>(start[k])]);
+    const int64_t count = start[i] - start[k];
+    double& seconds = per_token[j * side + static_cast<size_t>(count)];
+    if (seconds < 0) seconds = cost(j, count);
+    return seconds * lengths[static_cast<size_t>(start[k])];
   };
   // Pass 1: D[j][i], the least makespan of units [0, i) on instances [0, j). A group grows as k
   // falls, so its cost rises while D[j-1][k] falls: the scan stops once the cost alone is worse.
@@ -137,7 +143,7 @@ double AssignmentMakespan(std::span<const double> lengths, std::span<const size_
   }
   double makespan = 0;
   for (size_t j = 0; j < instances; ++j) {
-    if (count[j] > 0) makespan = std::max(makespan, cost(j, count[j], longest[j]));
+    if (count[j] > 0) makespan = std::max(makespan, cost(j, count[j]) * longest[j]);
   }
   return makespan;
 }

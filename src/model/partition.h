@@ -56,12 +56,14 @@ struct Partition {
   std::vector<int64_t> end;
 };
 
-/// Cost of a group of `count` trajectories on instance `j` whose longest has `length`.
-using GroupCostFn = std::function<double(size_t j, int64_t count, double length)>;
+/// Seconds per token of a group of `count` trajectories on instance `j`: the group costs that
+/// times the length of its longest trajectory.
+using GroupCostFn = std::function<double(size_t j, int64_t count)>;
 
 /// Cuts `lengths` (sorted descending) into `instances` contiguous groups, instance order fixed,
 /// minimising the largest group cost (then the sum of squared costs). Groups may be empty (cost
 /// 0). With more than `max_units` lengths (>= 2) the short end is aggregated into chunks.
+/// `cost` is asked once per instance and group size.
 /// REQUIRES: lengths sorted descending; instances >= 1.
 Partition PresortedPartition(std::span<const double> lengths, size_t instances,
                              const GroupCostFn& cost, int max_units = 128);

@@ -90,9 +90,7 @@ double HeddlePlanner::Makespan(std::vector<int> tps, const std::vector<double>& 
   }
   return model::PresortedPartition(
              lengths, tps.size(),
-             [&](size_t j, int64_t count, double length) {
-               return steps.StepSeconds(tps[j], count) * length;
-             },
+             [&](size_t j, int64_t count) { return steps.StepSeconds(tps[j], count); },
              options_.max_units)
       .makespan;
 }

@@ -13,6 +13,11 @@
 namespace libra::sched {
 namespace {
 
+/// HeddleRouter::ranked_'s order: longer first, then smaller id.
+bool RankedBefore(const std::pair<double, int64_t>& a, const std::pair<double, int64_t>& b) {
+  return a.first != b.first ? a.first > b.first : a.second < b.second;
+}
+
 /// Finished trajectories the history predictor keeps.
 constexpr size_t kHistory = 1024;
 /// What the history predictor says before any trajectory finished.
@@ -121,9 +126,7 @@ void HeddleRouter::Repartition(std::span<const InstanceState> instances) {
   if (ranges_.empty()) return;
   const model::Partition cut = model::PresortedPartition(
       snapshot_, ranges_.size(),
-      [&](size_t j, int64_t count, double length) {
-        return steps.StepSeconds(ranges_[j].tp, count) * length;
-      },
+      [&](size_t j, int64_t count) { return steps.StepSeconds(ranges_[j].tp, count); },
       options_.max_units);
   const double n = std::max<double>(1, static_cast<double>(snapshot_.size()));
   for (size_t j = 0; j < ranges_.size(); ++j) {
@@ -142,12 +145,24 @@ double HeddleRouter::RankFraction(double predicted) const {
   return static_cast<double>(longer) / static_cast<double>(snapshot_.size());
 }
 
+void HeddleRouter::Rank(double predicted, int64_t id) {
+  const std::pair<double, int64_t> key{predicted, id};
+  ranked_.insert(std::lower_bound(ranked_.begin(), ranked_.end(), key, RankedBefore), key);
+}
+
+void HeddleRouter::Unrank(double predicted, int64_t id) {
+  const std::pair<double, int64_t> key{predicted, id};
+  const auto it = std::lower_bound(ranked_.begin(), ranked_.end(), key, RankedBefore);
+  LIBRA_CHECK(it != ranked_.end() && *it == key) << "trajectory " << id << " is not ranked";
+  ranked_.erase(it);
+}
+
 double HeddleRouter::LiveRankFraction(TrajectoryId id, double predicted) const {
   // Trajectories in flight predicted longer (ties: smaller id first), among all in flight.
-  int64_t before = 0;
-  for (const auto& [other, t] : trajectories_) {
-    before += t.predicted > predicted || (t.predicted == predicted && other < id.value);
-  }
+  const auto before = std::lower_bound(ranked_.begin(), ranked_.end(),
+                                       std::pair<double, int64_t>{predicted, id.value},
+                                       RankedBefore) -
+                      ranked_.begin();
   return static_cast<double>(before) /
          static_cast<double>(std::max<size_t>(1, trajectories_.size()));
 }
@@ -173,10 +188,16 @@ RouteDecision HeddleRouter::Route(const RouteRequest& request,
                                   std::span<const InstanceState> instances) {
   ++routes_;
   RouteDecision decision;
-  Trajectory& t = trajectories_[request.trajectory.value];
+  const auto [it, added] = trajectories_.try_emplace(request.trajectory.value);
+  Trajectory& t = it->second;
   if (t.turn != request.turn) {
-    t.predicted = Predict(request);
+    const double predicted = Predict(request);
+    if (!added) Unrank(t.predicted, it->first);
+    t.predicted = predicted;
     t.turn = request.turn;
+    Rank(t.predicted, it->first);
+  } else if (added) {
+    Rank(t.predicted, it->first);
   }
   t.context = request.context_tokens;
   const auto population = static_cast<double>(trajectories_.size());
@@ -231,7 +252,10 @@ RouteDecision HeddleRouter::Route(const RouteRequest& request,
 }
 
 void HeddleRouter::OnTrajectoryDone(const TrajectoryObservation& observation) {
-  trajectories_.erase(observation.trajectory.value);
+  if (auto it = trajectories_.find(observation.trajectory.value); it != trajectories_.end()) {
+    Unrank(it->second.predicted, it->first);
+    trajectories_.erase(it);
+  }
   history_.push_back(observation.generated_tokens());
   if (history_.size() > kHistory) history_.pop_front();
 }

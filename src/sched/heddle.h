@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sched/router.h"
@@ -130,6 +131,9 @@ class HeddleRouter : public Router {
   double RankFraction(double predicted) const;
   /// The rank fraction of `id` among the trajectories in flight, by their latest predictions.
   double LiveRankFraction(TrajectoryId id, double predicted) const;
+  /// Adds or removes a trajectory in flight of prediction `predicted` in ranked_.
+  void Rank(double predicted, int64_t id);
+  void Unrank(double predicted, int64_t id);
   /// Index into ranges_ of the range holding `rank`; ranges_.size() when none.
   size_t RangeFor(double rank) const;
   size_t FindRange(InstanceId id) const;
@@ -137,6 +141,9 @@ class HeddleRouter : public Router {
   HeddleOptions options_;
   const model::CostModel* cost_;
   std::unordered_map<int64_t, Trajectory> trajectories_;
+  /// Every trajectory in flight as (latest prediction, id), longest first, ties by id: a
+  /// trajectory's live rank is its position.
+  std::vector<std::pair<double, int64_t>> ranked_;
   std::vector<Range> ranges_;
   std::vector<double> snapshot_;  // predicted lengths at the last partition, descending
   struct Seen {

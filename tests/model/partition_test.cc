@@ -17,8 +17,8 @@ namespace {
 /// Instance j's per-token time at batch b: base[j] * (1 + b / knee[j]): monotone in b, as the
 /// model requires.
 GroupCostFn Affine(std::vector<double> base, std::vector<double> knee) {
-  return [base, knee](size_t j, int64_t count, double length) {
-    return base[j] * (1 + static_cast<double>(count) / knee[j]) * length;
+  return [base, knee](size_t j, int64_t count) {
+    return base[j] * (1 + static_cast<double>(count) / knee[j]);
   };
 }
 
@@ -57,12 +57,12 @@ double BruteForceContiguous(const std::vector<double>& lengths, size_t m, const 
   std::function<void(size_t, size_t, double)> go = [&](size_t j, size_t from, double worst) {
     if (j + 1 == m) {
       const auto count = static_cast<int64_t>(lengths.size() - from);
-      best = std::min(best, std::max(worst, count ? cost(j, count, lengths[from]) : 0.0));
+      best = std::min(best, std::max(worst, count ? cost(j, count) * lengths[from] : 0.0));
       return;
     }
     for (size_t to = from; to <= lengths.size(); ++to) {
       const auto count = static_cast<int64_t>(to - from);
-      go(j + 1, to, std::max(worst, count ? cost(j, count, lengths[from]) : 0.0));
+      go(j + 1, to, std::max(worst, count ? cost(j, count) * lengths[from] : 0.0));
     }
   };
   go(0, 0, 0);
