@@ -90,7 +90,7 @@ void GrpPlanner::AddToolLatencies(std::span<const double> latencies) {
     tool_latencies_.push_back(l);
     if (static_cast<int>(tool_latencies_.size()) > kToolLatencies) tool_latencies_.pop_front();
   }
-  if (!latencies.empty()) sorted_tool_latencies_.clear();
+  if (!latencies.empty()) sorted_tool_latencies_.reset();
 }
 
 Result<std::unique_ptr<Planner>> GrpPlanner::Create(const recipe::OptionTable& options) {
@@ -137,12 +137,12 @@ PipelineShape GrpPlanner::Shape() const {
   shape.sync_interval = std::max(1, context_.sync_interval);
   shape.max_sequence_tokens = context_.max_sequence_tokens;
   shape.kv_policy = context_.kv_policy;
-  // Sorted once per change, not per evaluation: ToolLatencies then finds them in order.
-  if (sorted_tool_latencies_.empty() && !tool_latencies_.empty()) {
+  // Sorted once per change, not per evaluation.
+  if (!sorted_tool_latencies_ && !tool_latencies_.empty()) {
     const std::vector<double> latencies(tool_latencies_.begin(), tool_latencies_.end());
-    sorted_tool_latencies_ = ToolLatencies(latencies).sorted();
+    sorted_tool_latencies_ = std::make_shared<const ToolLatencies>(latencies);
   }
-  shape.tool_latencies_s = sorted_tool_latencies_;
+  shape.tool_latencies = sorted_tool_latencies_;
   if (options_.calibrate) {
     shape.rollout_scale = rollout_cal_.factor();
     shape.train_scale = train_cal_.factor();

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -163,8 +164,8 @@ class GrpPlanner : public Planner {
   /// kToolLatencies.
   static constexpr int kToolLatencies = 4096;
   std::deque<double> tool_latencies_;
-  /// tool_latencies_ in ascending order; empty until Shape() needs it after a change.
-  mutable std::vector<double> sorted_tool_latencies_;
+  /// tool_latencies_ as the search reads them; null until Shape() needs them after a change.
+  mutable std::shared_ptr<const ToolLatencies> sorted_tool_latencies_;
   Calibrator rollout_cal_;
   Calibrator train_cal_;
   int last_change_step_ = -1000000;

@@ -167,7 +167,7 @@ struct Problem {
   std::vector<int> train_pps;
   std::vector<int> micro_batches;
   std::map<int, double> tp_comm_ratio;  // memo
-  ToolLatencies tools;
+  const ToolLatencies* tools = nullptr;  // the shape's; null when it has none
   /// The history's longest context: any instance may get it, so every instance must hold it.
   int64_t longest = 0;
 
@@ -200,7 +200,7 @@ struct Problem {
     s.paced_batches = paced_batches;
     s.credit_pace = shape->credit_pace;
     s.kv_policy = shape->kv_policy;
-    s.tools = &tools;
+    s.tools = tools;
     return s;
   }
 };
@@ -860,7 +860,7 @@ Problem MakeProblem(const model::CostModel& cost, const SearchSpace& space,
   p.train_tps = SortedUnique(space.train_tps);
   p.train_pps = SortedUnique(space.train_pps);
   p.micro_batches = SortedUnique(space.micro_batches);
-  p.tools = ToolLatencies(shape.tool_latencies_s);
+  p.tools = shape.tool_latencies.get();
   for (const RequestSample& r : history) p.longest = std::max(p.longest, r.total());
   return p;
 }

@@ -53,6 +53,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -131,9 +132,10 @@ struct PipelineShape {
   /// 0: the longest of the sampled history. Default: 0.
   int64_t max_sequence_tokens = 0;
   /// What the engines do with a context while its trajectory waits for a tool, and the
-  /// latencies of individual tool calls (rollout_model.h). Defaults: cache, none.
+  /// latencies of individual tool calls (rollout_model.h; shared, since a planner asks many
+  /// questions of one set). Defaults: cache, none (null).
   KvPolicy kv_policy = KvPolicy::kCache;
-  std::vector<double> tool_latencies_s;
+  std::shared_ptr<const ToolLatencies> tool_latencies;
   /// Whether a trainer-paced rollout side may be credited with its unsaturated regime under KV
   /// pressure (InstanceSetting::credit_pace, rollout_model.h). Default: true.
   bool credit_pace = true;
