@@ -83,15 +83,20 @@ int64_t HeddlePlanner::ProfileContext() const {
 
 double HeddlePlanner::Makespan(std::vector<int> tps, const std::vector<double>& lengths,
                                int64_t context_tokens) const {
-  std::sort(tps.begin(), tps.end(), std::greater<>());
   const model::GroupStepModel steps(*context_.cost, context_tokens, context_.max_num_seqs);
+  return Makespan(std::move(tps), lengths, steps, options_.max_units);
+}
+
+double HeddlePlanner::Makespan(std::vector<int> tps, const std::vector<double>& lengths,
+                               const model::GroupStepModel& steps, int max_units) {
+  std::sort(tps.begin(), tps.end(), std::greater<>());
   for (int tp : tps) {
     if (steps.Fit(tp) <= 0) return std::numeric_limits<double>::infinity();
   }
   return model::PresortedPartition(
              lengths, tps.size(),
              [&](size_t j, int64_t count) { return steps.StepSeconds(tps[j], count); },
-             options_.max_units)
+             max_units)
       .makespan;
 }
 
@@ -105,12 +110,13 @@ std::vector<TpMix> HeddlePlanner::RankMixes(int gpus, const std::vector<double>&
       degrees.push_back(tp);
     }
   }
+  const model::GroupStepModel steps(*context_.cost, context_tokens, context_.max_num_seqs);
   std::vector<TpMix> mixes;
   std::vector<int> tps;
   std::function<void(size_t, int)> enumerate = [&](size_t d, int left) {
     if (left == 0) {
       if (PackSizes(context_.gpus_per_node, tps).ok()) {
-        mixes.push_back(TpMix{tps, Makespan(tps, lengths, context_tokens)});
+        mixes.push_back(TpMix{tps, Makespan(tps, lengths, steps, options_.max_units)});
       }
       return;
     }

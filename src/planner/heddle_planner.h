@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "model/partition.h"
 #include "planner/planner.h"
 
 namespace libra::planner {
@@ -77,6 +78,10 @@ class HeddlePlanner : public Planner {
   /// `context_tokens`. Infinite when an instance cannot hold a sequence.
   double Makespan(std::vector<int> tps, const std::vector<double>& lengths,
                   int64_t context_tokens) const;
+  /// The same with the step model of those sequences (which remembers its answers: every mix
+  /// of one ranking shares it).
+  static double Makespan(std::vector<int> tps, const std::vector<double>& lengths,
+                         const model::GroupStepModel& steps, int max_units);
   /// Every TP mix of `gpus` GPUs (step 3), best first; empty when none packs.
   std::vector<TpMix> RankMixes(int gpus, const std::vector<double>& lengths,
                                int64_t context_tokens) const;
