@@ -8,8 +8,11 @@ turn (A B A B ...), so that both see the same machine: absolute times on shared 
 (user + system, of the process and its children) of each build, the median of the per-pair
 ratios HEAD/BASE, and the peak memory; and it checks that both builds print the same results.
 
-Scenarios (default: the paper recipe, 100 steps, every named system):
-  libra compare RECIPE --systems S --steps N --db <temporary> -q
+Scenarios (default: the paper recipe, 100 steps, every named system, each as written: a
+recipe that tunes its peers would otherwise time the tuning, and refuses to tune Libra alone):
+  libra compare RECIPE --as-written --systems S --steps N --db <temporary> -q
+Before them, both builds run the whole comparison once (peers tuned when the recipe says so)
+and must print the same table.
 With --bench, also libra_bench's default scenarios (the same recipes at both commits).
 
   bench/side_by_side.py --base main --head HEAD
@@ -27,7 +30,7 @@ import sys
 import tempfile
 
 SYSTEMS = ["libra", "libra-no-ehp", "libra-ref", "libra-homogeneous", "verl-sync",
-           "disagg-static", "verl-dynamic", "areal-async", "sortedrl"]
+           "disagg-static", "verl-dynamic", "areal-async", "sortedrl", "heddle"]
 
 
 def run(cmd, **kwargs):
@@ -75,9 +78,9 @@ def scenarios(args, builds, scratch):
     recipe = os.path.abspath(args.recipe)
     for system in args.systems.split(","):
         yield system, {
-            side: [os.path.join(out, "libra"), "compare", recipe, "--systems", system,
-                   "--steps", str(args.steps), "--db", os.path.join(scratch, f"{side}-{system}.db"),
-                   "-q"]
+            side: [os.path.join(out, "libra"), "compare", recipe, "--as-written", "--systems",
+                   system, "--steps", str(args.steps), "--db",
+                   os.path.join(scratch, f"{side}-{system}.db"), "-q"]
             for side, out in builds.items()}
     if args.bench:
         for tool in ["libra_bench"]:
