@@ -95,8 +95,7 @@ double HeddlePlanner::Makespan(std::vector<int> tps, const std::vector<double>& 
   }
   return model::PresortedPartition(
              lengths, tps.size(),
-             [&](size_t j, int64_t count) { return steps.StepSeconds(tps[j], count); },
-             max_units)
+             [&](size_t j, int64_t count) { return steps.StepSeconds(tps[j], count); }, max_units)
       .makespan;
 }
 

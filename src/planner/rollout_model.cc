@@ -82,19 +82,26 @@ struct Solved {
   const char* bound = "idle";
 };
 
+/// Whether two trajectories have the same latency bound (SolveAt reads only these).
+bool SameBound(const RequestCost& a, const RequestCost& b) {
+  return a.decode == b.decode && a.prefill_s == b.prefill_s && a.miss_s == b.miss_s &&
+         a.tool_s == b.tool_s;
+}
+
 /// What SolveAt needs of one instance's load that does not depend on the hit rate, derived once
 /// per estimate: the iteration times, the saturated decode set, the secant over its whole range
 /// (every solution's first fit) and the candidates for the slowest trajectory without repeats
 /// (a repeat gives the same bound, which never exceeds itself).
-class Operating {
- public:
+struct Operating {
   Operating(IterationTimes& times, const InstanceSetting& setting, const RolloutLoad& share,
             double max_sequences)
       : iteration(times), s(setting), load(share), n_max(max_sequences) {
     for (const RequestCost& c : load.slowest) {
-      const bool repeat = std::any_of(slowest.begin(), slowest.begin() + distinct,
-                                      [&](const RequestCost* seen) { return SameBound(*seen, c); });
-      if (!repeat) slowest[static_cast<size_t>(distinct++)] = &c;
+      const auto seen = slowest.begin() + distinct;
+      if (std::none_of(slowest.begin(), seen,
+                       [&](const RequestCost* other) { return SameBound(*other, c); })) {
+        slowest[static_cast<size_t>(distinct++)] = &c;
+      }
     }
     if (load.decode > 0) {
       per_sequence_at_max = iteration(n_max) / n_max;
@@ -113,14 +120,6 @@ class Operating {
   const double n_max;
   double per_sequence_at_max = 0;
   Affine whole;
-
- private:
-  /// Whether two trajectories have the same latency bound: it reads only these.
-  static bool SameBound(const RequestCost& a, const RequestCost& b) {
-    return a.decode == b.decode && a.prefill_s == b.prefill_s && a.miss_s == b.miss_s &&
-           a.tool_s == b.tool_s;
-  }
-
   std::array<const RequestCost*, 3> slowest{};
   int distinct = 0;
 };

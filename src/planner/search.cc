@@ -21,17 +21,18 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // ---- Inputs ------------------------------------------------------------------------------------
 
+/// The order a history is sampled in: by total length, then prompt, generated, tool tokens, turns
+/// and tool time.
+bool SampleOrder(const RequestSample& a, const RequestSample& b) {
+  return std::make_tuple(a.total(), a.prompt_tokens, a.generated_tokens, a.tool_tokens, a.turns,
+                         a.tool_s) < std::make_tuple(b.total(), b.prompt_tokens, b.generated_tokens,
+                                                     b.tool_tokens, b.turns, b.tool_s);
+}
+
 /// The history sorted by total length (then prompt, generated, tool, turns, tool time), cut at the
 /// rank of a batch's longest trajectory (a history of many batches holds longer ones than a batch
 /// does: of n, the longest n / (batch + 1) are left out), and thinned to at most `max_requests`
 /// evenly spaced ranks, the shortest and that longest included.
-bool SampleOrder(const RequestSample& a, const RequestSample& b) {
-  return std::make_tuple(a.total(), a.prompt_tokens, a.generated_tokens, a.tool_tokens, a.turns,
-                         a.tool_s) < std::make_tuple(b.total(), b.prompt_tokens,
-                                                     b.generated_tokens, b.tool_tokens, b.turns,
-                                                     b.tool_s);
-}
-
 std::vector<RequestSample> SampleHistory(std::span<const RequestSample> history, int max_requests,
                                          int batch) {
   std::vector<RequestSample> sorted(history.begin(), history.end());
@@ -166,7 +167,7 @@ struct Problem {
   std::vector<int> train_tps;
   std::vector<int> train_pps;
   std::vector<int> micro_batches;
-  std::map<int, double> tp_comm_ratio;  // memo
+  std::map<int, double> tp_comm_ratio;   // memo
   const ToolLatencies* tools = nullptr;  // the shape's; null when it has none
   /// The history's longest context: any instance may get it, so every instance must hold it.
   int64_t longest = 0;

@@ -159,10 +159,10 @@ void HeddleRouter::Unrank(double predicted, int64_t id) {
 
 double HeddleRouter::LiveRankFraction(TrajectoryId id, double predicted) const {
   // Trajectories in flight predicted longer (ties: smaller id first), among all in flight.
-  const auto before = std::lower_bound(ranked_.begin(), ranked_.end(),
-                                       std::pair<double, int64_t>{predicted, id.value},
-                                       RankedBefore) -
-                      ranked_.begin();
+  const auto before =
+      std::lower_bound(ranked_.begin(), ranked_.end(),
+                       std::pair<double, int64_t>{predicted, id.value}, RankedBefore) -
+      ranked_.begin();
   return static_cast<double>(before) /
          static_cast<double>(std::max<size_t>(1, trajectories_.size()));
 }
