@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "common/strings.h"
 
@@ -18,6 +19,30 @@ void IterationLoad::AddPrefill(int64_t new_tokens, int64_t prior_tokens) {
   prefill_kv_tokens += prior_tokens + new_tokens;
   prefill_attention +=
       static_cast<double>(new_tokens) * (static_cast<double>(prior_tokens) + new_tokens / 2.0);
+}
+
+namespace {
+
+/// The base class's TrainBatchCosts: TrainStep, asked each time.
+class AskEachTime : public TrainBatchCosts {
+ public:
+  AskEachTime(const CostModel& model, const TrainPasses& passes, std::vector<int64_t> tokens)
+      : model_(model), passes_(passes), tokens_(std::move(tokens)) {}
+  TrainEstimate TrainStep(const TrainLayout& layout) override {
+    return model_.TrainStep(layout, passes_, tokens_);
+  }
+
+ private:
+  const CostModel& model_;
+  TrainPasses passes_;
+  std::vector<int64_t> tokens_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainBatchCosts> CostModel::ForTrainBatch(
+    const TrainPasses& passes, std::vector<int64_t> sequence_tokens) const {
+  return std::make_unique<AskEachTime>(*this, passes, std::move(sequence_tokens));
 }
 
 double CostModel::DecodeSpanTime(int tp, int64_t sequences, int64_t context_tokens,

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/registry.h"
 #include "model/catalog.h"
@@ -88,6 +89,15 @@ struct SwitchRequest {
   TrainLayout train;
 };
 
+/// TrainStep's answers for one batch under many layouts (a planner's training tree asks for
+/// thousands). Made by CostModel::ForTrainBatch; must not outlive that model.
+class TrainBatchCosts {
+ public:
+  virtual ~TrainBatchCosts() = default;
+  /// What the model's TrainStep(layout, passes, sequence_tokens) answers for this batch.
+  virtual TrainEstimate TrainStep(const TrainLayout& layout) = 0;
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -127,6 +137,10 @@ class CostModel {
   /// One optimizer step over sequences of the given total lengths (tokens).
   virtual TrainEstimate TrainStep(const TrainLayout& layout, const TrainPasses& passes,
                                   std::span<const int64_t> sequence_tokens) const = 0;
+  /// TrainStep for one batch under many layouts, each answer the same as TrainStep's. A model
+  /// may remember there what depends on the batch alone; the base class asks TrainStep each time.
+  virtual std::unique_ptr<TrainBatchCosts> ForTrainBatch(
+      const TrainPasses& passes, std::vector<int64_t> sequence_tokens) const;
 
   // ---- Transitions -----------------------------------------------------------------------------
 

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <numeric>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -66,8 +68,8 @@ double RooflineCostModel::KvBytesPerTokenPerGpu(int tp) const {
 }
 
 int64_t RooflineCostModel::KvCapacityTokens(int tp) const {
-  const double per_gpu_pool = gpu_.hbm_bytes * params_.gpu_memory_utilization -
-                              params_.reserve_bytes - weight_bytes_ / tp;
+  const double per_gpu_pool =
+      gpu_.hbm_bytes * params_.gpu_memory_utilization - params_.reserve_bytes - weight_bytes_ / tp;
   if (per_gpu_pool <= 0) return 0;
   return static_cast<int64_t>(per_gpu_pool / KvBytesPerTokenPerGpu(tp) *
                               (1 - params_.kv_fragmentation));
@@ -222,51 +224,90 @@ double RooflineCostModel::TrainMemoryPerGpu(const TrainLayout& layout, const Tra
   return states + activations + logits;
 }
 
-TrainEstimate RooflineCostModel::TrainStep(const TrainLayout& layout, const TrainPasses& passes,
-                                           std::span<const int64_t> sequence_tokens) const {
+std::vector<double> RooflineCostModel::SequenceFlops(const TrainPasses& passes,
+                                                     std::span<const int64_t> tokens) const {
+  std::vector<double> flops(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    // A batch repeats lengths: a run of equal ones costs one evaluation.
+    flops[i] = i > 0 && tokens[i] == tokens[i - 1] ? flops[i - 1] : TrainFlops(tokens[i], passes);
+  }
+  return flops;
+}
+
+RooflineCostModel::RankShare RooflineCostModel::Pack(std::span<const int64_t> longest_first,
+                                                     std::span<const double> flops, int dp) {
+  // Longest sequences first onto the least-loaded data-parallel rank, the first of equals (LPT
+  // packing). While every rank so far got a sequence of positive FLOPs, the next one goes to the
+  // next rank (all the others are still empty); then a heap of (load, rank), whose least key is
+  // unique, takes over: the rank that receives a sequence has its key raised and sifted down,
+  // O(log dp) per sequence.
+  const auto ranks = static_cast<size_t>(dp);
+  std::vector<double> rank_flops(ranks, 0);
+  std::vector<double> rank_tokens(ranks, 0);
+  std::vector<int> rank_sequences(ranks, 0);
+  size_t next = 0;
+  for (; next < longest_first.size() && next < ranks && flops[next] > 0; ++next) {
+    rank_flops[next] += flops[next];
+    rank_tokens[next] += static_cast<double>(longest_first[next]);
+    ++rank_sequences[next];
+  }
+  if (next < longest_first.size()) {
+    std::vector<std::pair<double, size_t>> heap;  // a min-heap under `later`
+    heap.reserve(ranks);
+    for (size_t rank = 0; rank < ranks; ++rank) heap.emplace_back(rank_flops[rank], rank);
+    const auto later = std::greater<std::pair<double, size_t>>();
+    std::make_heap(heap.begin(), heap.end(), later);
+    for (; next < longest_first.size(); ++next) {
+      const size_t rank = heap.front().second;
+      rank_flops[rank] += flops[next];
+      rank_tokens[rank] += static_cast<double>(longest_first[next]);
+      ++rank_sequences[rank];
+      // Sift the raised root down.
+      const std::pair<double, size_t> raised{rank_flops[rank], rank};
+      size_t at = 0;
+      while (true) {
+        size_t child = 2 * at + 1;
+        if (child >= ranks) break;
+        if (child + 1 < ranks && later(heap[child], heap[child + 1])) ++child;
+        if (!later(raised, heap[child])) break;
+        heap[at] = heap[child];
+        at = child;
+      }
+      heap[at] = raised;
+    }
+  }
+  const size_t busiest = static_cast<size_t>(
+      std::max_element(rank_flops.begin(), rank_flops.end()) - rank_flops.begin());
+  RankShare share;
+  share.flops = std::accumulate(rank_flops.begin(), rank_flops.end(), 0.0);
+  share.busiest_flops = rank_flops[busiest];
+  share.busiest_tokens = rank_tokens[busiest];
+  share.busiest_sequences = rank_sequences[busiest];
+  return share;
+}
+
+TrainEstimate RooflineCostModel::Estimate(const TrainLayout& layout, const TrainPasses& passes,
+                                          std::span<const int64_t> longest_first,
+                                          const RankShare& share) const {
   TrainEstimate e;
   e.memory_limit_bytes = gpu_.hbm_bytes - params_.train_reserve_bytes;
   const int dp = std::max(1, layout.dp);
   const int micro_batch = std::max(1, layout.micro_batch);
-  // Longest sequences first onto the least-loaded data-parallel rank (LPT packing).
-  // (A planner asking for many layouts of one batch passes it sorted.)
-  std::vector<int64_t> sorted(sequence_tokens.begin(), sequence_tokens.end());
-  if (!std::is_sorted(sorted.begin(), sorted.end(), std::greater<>())) {
-    std::sort(sorted.begin(), sorted.end(), std::greater<>());
-  }
-  std::vector<double> rank_flops(static_cast<size_t>(dp), 0);
-  std::vector<double> rank_tokens(static_cast<size_t>(dp), 0);
-  std::vector<int> rank_sequences(static_cast<size_t>(dp), 0);
-  // The least-loaded rank, the first of equals, from a heap: O(log dp) per sequence.
-  std::vector<std::pair<double, size_t>> least;
-  for (size_t rank = 0; rank < rank_flops.size(); ++rank) least.emplace_back(0.0, rank);
-  const auto later = std::greater<std::pair<double, size_t>>();
-  for (int64_t tokens : sorted) {
-    std::pop_heap(least.begin(), least.end(), later);
-    const size_t rank = least.back().second;
-    rank_flops[rank] += TrainFlops(tokens, passes);
-    rank_tokens[rank] += static_cast<double>(tokens);
-    ++rank_sequences[rank];
-    least.back().first = rank_flops[rank];
-    std::push_heap(least.begin(), least.end(), later);
-  }
-  const size_t busiest = static_cast<size_t>(
-      std::max_element(rank_flops.begin(), rank_flops.end()) - rank_flops.begin());
-  e.flops = std::accumulate(rank_flops.begin(), rank_flops.end(), 0.0);
-  e.imbalance = e.flops > 0 ? rank_flops[busiest] / (e.flops / dp) : 1;
+  e.flops = share.flops;
+  e.imbalance = e.flops > 0 ? share.busiest_flops / (e.flops / dp) : 1;
 
-  const int micro_batches = (rank_sequences[busiest] + micro_batch - 1) / micro_batch;
+  const int micro_batches = (share.busiest_sequences + micro_batch - 1) / micro_batch;
   int64_t micro_tokens = 0;  // the largest micro-batch: the longest sequences together
-  for (size_t i = 0; i < sorted.size() && i < static_cast<size_t>(micro_batch); ++i) {
-    micro_tokens += sorted[i];
+  for (size_t i = 0; i < longest_first.size() && i < static_cast<size_t>(micro_batch); ++i) {
+    micro_tokens += longest_first[i];
   }
   e.memory_bytes = TrainMemoryPerGpu(layout, passes, micro_tokens, micro_batches);
-  if (sorted.empty()) return e;
+  if (longest_first.empty()) return e;
 
   const double shard = static_cast<double>(layout.tp) * layout.pp;
   const double b = arch_.dtype_bytes;
   const double d = arch_.hidden;
-  e.compute_s = rank_flops[busiest] / (shard * params_.train_mfu * gpu_.bf16_flops);
+  e.compute_s = share.busiest_flops / (shard * params_.train_mfu * gpu_.bf16_flops);
   if (layout.tp > 1) {
     // Two all-reduces per layer for every forward (forward, recompute, old log-probs,
     // reference) and two for the backward.
@@ -276,7 +317,7 @@ TrainEstimate RooflineCostModel::TrainStep(const TrainLayout& layout, const Trai
     const double t = layout.tp;
     e.tp_comm_s = collectives *
                   (micro_batches * gpu_.allreduce_latency_s +
-                   2 * (t - 1) / t * rank_tokens[busiest] * d * b / gpu_.allreduce_bandwidth) *
+                   2 * (t - 1) / t * share.busiest_tokens * d * b / gpu_.allreduce_bandwidth) *
                   (1 - params_.train_tp_overlap);
   }
   const bool spans_nodes = layout.gpus() > gpus_per_node_;
@@ -285,7 +326,7 @@ TrainEstimate RooflineCostModel::TrainStep(const TrainLayout& layout, const Trai
     // 1F1B bubble, plus activations and their gradients crossing each stage boundary.
     const double link = spans_nodes ? inter_per_gpu : gpu_.nvlink_bandwidth;
     e.pp_bubble_s = (layout.pp - 1.0) / (micro_batches + layout.pp - 1.0) * e.compute_s +
-                    2.0 * (layout.pp - 1) * rank_tokens[busiest] * d * b / layout.tp / link;
+                    2.0 * (layout.pp - 1) * share.busiest_tokens * d * b / layout.tp / link;
   }
   if (dp > 1) {
     const double bandwidth = spans_nodes ? inter_per_gpu : gpu_.allreduce_bandwidth;
@@ -296,6 +337,49 @@ TrainEstimate RooflineCostModel::TrainStep(const TrainLayout& layout, const Trai
                   (params_.decode_bw_util * gpu_.hbm_bandwidth);
   e.step_s = e.compute_s + e.tp_comm_s + e.pp_bubble_s + e.dp_comm_s + e.optimizer_s;
   return e;
+}
+
+TrainEstimate RooflineCostModel::TrainStep(const TrainLayout& layout, const TrainPasses& passes,
+                                           std::span<const int64_t> sequence_tokens) const {
+  std::vector<int64_t> sorted(sequence_tokens.begin(), sequence_tokens.end());
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  return Estimate(layout, passes, sorted,
+                  Pack(sorted, SequenceFlops(passes, sorted), std::max(1, layout.dp)));
+}
+
+namespace {
+
+/// TrainStep for one batch: its packing depends on the data-parallel degree alone, so it is
+/// remembered per degree and reused for every TP, PP and micro-batch of that degree.
+class RooflineBatchCosts : public TrainBatchCosts {
+ public:
+  RooflineBatchCosts(const RooflineCostModel& model, const TrainPasses& passes,
+                     std::vector<int64_t> tokens)
+      : model_(model), passes_(passes), sorted_(std::move(tokens)) {
+    std::sort(sorted_.begin(), sorted_.end(), std::greater<>());
+    flops_ = model_.SequenceFlops(passes_, sorted_);
+  }
+
+  TrainEstimate TrainStep(const TrainLayout& layout) override {
+    const int dp = std::max(1, layout.dp);
+    auto it = shares_.find(dp);
+    if (it == shares_.end()) it = shares_.emplace(dp, model_.Pack(sorted_, flops_, dp)).first;
+    return model_.Estimate(layout, passes_, sorted_, it->second);
+  }
+
+ private:
+  const RooflineCostModel& model_;
+  TrainPasses passes_;
+  std::vector<int64_t> sorted_;
+  std::vector<double> flops_;                                     // TrainFlops of each sequence
+  std::unordered_map<int, RooflineCostModel::RankShare> shares_;  // by DP degree
+};
+
+}  // namespace
+
+std::unique_ptr<TrainBatchCosts> RooflineCostModel::ForTrainBatch(
+    const TrainPasses& passes, std::vector<int64_t> sequence_tokens) const {
+  return std::make_unique<RooflineBatchCosts>(*this, passes, std::move(sequence_tokens));
 }
 
 double RooflineCostModel::WeightSyncTime(const SyncRequest& request) const {

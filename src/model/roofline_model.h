@@ -82,6 +82,8 @@ class RooflineCostModel : public CostModel {
   double PrefillTime(int tp, int64_t tokens, int64_t prior_tokens) const override;
   TrainEstimate TrainStep(const TrainLayout& layout, const TrainPasses& passes,
                           std::span<const int64_t> sequence_tokens) const override;
+  std::unique_ptr<TrainBatchCosts> ForTrainBatch(
+      const TrainPasses& passes, std::vector<int64_t> sequence_tokens) const override;
   double DecodeSpanTime(int tp, int64_t sequences, int64_t context_tokens,
                         int64_t iterations) const override;
   double DecodeGpuSecondsLowerBound(int64_t context, int64_t max_batch) const override;
@@ -99,6 +101,25 @@ class RooflineCostModel : public CostModel {
   /// Peak training memory per GPU for micro-batches of `micro_tokens` tokens.
   double TrainMemoryPerGpu(const TrainLayout& layout, const TrainPasses& passes,
                            int64_t micro_tokens, int micro_batches) const;
+
+  /// TrainFlops of each sequence.
+  std::vector<double> SequenceFlops(const TrainPasses& passes,
+                                    std::span<const int64_t> tokens) const;
+  /// TrainStep in two parts. First how a batch (sorted longest first, with SequenceFlops) spreads
+  /// over `dp` data-parallel ranks, each sequence onto the least-loaded rank (the first of
+  /// equals): its FLOPs and the busiest rank's share, which is all that the rest needs of the
+  /// packing.
+  struct RankShare {
+    double flops = 0;
+    double busiest_flops = 0;
+    double busiest_tokens = 0;
+    int busiest_sequences = 0;
+  };
+  static RankShare Pack(std::span<const int64_t> longest_first, std::span<const double> flops,
+                        int dp);
+  /// Then the step of `layout` (whose dp that share is for) on the batch.
+  TrainEstimate Estimate(const TrainLayout& layout, const TrainPasses& passes,
+                         std::span<const int64_t> longest_first, const RankShare& share) const;
 
  private:
   GpuSpec gpu_;

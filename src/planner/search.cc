@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <queue>
 #include <set>
@@ -53,12 +54,10 @@ std::vector<RequestSample> SampleHistory(std::span<const RequestSample> history,
   return sample;
 }
 
-/// The training batch: `batch` sequences whose lengths cycle through the sample's totals, longest
-/// first (the order TrainStep packs them in, so that it need not sort them for every layout).
+/// The training batch: `batch` sequences whose lengths cycle through the sample's totals.
 std::vector<int64_t> TrainBatch(const std::vector<RequestSample>& sample, int batch) {
   std::vector<int64_t> tokens(static_cast<size_t>(batch));
   for (size_t k = 0; k < tokens.size(); ++k) tokens[k] = sample[k % sample.size()].total();
-  std::sort(tokens.begin(), tokens.end(), std::greater<>());
   return tokens;
 }
 
@@ -164,6 +163,10 @@ struct Problem {
   std::vector<RequestSample> sample;
   double weight = 1;
   std::vector<int64_t> batch;
+  /// TrainStep on `batch` for any layout, and on it with its first sequence replaced by the
+  /// longest expected one (null when the sample already holds one as long).
+  std::unique_ptr<model::TrainBatchCosts> train;
+  std::unique_ptr<model::TrainBatchCosts> train_longest;
   std::vector<int> train_tps;
   std::vector<int> train_pps;
   std::vector<int> micro_batches;
@@ -176,8 +179,7 @@ struct Problem {
   double TpCommRatio(int tp) {
     auto it = tp_comm_ratio.find(tp);
     if (it != tp_comm_ratio.end()) return it->second;
-    const model::TrainEstimate e =
-        cost->TrainStep({tp, 1, 1, micro_batches.front()}, shape->passes, batch);
+    const model::TrainEstimate e = train->TrainStep({tp, 1, 1, micro_batches.front()});
     double ratio = 0;
     if (e.tp_comm_s > 0) ratio = e.compute_s > 0 ? e.tp_comm_s / e.compute_s : kInf;
     tp_comm_ratio.emplace(tp, ratio);
@@ -186,11 +188,7 @@ struct Problem {
   bool Holds(int tp) const { return cost->KvCapacityTokens(tp) >= longest; }
   /// Whether `layout` runs out of memory on a batch holding the longest expected sequence.
   bool OutOfMemory(const model::TrainLayout& layout) const {
-    if (sample.empty() || shape->max_sequence_tokens <= sample.back().total()) return false;
-    // The batch's shortest sequence replaced by the longest expected one.
-    std::vector<int64_t> longest_batch = batch;
-    longest_batch.back() = shape->max_sequence_tokens;
-    return cost->TrainStep(layout, shape->passes, longest_batch).oom();
+    return train_longest != nullptr && train_longest->TrainStep(layout).oom();
   }
   InstanceSetting Setting(int tp, double outside_s, double paced_batches = 0) const {
     InstanceSetting s;
@@ -759,7 +757,7 @@ void Leaf(Problem& p, int budget, int tp, int pp, int micro, const RolloutSide& 
           bool colocated, std::map<std::string, int>& pruned, std::optional<CandidatePlan>& best) {
   const PipelineShape& shape = *p.shape;
   const model::TrainLayout layout{tp, pp, budget / (tp * pp), micro};
-  const model::TrainEstimate e = p.cost->TrainStep(layout, shape.passes, p.batch);
+  const model::TrainEstimate e = p.train->TrainStep(layout);
   if (e.oom() || p.OutOfMemory(layout)) {
     Count(pruned, "oom");
     return;
@@ -858,6 +856,12 @@ Problem MakeProblem(const model::CostModel& cost, const SearchSpace& space,
   p.sample = SampleHistory(history, space.max_requests, shape.batch_trajectories);
   p.weight = static_cast<double>(shape.batch_trajectories) / static_cast<double>(p.sample.size());
   p.batch = TrainBatch(p.sample, shape.batch_trajectories);
+  p.train = cost.ForTrainBatch(shape.passes, p.batch);
+  if (!p.sample.empty() && shape.max_sequence_tokens > p.sample.back().total()) {
+    std::vector<int64_t> longest_batch = p.batch;
+    longest_batch.front() = shape.max_sequence_tokens;
+    p.train_longest = cost.ForTrainBatch(shape.passes, std::move(longest_batch));
+  }
   p.train_tps = SortedUnique(space.train_tps);
   p.train_pps = SortedUnique(space.train_pps);
   p.micro_batches = SortedUnique(space.micro_batches);
@@ -1169,7 +1173,7 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
                   TpsString(rollout_tps).c_str(), colocated ? 0 : train.gpus(), total));
   }
   Problem p = MakeProblem(cost, space, shape, history);
-  const model::TrainEstimate e = cost.TrainStep(train, shape.passes, p.batch);
+  const model::TrainEstimate e = p.train->TrainStep(train);
   if (e.oom() || p.OutOfMemory(train)) {
     return Status::InvalidArgument(
         StrFormat("training layout %s runs out of memory (%.1f GB per GPU of %.1f)",

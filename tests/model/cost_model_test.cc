@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
 #include "support/test_util.h"
 
 namespace libra::model {
@@ -20,9 +23,13 @@ class FakeModel : public CostModel {
            1e-6 * static_cast<double>(load.decode_context_tokens);
   }
   double PrefillTime(int, int64_t tokens, int64_t) const override { return 1e-6 * tokens; }
-  TrainEstimate TrainStep(const TrainLayout&, const TrainPasses&,
-                          std::span<const int64_t>) const override {
-    return {};
+  /// 1 ms per token, spread over the layout's GPUs.
+  TrainEstimate TrainStep(const TrainLayout& layout, const TrainPasses&,
+                          std::span<const int64_t> tokens) const override {
+    TrainEstimate e;
+    for (int64_t t : tokens) e.step_s += 1e-3 * static_cast<double>(t);
+    e.step_s /= layout.gpus();
+    return e;
   }
   double DecodeGpuSecondsLowerBound(int64_t, int64_t) const override { return 0; }
   double PrefillGpuSecondsLowerBound() const override { return 0; }
@@ -76,6 +83,16 @@ TEST(CostModelTest, DecodeSpanSumsIterations) {
   const FakeModel m;
   EXPECT_NEAR(m.DecodeSpanTime(1, 2, 100, 3), 0.006 + 306e-6, 1e-15);
   EXPECT_EQ(m.DecodeSpanTime(1, 2, 100, 0), 0);
+}
+
+TEST(CostModelTest, ForTrainBatchAsksTrainStepByDefault) {
+  // The base class keeps its own copy of the batch and asks TrainStep for each layout.
+  const FakeModel m;
+  std::vector<int64_t> batch = {1000, 3000};
+  const std::unique_ptr<TrainBatchCosts> costs = m.ForTrainBatch(TrainPasses(), batch);
+  batch.clear();
+  EXPECT_DOUBLE_EQ(costs->TrainStep({1, 1, 1, 1}).step_s, 4);
+  EXPECT_DOUBLE_EQ(costs->TrainStep({2, 1, 2, 1}).step_s, 1);
 }
 
 TEST(CostModelTest, DecodeIterationsWithinInvertsTheSpan) {

@@ -5,8 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <utility>
 #include <vector>
 
+#include "common/rng.h"
 #include "support/test_util.h"
 
 namespace libra::model {
@@ -286,20 +291,79 @@ TEST(RooflineCostModelTest, TrainStepParts) {
   EXPECT_NEAR(one.memory_limit_bytes, 78e9, 1);
 }
 
-TEST(RooflineCostModelTest, TrainStepDoesNotDependOnTheBatchOrder) {
-  // The planner passes its batch longest first so that TrainStep need not sort it; any order
-  // packs the same.
+/// Longest-first packing as TrainStep first did it: every sequence taken from a binary heap of
+/// (load, rank) with pop_heap and push_heap.
+RooflineCostModel::RankShare PackWithHeap(std::span<const int64_t> longest_first,
+                                          std::span<const double> flops, int dp) {
+  std::vector<double> rank_flops(static_cast<size_t>(dp), 0);
+  std::vector<double> rank_tokens(static_cast<size_t>(dp), 0);
+  std::vector<int> rank_sequences(static_cast<size_t>(dp), 0);
+  std::vector<std::pair<double, size_t>> least;
+  for (size_t rank = 0; rank < rank_flops.size(); ++rank) least.emplace_back(0.0, rank);
+  const auto later = std::greater<std::pair<double, size_t>>();
+  for (size_t i = 0; i < longest_first.size(); ++i) {
+    std::pop_heap(least.begin(), least.end(), later);
+    const size_t rank = least.back().second;
+    rank_flops[rank] += flops[i];
+    rank_tokens[rank] += static_cast<double>(longest_first[i]);
+    ++rank_sequences[rank];
+    least.back().first = rank_flops[rank];
+    std::push_heap(least.begin(), least.end(), later);
+  }
+  const size_t busiest = static_cast<size_t>(
+      std::max_element(rank_flops.begin(), rank_flops.end()) - rank_flops.begin());
+  return {std::accumulate(rank_flops.begin(), rank_flops.end(), 0.0), rank_flops[busiest],
+          rank_tokens[busiest], rank_sequences[busiest]};
+}
+
+TEST(RooflineCostModelTest, PackMatchesAPlainHeap) {
+  // Random batches (repeated lengths and empty sequences included) on 1-40 ranks: the packing
+  // that fills empty ranks first and sifts the raised root down gives the plain heap's answer,
+  // bit for bit.
   const RooflineCostModel m = Make("A800-80G", "Qwen3-14B", RooflineParams());
-  const TrainPasses passes{true, true, false};
-  const std::vector<int64_t> shuffled = {900, 30000, 4000, 4000, 12000, 700, 8192};
-  std::vector<int64_t> longest_first = shuffled;
-  std::sort(longest_first.begin(), longest_first.end(), std::greater<>());
-  for (const TrainLayout& layout : {TrainLayout{8, 1, 1, 1}, TrainLayout{4, 1, 3, 2}}) {
-    const TrainEstimate a = m.TrainStep(layout, passes, shuffled);
-    const TrainEstimate b = m.TrainStep(layout, passes, longest_first);
-    EXPECT_EQ(a.step_s, b.step_s);
-    EXPECT_EQ(a.imbalance, b.imbalance);
-    EXPECT_EQ(a.memory_bytes, b.memory_bytes);
+  Rng rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<int64_t> tokens(static_cast<size_t>(rng.UniformInt(0, 60)));
+    for (int64_t& t : tokens) t = rng.UniformInt(0, 4) == 0 ? 0 : 100 * rng.UniformInt(0, 50);
+    int dp = static_cast<int>(rng.UniformInt(1, 40));
+    if (trial < 2) {  // empty sequences only: they all go to the first rank
+      tokens.assign(5, 0);
+      dp = 3 + trial;
+    }
+    std::sort(tokens.begin(), tokens.end(), std::greater<>());
+    const std::vector<double> flops = m.SequenceFlops(TrainPasses{true, true, false}, tokens);
+    const RooflineCostModel::RankShare want = PackWithHeap(tokens, flops, dp);
+    const RooflineCostModel::RankShare got = RooflineCostModel::Pack(tokens, flops, dp);
+    EXPECT_EQ(got.flops, want.flops) << "trial " << trial;
+    EXPECT_EQ(got.busiest_flops, want.busiest_flops) << "trial " << trial;
+    EXPECT_EQ(got.busiest_tokens, want.busiest_tokens) << "trial " << trial;
+    EXPECT_EQ(got.busiest_sequences, want.busiest_sequences) << "trial " << trial;
+  }
+}
+
+TEST(RooflineCostModelTest, ForTrainBatchAnswersAsTrainStep) {
+  // A planner asks one batch about many layouts: the batch's answers (the packing remembered per
+  // data-parallel degree) are TrainStep's, bit for bit, in any order of asking and of the batch.
+  const RooflineCostModel m = Make("A800-80G", "Qwen3-14B", RooflineParams());
+  for (const TrainPasses& passes :
+       {TrainPasses{true, true, false}, TrainPasses{false, false, true}}) {
+    const std::vector<int64_t> batch = {900, 30000, 4000, 4000, 12000, 700, 8192, 1, 2500};
+    const std::unique_ptr<TrainBatchCosts> costs = m.ForTrainBatch(passes, batch);
+    for (const TrainLayout& layout :
+         {TrainLayout{8, 1, 1, 1}, TrainLayout{4, 1, 3, 2}, TrainLayout{2, 2, 3, 1},
+          TrainLayout{1, 1, 16, 1}, TrainLayout{4, 2, 3, 4}, TrainLayout{8, 1, 1, 1}}) {
+      const TrainEstimate want = m.TrainStep(layout, passes, batch);
+      const TrainEstimate got = costs->TrainStep(layout);
+      EXPECT_EQ(got.step_s, want.step_s) << layout.ToString();
+      EXPECT_EQ(got.compute_s, want.compute_s);
+      EXPECT_EQ(got.tp_comm_s, want.tp_comm_s);
+      EXPECT_EQ(got.pp_bubble_s, want.pp_bubble_s);
+      EXPECT_EQ(got.dp_comm_s, want.dp_comm_s);
+      EXPECT_EQ(got.optimizer_s, want.optimizer_s);
+      EXPECT_EQ(got.flops, want.flops);
+      EXPECT_EQ(got.imbalance, want.imbalance);
+      EXPECT_EQ(got.memory_bytes, want.memory_bytes);
+    }
   }
 }
 
