@@ -113,6 +113,7 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
       for (size_t k = i; k-- > 0;) {
         const double c = group_cost(j - 1, k, i);
         if (c > limit) break;
+        if (e[j - 1][k] == kInf) continue;  // no cut reaches k: nothing to add to
         const double v = e[j - 1][k] + (c / scale) * (c / scale);
         if (v < best) {
           best = v;
