@@ -162,9 +162,9 @@ struct Problem {
   const PipelineShape* shape = nullptr;
   std::vector<RequestSample> sample;
   double weight = 1;
-  std::vector<int64_t> batch;
-  /// TrainStep on `batch` for any layout, and on it with its first sequence replaced by the
-  /// longest expected one (null when the sample already holds one as long).
+  /// TrainStep on the training batch (TrainBatch) for any layout, and on it with its first
+  /// sequence replaced by the longest expected one (null when the sample already holds one as
+  /// long).
   std::unique_ptr<model::TrainBatchCosts> train;
   std::unique_ptr<model::TrainBatchCosts> train_longest;
   std::vector<int> train_tps;
@@ -855,13 +855,13 @@ Problem MakeProblem(const model::CostModel& cost, const SearchSpace& space,
   p.shape = &shape;
   p.sample = SampleHistory(history, space.max_requests, shape.batch_trajectories);
   p.weight = static_cast<double>(shape.batch_trajectories) / static_cast<double>(p.sample.size());
-  p.batch = TrainBatch(p.sample, shape.batch_trajectories);
-  p.train = cost.ForTrainBatch(shape.passes, p.batch);
+  std::vector<int64_t> batch = TrainBatch(p.sample, shape.batch_trajectories);
   if (!p.sample.empty() && shape.max_sequence_tokens > p.sample.back().total()) {
-    std::vector<int64_t> longest_batch = p.batch;
+    std::vector<int64_t> longest_batch = batch;
     longest_batch.front() = shape.max_sequence_tokens;
     p.train_longest = cost.ForTrainBatch(shape.passes, std::move(longest_batch));
   }
+  p.train = cost.ForTrainBatch(shape.passes, std::move(batch));
   p.train_tps = SortedUnique(space.train_tps);
   p.train_pps = SortedUnique(space.train_pps);
   p.micro_batches = SortedUnique(space.micro_batches);
