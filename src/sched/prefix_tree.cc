@@ -13,24 +13,6 @@ namespace libra::sched {
 
 namespace detail {
 
-uint64_t FlatMap::Hash(uint64_t key) {
-  // splitmix64 finaliser.
-  key ^= key >> 30;
-  key *= 0xbf58476d1ce4e5b9ULL;
-  key ^= key >> 27;
-  key *= 0x94d049bb133111ebULL;
-  key ^= key >> 31;
-  return key;
-}
-
-uint32_t FlatMap::Find(uint64_t key) const {
-  for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
-    const Slot& s = slots_[i];
-    if (s.value == kNone) return kNone;
-    if (s.key == key) return s.value;
-  }
-}
-
 void FlatMap::Insert(uint64_t key, uint32_t value) {
   LIBRA_CHECK(value != kNone) << "FlatMap value reserved";
   if ((size_ + 1) * 4 > slots_.size() * 3) Reserve(slots_.size());  // doubles
@@ -267,14 +249,25 @@ void SlidingWindow::PushUnsorted(double value, size_t capacity) {
   head_ = head_ + 1 == ring_.size() ? 0 : head_ + 1;
 }
 
-void SlidingWindow::Sort() {
-  std::vector<double> sorted(ring_.begin(), ring_.end());
-  std::sort(sorted.begin(), sorted.end());
-  const size_t rest = sorted.size() - TopCount(sorted.size());
-  top_.assign(sorted.begin() + static_cast<std::ptrdiff_t>(rest), sorted.end());
+void SlidingWindow::Sort(std::vector<double>& scratch) {
+  // Only the largest TopCount(n) need an order: select them, then sort just those.
+  scratch.assign(ring_.begin(), ring_.end());
+  const size_t rest = scratch.size() - TopCount(scratch.size());
+  const auto split = scratch.begin() + static_cast<std::ptrdiff_t>(rest);
+  rest_max_ = kNoValue;
+  if (rest > 0) {
+    std::nth_element(scratch.begin(), split, scratch.end());
+    rest_max_ = *std::max_element(scratch.begin(), split);
+  }
+  top_.assign(split, scratch.end());
+  std::sort(top_.begin(), top_.end());
   least_top_ = top_.empty() ? std::numeric_limits<double>::infinity() : top_.front();
-  rest_max_ = rest > 0 ? sorted[rest - 1] : kNoValue;
   rest_max_known_ = true;
+}
+
+void SlidingWindow::Sort() {
+  std::vector<double> scratch;
+  Sort(scratch);
 }
 
 void SlidingWindow::Assign(std::span<const double> values, size_t capacity) {
@@ -426,7 +419,7 @@ void PrefixTree::Rebuild(std::span<const TreeTrajectory> trajectories,
   for (const TreeTrajectory& t : trajectories) InsertAll(t, true);
   for (const TreeTrajectory& t : more) InsertAll(t, true);
   for (TreeNode& node : nodes_) {
-    node.window.Sort();
+    node.window.Sort(sort_scratch_);
     RecomputeP90(node);
   }
 }

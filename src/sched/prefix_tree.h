@@ -37,8 +37,15 @@ class FlatMap {
  public:
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
   explicit FlatMap(size_t capacity = 16) { Reserve(capacity); }
-  /// The value for `key`, or kNone.
-  uint32_t Find(uint64_t key) const;
+  /// The value for `key`, or kNone. Inline: the tree's walks and the router's episode lookups
+  /// call it several times per decision.
+  uint32_t Find(uint64_t key) const {
+    for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.value == kNone) return kNone;
+      if (s.key == key) return s.value;
+    }
+  }
   /// Sets `key` to `value` (replacing any value).
   void Insert(uint64_t key, uint32_t value);
   /// Removes `key`; no-op if absent.
@@ -53,7 +60,15 @@ class FlatMap {
     uint64_t key = 0;
     uint32_t value = kNone;  // kNone = empty
   };
-  static uint64_t Hash(uint64_t key);
+  static uint64_t Hash(uint64_t key) {
+    // splitmix64 finaliser.
+    key ^= key >> 30;
+    key *= 0xbf58476d1ce4e5b9ULL;
+    key ^= key >> 27;
+    key *= 0x94d049bb133111ebULL;
+    key ^= key >> 31;
+    return key;
+  }
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
@@ -108,6 +123,8 @@ class SlidingWindow {
   /// Push without the percentile's bookkeeping, for bulk loading; Sort() restores it.
   void PushUnsorted(double value, size_t capacity);
   void Sort();
+  /// Sort() with a caller's buffer, for many windows in a row.
+  void Sort(std::vector<double>& scratch);
   /// Holds the last `capacity` of `values` (oldest first).
   void Assign(std::span<const double> values, size_t capacity);
   /// Holds nothing (keeps its buffers).
@@ -244,6 +261,7 @@ class PrefixTree {
   detail::FlatMap children_;           // EdgeKey(parent, state) -> child
   detail::FlatMap prompt_roots_;       // prompt id -> root
   std::vector<int64_t> prompt_order_;  // prompts in order of first insertion (for output)
+  std::vector<double> sort_scratch_;   // Rebuild's buffer for the windows' Sort
   uint32_t global_root_ = kNone;
   int64_t total_insertions_ = 0;
 };
