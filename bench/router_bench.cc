@@ -40,7 +40,7 @@ namespace libra {
 namespace {
 
 constexpr int kPrompts = 200;
-constexpr int kSamples = 8;  // GRPO group size: scripts cycle over 200 x 8 trajectories
+constexpr int kSamples = 8;      // GRPO group size: scripts cycle over 200 x 8 trajectories
 constexpr size_t kChunk = 1024;  // trajectories whose turns end before their calls are timed
 
 double CpuSeconds() {
@@ -214,9 +214,9 @@ void Time(Timed& timed, const std::vector<size_t>& slots, F call) {
 Result<Row> RunRouter(const std::string& name, const model::CostModel& cost,
                       const std::vector<workload::TrajectoryScript>& scripts,
                       const std::vector<int64_t>& prompt_tokens, int in_flight, int waves) {
-  LIBRA_ASSIGN_OR_RETURN(
-      std::unique_ptr<sched::Router> router,
-      sched::BuiltinRouters().Create(name, recipe::OptionTable(), sched::RouterDeps{&cost, nullptr}));
+  LIBRA_ASSIGN_OR_RETURN(std::unique_ptr<sched::Router> router,
+                         sched::BuiltinRouters().Create(name, recipe::OptionTable(),
+                                                        sched::RouterDeps{&cost, nullptr}));
   Driver driver(*router, scripts, prompt_tokens, in_flight);
   Row row;
   row.router = name;
