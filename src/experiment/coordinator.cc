@@ -376,7 +376,15 @@ Status Coordinator::OnTrajectoryDone(double now, Trajectory& t, const backend::T
                                     ? t.version_tokens / static_cast<double>(t.generated_tokens)
                                     : t.version);
   group.rollout_end = std::max(group.rollout_end, now);
-  if (--group.remaining == 0 && config_.stream_batches) complete_.push_back(t.prompt);
+  if (--group.remaining == 0) {
+    if (config_.stream_batches) {
+      complete_.push_back(t.prompt);
+    } else {
+      const auto step = static_cast<size_t>(t.prompt / config_.prompts_per_step);
+      if (step >= complete_in_step_.size()) complete_in_step_.resize(step + 1, 0);
+      ++complete_in_step_[step];
+    }
+  }
   ++summary_.trajectories;
   const TrajectoryId id = t.id;
   live_.erase(id);
@@ -536,12 +544,11 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
     prompts.assign(complete_.begin(), complete_.begin() + static_cast<ptrdiff_t>(per_step));
     complete_.erase(complete_.begin(), complete_.begin() + static_cast<ptrdiff_t>(per_step));
   } else {
-    for (size_t p = 0; p < per_step; ++p) {
-      const int64_t prompt = static_cast<int64_t>(step * per_step + p);
-      auto it = groups_.find(prompt);
-      if (it == groups_.end() || it->second.remaining > 0) return std::nullopt;
-      prompts.push_back(prompt);
-    }
+    // A step's prompts complete once each; TryTrain asks after every trajectory, so count them
+    // instead of looking each prompt up again.
+    if (CompleteInStep(step) < per_step) return std::nullopt;
+    for (size_t p = 0; p < per_step; ++p)
+      prompts.push_back(static_cast<int64_t>(step * per_step + p));
   }
   Batch batch;
   size_t trajectories = 0, turns = 0;
@@ -559,6 +566,11 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
   return batch;
 }
 
+size_t Coordinator::CompleteInStep(int step) const {
+  const auto at = static_cast<size_t>(step);
+  return at < complete_in_step_.size() ? static_cast<size_t>(complete_in_step_[at]) : 0;
+}
+
 bool Coordinator::BatchReady() const { return BatchComplete() >= 1.0; }
 
 double Coordinator::BatchComplete() const {
@@ -569,10 +581,7 @@ double Coordinator::BatchComplete() const {
       complete += next_train_step_ - groups_.at(prompt).oldest_version <= config_.staleness;
     }
   } else {
-    for (size_t p = 0; p < per_step; ++p) {
-      auto it = groups_.find(static_cast<int64_t>(next_train_step_ * per_step + p));
-      complete += it != groups_.end() && it->second.remaining == 0;
-    }
+    complete = CompleteInStep(next_train_step_);
   }
   return std::min(1.0, static_cast<double>(complete) / static_cast<double>(per_step));
 }

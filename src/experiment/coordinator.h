@@ -236,6 +236,8 @@ class Coordinator {
   bool BatchReady() const;
   /// The fraction of the next batch's groups that are complete (fresh enough to train), in [0, 1].
   double BatchComplete() const;
+  /// The groups of `step` every trajectory of which is done (ordered batching).
+  size_t CompleteInStep(int step) const;
   /// Lends the waiting trainer's GPUs to rollout, when the planner wants it.
   Status Lend(double now);
   /// Starts taking the lent GPUs back (the batch is ready).
@@ -271,9 +273,10 @@ class Coordinator {
   sched::InstanceIndex index_;                         // over instances_, for the router
   std::unordered_map<TrajectoryId, Trajectory> live_;  // never iterated
   std::deque<TrajectoryId> waiting_;
-  std::map<int64_t, Batch> groups_;  // by prompt, until trained or rejected
-  std::deque<int64_t> complete_;     // complete groups in completion order (stream batching)
-  std::optional<Batch> training_;    // the batch of the step in training
+  std::map<int64_t, Batch> groups_;    // by prompt, until trained or rejected
+  std::deque<int64_t> complete_;       // complete groups in completion order (stream batching)
+  std::vector<int> complete_in_step_;  // complete groups per step (ordered batching)
+  std::optional<Batch> training_;      // the batch of the step in training
   std::optional<backend::Layout> lent_from_;  // the layout to return to while GPUs are lent
   bool reclaiming_ = false;
   int reclaimed_step_ = -1;  // the step whose batch the lent GPUs were last taken back for
