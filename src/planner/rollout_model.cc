@@ -15,6 +15,14 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+/// std::llround(x), without the library call for the non-negative counts below 2^52 the estimates
+/// round (millions of times a search): there, x - trunc(x) is exact, so the same value.
+int64_t RoundCount(double x) {
+  if (!(x >= 0 && x < 0x1p52)) return std::llround(x);
+  const auto whole = static_cast<int64_t>(x);
+  return whole + (x - static_cast<double>(whole) >= 0.5 ? 1 : 0);
+}
+
 /// tau(n) = a + b * n: iteration time of n decoding sequences at `context` tokens each.
 struct Affine {
   double a = 0;
@@ -31,15 +39,22 @@ class IterationTimes {
       : cost_(cost), tp_(tp), context_(context) {}
 
   double operator()(double n) {
-    const int64_t sequences = std::max<int64_t>(1, std::llround(n));
-    for (const auto& [k, t] : known_) {
+    const int64_t sequences = std::max<int64_t>(1, RoundCount(n));
+    for (size_t k = 0; k < known_count_; ++k) {
+      if (known_[k].first == sequences) return known_[k].second;
+    }
+    for (const auto& [k, t] : more_) {
       if (k == sequences) return t;
     }
     model::IterationLoad load;
     load.decode_sequences = sequences;
-    load.decode_context_tokens = std::llround(static_cast<double>(sequences) * context_);
+    load.decode_context_tokens = RoundCount(static_cast<double>(sequences) * context_);
     const double t = cost_.IterationTime(tp_, load);
-    known_.emplace_back(sequences, t);
+    if (known_count_ < known_.size()) {
+      known_[known_count_++] = {sequences, t};
+    } else {
+      more_.emplace_back(sequences, t);
+    }
     return t;
   }
 
@@ -47,13 +62,16 @@ class IterationTimes {
   const model::CostModel& cost_;
   int tp_;
   double context_;
-  std::vector<std::pair<int64_t, double>> known_;
+  // An estimate asks for a few sizes: they fit here without an allocation.
+  std::array<std::pair<int64_t, double>, 24> known_;
+  size_t known_count_ = 0;
+  std::vector<std::pair<int64_t, double>> more_;
 };
 
 /// The secant of tau over [lo, hi] in whole sequences, at least one sequence wide.
 Affine Fit(IterationTimes& iteration, double lo, double hi) {
-  lo = std::max(1.0, std::round(lo));
-  hi = std::max(lo + 1, std::round(hi));
+  lo = std::max(1.0, static_cast<double>(RoundCount(lo)));
+  hi = std::max(lo + 1, static_cast<double>(RoundCount(hi)));
   const double t_lo = iteration(lo);
   const double t_hi = iteration(hi);
   const double b = std::max(0.0, (t_hi - t_lo) / (hi - lo));
@@ -66,10 +84,15 @@ Affine Fit(IterationTimes& iteration, double lo, double hi) {
 /// g (a + b) + b (tokens the others decode meanwhile) + (prefill meanwhile): with the others
 /// decoding G - g tokens and prefilling F seconds a period, g (a + b) P / (P - D), D = F +
 /// b (G - g).
+///
+/// Only a bound above `than` matters to the caller: at most `than` is returned without the square
+/// root when the root cannot exceed it. The root is at most b / (s + 1) (c >= 0), and so is its
+/// rounded value (sqrt(fl(b * b)) == |b|, and rounding is monotone).
 double LatencyBound(double d, double outside_s, double decode, double a, double b_per_sequence,
-                    double fixed_s, int staleness) {
+                    double fixed_s, int staleness, double than) {
   const double s1 = staleness + 1;
   const double b = s1 * d + outside_s + decode * (a + b_per_sequence) + fixed_s;
+  if (b / s1 <= than) return than;
   const double c = (outside_s + fixed_s) * d;
   const double disc = std::max(0.0, b * b - 4 * s1 * c);
   return (b + std::sqrt(disc)) / (2 * s1);
@@ -156,7 +179,7 @@ Solved SolveAt(const Operating& op, double hit) {
       const double others = prefill + std::max(0.0, g - c->decode) * tau.b;
       const double latency =
           LatencyBound(others, s.outside_s, c->decode, tau.a, tau.b,
-                       c->prefill_s + (1 - hit) * c->miss_s + c->tool_s, s.staleness);
+                       c->prefill_s + (1 - hit) * c->miss_s + c->tool_s, s.staleness, out.period);
       if (latency > out.period) {
         out.period = latency;
         out.bound = "latency";
