@@ -313,9 +313,10 @@ class SegmentTable {
   int n() const { return n_; }
 
  private:
+  // By end, then start: the DP reads the runs ending at i one after another.
   size_t Index(int k, int j, int i) const {
     const size_t side = static_cast<size_t>(n_ + 1);
-    return (static_cast<size_t>(k) * side + static_cast<size_t>(j)) * side + static_cast<size_t>(i);
+    return (static_cast<size_t>(k) * side + static_cast<size_t>(i)) * side + static_cast<size_t>(j);
   }
 
   std::vector<int> tps_;
