@@ -3,8 +3,9 @@
 // in flight on one core. Each scenario writes a recipe (backend = "cluster", local launcher)
 // whose engines and trainer are libra_http_stub --serve-libra (instant replies, or replies held
 // H ms to keep thousands of trajectories in flight) and whose [agent] commands are
-// libra_http_stub --task, and runs it with experiment::RunSystem, recorded in a store, as
-// `libra run` does. Not a test, and the stub is never used for correctness: run it by hand
+// libra_http_stub --task (or, with --tool-server, whose tool calls are POSTed to the trainer's
+// stub as a tool server: tool_url), and runs it with experiment::RunSystem, recorded in a store,
+// as `libra run` does. Not a test, and the stub is never used for correctness: run it by hand
 // (docs/benchmarks.md).
 //
 // This process pins itself to CPU 0; the stubs and every sandboxed [agent] command run on the
@@ -18,6 +19,7 @@
 //
 //   libra_cluster_backend_bench                      # the default sweep
 //   libra_cluster_backend_bench --in-flight 5000 --turns 4 --hold-ms 3000 --steps 4
+//   libra_cluster_backend_bench --in-flight 5000 --turns 4 --hold-ms 1000 --steps 1 --tool-server
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -63,6 +65,9 @@ struct Scenario {
   /// Tokens each turn generates.
   int tokens = 8;
   int group_size = 8;
+  /// Tool calls POSTed to a tool server (the trainer's stub, tool_url) instead of run as
+  /// sandboxed subprocesses (tool_command).
+  bool tool_server = false;
 };
 
 double CpuSeconds() {
@@ -200,6 +205,9 @@ std::string RecipeText(const Scenario& s, const std::string& dir, const std::str
   const std::string stub = pin + LIBRA_HTTP_STUB;
   const int prompts = std::max(1, s.in_flight / 2 / s.group_size);
   const int ports = FreePortRange(s.engines + 1);
+  const std::string tool =
+      s.tool_server ? StrFormat("tool_url = \"http://127.0.0.1:%d/tool\"", ports + s.engines)
+                    : StrFormat("tool_command = \"%s --task tool --tokens 4\"", stub.c_str());
   return StrFormat(
       R"(name = "controller-bench"
 seed = 1
@@ -252,7 +260,7 @@ health_timeout_s = 30
 
 [agent]
 prompt_command = "%s --task prompt --tokens 16"
-tool_command = "%s --task tool --tokens 4"
+%s
 reward_command = "%s --task reward"
 stop_token_ids = [2, 6]
 tool_call_token = 6
@@ -262,7 +270,7 @@ tool_timeout_s = 600
 )",
       s.steps, s.engines + 1, prompts, s.group_size, stub.c_str(), s.hold_ms, s.tokens,
       s.turns > 1 ? 6 : 2, ports, s.tokens, stub.c_str(), ports + s.engines, dir.c_str(),
-      stub.c_str(), stub.c_str(), stub.c_str(), s.turns);
+      stub.c_str(), tool.c_str(), stub.c_str(), s.turns);
 }
 
 Result<Figures> RunScenario(const Scenario& s, const std::string& pin) {
@@ -312,20 +320,22 @@ Result<Figures> RunScenario(const Scenario& s, const std::string& pin) {
 void PrintRow(const Scenario& s, const Figures& f) {
   const double turns = static_cast<double>(std::max<int64_t>(1, f.turns));
   std::printf(
-      "| %d | %d | %d ms | %lld | %lld | %.0f | %zu | %.0f | %.3f ms | %.3f ms | %.3f ms | %.1f s "
-      "| %lld |\n",
+      "| %d | %d | %d ms | %lld | %lld | %s | %.0f | %zu | %.0f | %.3f ms | %.3f ms | %.3f ms | "
+      "%.1f s | %lld |\n",
       s.in_flight, s.turns, s.hold_ms, static_cast<long long>(f.turns),
-      static_cast<long long>(f.tool_calls), static_cast<double>(f.turns) / f.window_s,
-      f.peak_in_flight, f.mean_in_flight, f.window_cpu_s * 1e3 / turns,
-      f.backend_cpu_s * 1e3 / turns, (f.window_cpu_s - f.backend_cpu_s) * 1e3 / turns,
-      f.total_cpu_s, static_cast<long long>(f.failed_turns));
+      static_cast<long long>(f.tool_calls),
+      f.tool_calls == 0 ? "-" : (s.tool_server ? "HTTP" : "subprocess"),
+      static_cast<double>(f.turns) / f.window_s, f.peak_in_flight, f.mean_in_flight,
+      f.window_cpu_s * 1e3 / turns, f.backend_cpu_s * 1e3 / turns,
+      (f.window_cpu_s - f.backend_cpu_s) * 1e3 / turns, f.total_cpu_s,
+      static_cast<long long>(f.failed_turns));
   std::fflush(stdout);
 }
 
 int Usage() {
   std::fprintf(stderr,
                "usage: libra_cluster_backend_bench [--in-flight N] [--turns T] [--hold-ms H] "
-               "[--steps S] [--engines E] [--tokens K] [--group-size G]\n");
+               "[--steps S] [--engines E] [--tokens K] [--group-size G] [--tool-server]\n");
   return 2;
 }
 
@@ -337,12 +347,18 @@ int main(int argc, char** argv) {
       {5000, 1, 3000, 1},
       {10000, 1, 5000, 1},
       {1000, 4, 1000, 3},
+      {.in_flight = 1000, .turns = 4, .hold_ms = 1000, .steps = 3, .tool_server = true},
   };
   if (argc > 1) {
     Scenario one;
     for (int i = 1; i < argc; i += 2) {
-      if (i + 1 >= argc) return Usage();
       const std::string flag = argv[i];
+      if (flag == "--tool-server") {
+        one.tool_server = true;
+        --i;  // no value
+        continue;
+      }
+      if (i + 1 >= argc) return Usage();
       const int value = std::atoi(argv[i + 1]);
       if (value <= 0) return Usage();
       if (flag == "--in-flight") {
@@ -380,12 +396,12 @@ int main(int argc, char** argv) {
   std::printf("controller on CPU 0 of %ld; stubs and agent commands %s\n\n", cpus,
               pin.empty() ? "share it" : ("on " + pin.substr(pin.find("-c ") + 3)).c_str());
   std::printf(
-      "| in flight allowed | turns/traj | engine hold | turns | tool calls | turns/s | peak "
-      "in flight | mean in flight | CPU per turn | in backend | in coordinator + store | run "
-      "CPU | failed turns |\n");
+      "| in flight allowed | turns/traj | engine hold | turns | tool calls | tools | turns/s | "
+      "peak in flight | mean in flight | CPU per turn | in backend | in coordinator + store | "
+      "run CPU | failed turns |\n");
   std::printf(
-      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-      "---: |\n");
+      "| ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | "
+      "---: | ---: |\n");
   for (const Scenario& s : scenarios) {
     Result<Figures> f = RunScenario(s, pin);
     if (!f.ok()) {

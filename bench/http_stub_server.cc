@@ -15,8 +15,10 @@
 //     from input_ids and a logprob per token. The trainer protocol (docs/cluster.md): /train_step
 //     echoes the step, answers version step + 1 and tokens = the sum of the loss masks;
 //     /save_weights echoes path and version and creates an empty file at the path; /join and
-//     /leave keep the replica set; GET /health answers {"status": "ok", "version": v}. Every
-//     other path (weight updates, memory release and resume, aborts) answers {"success": true}.
+//     /leave keep the replica set; GET /health answers {"status": "ok", "version": v}. POST /tool
+//     answers as a tool server (an [agent] tool_url): {"tokens": [4 ids], "status": "success"}.
+//     Every other path (weight updates, memory release and resume, aborts) answers
+//     {"success": true}.
 //     Nothing is validated beyond what it needs to answer.
 //
 //   libra_http_stub --task prompt|tool|reward [--tokens K]
@@ -186,6 +188,7 @@ std::string Answer(LibraMode& mode, std::string_view path, std::string_view body
     return Http200("{\"path\":" + std::string(quoted.empty() ? "\"\"" : quoted) + ",\"version\":" +
                    std::to_string(IntOf(body, "version", mode.version)) + ",\"seconds\":0}");
   }
+  if (path == "/tool") return Http200("{\"tokens\":[10,11,12,13],\"status\":\"success\"}");
   if (path == "/join" || path == "/leave") {
     const std::string_view quoted = StringOf(body, "replica");
     const std::string name(quoted.size() >= 2 ? quoted.substr(1, quoted.size() - 2) : "");
