@@ -547,8 +547,9 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
     // A step's prompts complete once each; TryTrain asks after every trajectory, so count them
     // instead of looking each prompt up again.
     if (CompleteInStep(step) < per_step) return std::nullopt;
-    for (size_t p = 0; p < per_step; ++p)
+    for (size_t p = 0; p < per_step; ++p) {
       prompts.push_back(static_cast<int64_t>(step * per_step + p));
+    }
   }
   Batch batch;
   size_t trajectories = 0, turns = 0;

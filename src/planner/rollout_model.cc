@@ -15,8 +15,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// std::llround(x), without the library call for the non-negative counts below 2^52 the estimates
-/// round (millions of times a search): there, x - trunc(x) is exact, so the same value.
+/// std::llround(x), without the library call, for the non-negative counts below 2^52 that the
+/// estimates round (hundreds of thousands of times a search): there x - trunc(x) is exact, so the
+/// value is the same.
 int64_t RoundCount(double x) {
   if (!(x >= 0 && x < 0x1p52)) return std::llround(x);
   const auto whole = static_cast<int64_t>(x);
