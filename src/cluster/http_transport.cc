@@ -75,6 +75,7 @@ std::string Seconds(Clock::duration d) {
 
 struct HttpTransport::Transfer {
   std::unique_ptr<CURL, EasyDeleter> easy;
+  Multi* multi = nullptr;  // while in flight
   std::unique_ptr<curl_slist, SlistDeleter> headers;
   std::string where;  // "<METHOD> <url>", for errors
   std::string body;
@@ -94,37 +95,63 @@ struct HttpTransport::HealthCheck {
 
 void HttpTransport::MultiDeleter::operator()(void* multi) const { curl_multi_cleanup(multi); }
 
+struct HttpTransport::Multi {
+  HttpTransport* transport = nullptr;
+  std::unique_ptr<void, MultiDeleter> handle;
+  // curl's timer on the loop; 0 when none.
+  EventLoop::TimerId timer = 0;
+};
+
 Result<std::unique_ptr<HttpTransport>> HttpTransport::Create(EventLoop* loop,
                                                              HttpTransportOptions options) {
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
     return Status::Backend("http", "curl_global_init failed");
   }
   // From here the destructor undoes curl_global_init.
-  std::unique_ptr<HttpTransport> transport(new HttpTransport(loop, options));
-  transport->multi_.reset(curl_multi_init());
-  CURLM* multi = transport->multi_.get();
-  if (multi == nullptr) return Status::Backend("http", "curl_multi_init failed");
-  curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &HttpTransport::OnCurlSocket);
-  curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, transport.get());
-  curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &HttpTransport::OnCurlTimer);
-  curl_multi_setopt(multi, CURLMOPT_TIMERDATA, transport.get());
-  curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, options.max_host_connections);
-  return transport;
+  return std::unique_ptr<HttpTransport>(new HttpTransport(loop, options));
 }
 
 HttpTransport::HttpTransport(EventLoop* loop, HttpTransportOptions options)
     : loop_(loop), options_(options) {}
 
 HttpTransport::~HttpTransport() {
-  for (const auto& [easy, transfer] : active_) curl_multi_remove_handle(multi_.get(), easy);
+  for (const auto& [easy, transfer] : active_) {
+    curl_multi_remove_handle(transfer->multi->handle.get(), easy);
+  }
   active_.clear();
   idle_.clear();
   // curl_multi_cleanup may still call the socket and timer callbacks, which use this object.
-  multi_.reset();
+  for (auto& [server, multi] : multis_) multi->handle.reset();
   for (const int fd : watched_fds_) loop_->UnwatchFd(fd);
-  if (curl_timer_ != 0) loop_->CancelTimer(curl_timer_);
+  for (auto& [server, multi] : multis_) {
+    if (multi->timer != 0) loop_->CancelTimer(multi->timer);
+  }
   for (const EventLoop::TimerId id : timers_) loop_->CancelTimer(id);
   curl_global_cleanup();
+}
+
+HttpTransport::Multi* HttpTransport::MultiFor(const std::string& url) {
+  // "scheme://host:port" (the URL itself when it has no "://": curl will refuse it).
+  const size_t host = url.find("://");
+  const std::string server =
+      host == std::string::npos ? url : url.substr(0, url.find('/', host + 3));
+  std::unique_ptr<Multi>& multi = multis_[server];
+  if (multi != nullptr) return multi.get();
+  auto made = std::make_unique<Multi>();
+  made->transport = this;
+  made->handle.reset(curl_multi_init());
+  CURLM* handle = made->handle.get();
+  if (handle == nullptr) {
+    multis_.erase(server);
+    return nullptr;
+  }
+  curl_multi_setopt(handle, CURLMOPT_SOCKETFUNCTION, &HttpTransport::OnCurlSocket);
+  curl_multi_setopt(handle, CURLMOPT_SOCKETDATA, made.get());
+  curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, &HttpTransport::OnCurlTimer);
+  curl_multi_setopt(handle, CURLMOPT_TIMERDATA, made.get());
+  curl_multi_setopt(handle, CURLMOPT_MAX_HOST_CONNECTIONS, options_.max_host_connections);
+  multi = std::move(made);
+  return multi.get();
 }
 
 void HttpTransport::Send(const HttpRequest& request, HttpCallback callback) {
@@ -191,13 +218,16 @@ void HttpTransport::Send(const HttpRequest& request, HttpCallback callback) {
     }
   }
 
-  const CURLMcode rc = curl_multi_add_handle(multi_.get(), easy);
+  Multi* multi = MultiFor(request.url);
+  const CURLMcode rc =
+      multi == nullptr ? CURLM_OUT_OF_MEMORY : curl_multi_add_handle(multi->handle.get(), easy);
   if (rc != CURLM_OK) {
     HttpCallback failed = std::move(t->callback);
     idle_.push_back(std::move(t));
     FailLater(std::move(failed), Status::Backend(where, curl_multi_strerror(rc)));
     return;
   }
+  t->multi = multi;
   active_.emplace(easy, std::move(t));
 }
 
@@ -219,9 +249,10 @@ void HttpTransport::AddOwnedTimer(Clock::duration delay, std::function<void()> c
   timers_.insert(*id);
 }
 
-int HttpTransport::OnCurlSocket(void* /*easy*/, int fd, int what, void* self,
+int HttpTransport::OnCurlSocket(void* /*easy*/, int fd, int what, void* multi,
                                 void* /*socket_data*/) {
-  auto* transport = static_cast<HttpTransport*>(self);
+  Multi* m = static_cast<Multi*>(multi);
+  HttpTransport* transport = m->transport;
   EventLoop* loop = transport->loop_;
   if (what == CURL_POLL_REMOVE) {
     loop->UnwatchFd(fd);
@@ -232,34 +263,34 @@ int HttpTransport::OnCurlSocket(void* /*easy*/, int fd, int what, void* self,
   if (what == CURL_POLL_IN || what == CURL_POLL_INOUT) events |= EPOLLIN;
   if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT) events |= EPOLLOUT;
   if (transport->watched_fds_.contains(fd)) return loop->ModifyFd(fd, events).ok() ? 0 : -1;
-  const Status watched = loop->WatchFd(fd, events, [transport, fd](uint32_t ready) {
+  const Status watched = loop->WatchFd(fd, events, [m, fd](uint32_t ready) {
     int curl_events = 0;
     if (ready & (EPOLLIN | EPOLLHUP)) curl_events |= CURL_CSELECT_IN;
     if (ready & EPOLLOUT) curl_events |= CURL_CSELECT_OUT;
     if (ready & EPOLLERR) curl_events |= CURL_CSELECT_ERR;
-    transport->Advance(fd, curl_events);
+    m->transport->Advance(*m, fd, curl_events);
   });
   if (!watched.ok()) return -1;
   transport->watched_fds_.insert(fd);
   return 0;
 }
 
-int HttpTransport::OnCurlTimer(void* /*multi*/, long timeout_ms, void* self) {
-  auto* transport = static_cast<HttpTransport*>(self);
-  EventLoop* loop = transport->loop_;
-  if (transport->curl_timer_ != 0) loop->CancelTimer(transport->curl_timer_);
-  transport->curl_timer_ = 0;
+int HttpTransport::OnCurlTimer(void* /*handle*/, long timeout_ms, void* multi) {
+  Multi* m = static_cast<Multi*>(multi);
+  EventLoop* loop = m->transport->loop_;
+  if (m->timer != 0) loop->CancelTimer(m->timer);
+  m->timer = 0;
   if (timeout_ms >= 0) {
-    transport->curl_timer_ = loop->AddTimer(std::chrono::milliseconds(timeout_ms), [transport] {
-      transport->curl_timer_ = 0;
-      transport->Advance(CURL_SOCKET_TIMEOUT, 0);
+    m->timer = loop->AddTimer(std::chrono::milliseconds(timeout_ms), [m] {
+      m->timer = 0;
+      m->transport->Advance(*m, CURL_SOCKET_TIMEOUT, 0);
     });
   }
   return 0;
 }
 
-void HttpTransport::Advance(int fd, int curl_events) {
-  CURLM* multi = multi_.get();
+void HttpTransport::Advance(Multi& m, int fd, int curl_events) {
+  CURLM* multi = m.handle.get();
   int running = 0;
   curl_multi_socket_action(multi, fd, curl_events, &running);
   int left = 0;
@@ -272,6 +303,7 @@ void HttpTransport::Advance(int fd, int curl_events) {
     curl_multi_remove_handle(multi, easy);
     auto node = active_.extract(easy);
     std::unique_ptr<Transfer> t = std::move(node.mapped());
+    t->multi = nullptr;
     // A request that ran out of time is kTimeout (a tool call then counts as timed out), any
     // other failure kBackend.
     Result<HttpResponse> result =

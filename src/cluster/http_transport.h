@@ -9,9 +9,10 @@
 // is included only by the .cc file.
 //
 // Cost (libra_cluster_bench, one core): 20-35 us of controller CPU per request up to a thousand
-// in flight, 60-75 us at 5,000-10,000 in flight over 16 servers. libcurl 7.x walks its connection
-// cache when a request ends, so the cost grows with connections: 10,000 in flight to a single
-// server cost about 120 us each.
+// in flight, 60-75 us at 5,000-10,000 in flight over 16 servers. libcurl 7.x walks a multi
+// handle's whole connection cache when a request ends, so the cost grows with connections: each
+// server ("scheme://host:port") gets its own multi handle, so that a walk covers that server's
+// connections only; 10,000 in flight to a single server cost about 120 us each.
 #pragma once
 
 #include <chrono>
@@ -71,18 +72,23 @@ class HttpTransport {
  private:
   struct Transfer;
   struct HealthCheck;
+  // One server's multi handle and its timer on the loop.
+  struct Multi;
   // curl_multi_cleanup.
   struct MultiDeleter {
     void operator()(void* multi) const;
   };
 
   HttpTransport(EventLoop* loop, HttpTransportOptions options);
-  // curl's socket and timer callbacks (CURL* and CURLM* are void* in curl's headers).
-  static int OnCurlSocket(void* easy, int fd, int what, void* self, void* socket_data);
-  static int OnCurlTimer(void* multi, long timeout_ms, void* self);
-  // Tells curl that `fd` is ready, or (CURL_SOCKET_TIMEOUT) that its timer expired, and runs
-  // the callbacks of the transfers that finished.
-  void Advance(int fd, int curl_events);
+  // curl's socket and timer callbacks (CURL* and CURLM* are void* in curl's headers); `multi`
+  // is the Multi.
+  static int OnCurlSocket(void* easy, int fd, int what, void* multi, void* socket_data);
+  static int OnCurlTimer(void* handle, long timeout_ms, void* multi);
+  // The multi handle of `url`'s server, made on first use; null when curl cannot make one.
+  Multi* MultiFor(const std::string& url);
+  // Tells `multi`'s curl that `fd` is ready, or (CURL_SOCKET_TIMEOUT) that its timer expired,
+  // and runs the callbacks of the transfers that finished.
+  void Advance(Multi& multi, int fd, int curl_events);
   // Runs `callback(error)` at the loop's next turn.
   void FailLater(HttpCallback callback, Status error);
   void Probe(const std::shared_ptr<HealthCheck>& check);
@@ -90,9 +96,8 @@ class HttpTransport {
 
   EventLoop* loop_;
   HttpTransportOptions options_;
-  std::unique_ptr<void, MultiDeleter> multi_;
-  // curl's timer on the loop; 0 when none.
-  EventLoop::TimerId curl_timer_ = 0;
+  // By server, "scheme://host:port".
+  std::unordered_map<std::string, std::unique_ptr<Multi>> multis_;
   // curl's sockets watched on the loop.
   std::set<int> watched_fds_;
   // Timers this transport armed besides curl's (health probes, deferred failures).

@@ -245,6 +245,57 @@ TEST_F(HttpTransportTest, MaxHostConnectionsQueuesTheRest) {
   EXPECT_LE(server_->connections(), 4);
 }
 
+TEST_F(HttpTransportTest, SeveralServersAtOnceEachWithItsOwnConnectionLimit) {
+  // Requests to two servers interleave (each server has its own multi handle): all complete with
+  // their own replies, each server sees its own requests within its connection limit, and a
+  // transport destroyed with requests in flight to both calls none of them back.
+  transport_ =
+      std::move(HttpTransport::Create(loop_.get(),
+                                      HttpTransportOptions{.max_host_connections = 3,
+                                                           .connect_timeout = milliseconds(1000)}))
+          .value();
+  bool silent = false;
+  auto handler = [&silent](const TestHttpRequest& r) {
+    TestHttpReply reply;
+    reply.body = r.body;
+    reply.delay = milliseconds(2);
+    if (silent) reply.kind = TestHttpReply::Kind::kSilent;
+    return reply;
+  };
+  handler_ = handler;
+  auto other = HttpTestServer::Start(loop_.get(), handler);
+  ASSERT_OK(other);
+  HttpTestServer* servers[] = {server_.get(), other->get()};
+  int done = 0;
+  int wrong = 0;
+  for (int i = 0; i < 60; ++i) {
+    const std::string body = std::to_string(i);
+    transport_->Send(Post(servers[i % 2]->Url("/turn"), body), [&, body](Result<HttpResponse> r) {
+      ++done;
+      if (!r.ok() || r->body != body) ++wrong;
+    });
+  }
+  ASSERT_OK(loop_->RunUntil([&] { return done == 60; },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  EXPECT_EQ(wrong, 0);
+  for (HttpTestServer* server : servers) {
+    EXPECT_EQ(server->requests(), 30);
+    EXPECT_LE(server->connections(), 3);
+  }
+  silent = true;
+  int called = 0;
+  for (int i = 0; i < 4; ++i) {
+    transport_->Send(Post(servers[i % 2]->Url("/x"), "{}"),
+                     [&](Result<HttpResponse>) { ++called; });
+  }
+  ASSERT_OK(loop_->RunUntil([&] { return server_->requests() + (*other)->requests() == 64; },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  transport_.reset();
+  EXPECT_EQ(loop_->RunUntil([] { return false; }, Clock::now() + milliseconds(50)).code(),
+            StatusCode::kTimeout);
+  EXPECT_EQ(called, 0);
+}
+
 TEST_F(HttpTransportTest, CallbackNeverRunsInsideSend) {
   // Even an immediate failure (an unknown method) is reported from the loop, after Send returns.
   bool called = false;
