@@ -33,7 +33,8 @@ struct Affine {
 
 /// The iteration time of n decoding sequences at a fixed TP and context, remembered by n: one
 /// instance's estimate asks for the same few sizes many times (its hit-rate bisection refits
-/// around the same operating point), and the cost model is pure.
+/// around the same operating point), and the cost model is pure, so what is not remembered is
+/// simply asked again.
 class IterationTimes {
  public:
   IterationTimes(const model::CostModel& cost, int tp, double context)
@@ -44,18 +45,11 @@ class IterationTimes {
     for (size_t k = 0; k < known_count_; ++k) {
       if (known_[k].first == sequences) return known_[k].second;
     }
-    for (const auto& [k, t] : more_) {
-      if (k == sequences) return t;
-    }
     model::IterationLoad load;
     load.decode_sequences = sequences;
     load.decode_context_tokens = RoundCount(static_cast<double>(sequences) * context_);
     const double t = cost_.IterationTime(tp_, load);
-    if (known_count_ < known_.size()) {
-      known_[known_count_++] = {sequences, t};
-    } else {
-      more_.emplace_back(sequences, t);
-    }
+    if (known_count_ < known_.size()) known_[known_count_++] = {sequences, t};
     return t;
   }
 
@@ -63,10 +57,10 @@ class IterationTimes {
   const model::CostModel& cost_;
   int tp_;
   double context_;
-  // An estimate asks for a few sizes: they fit here without an allocation.
+  // An estimate asks for a few sizes (fewer than this in the benchmarks): they fit here without
+  // an allocation, and a size beyond them is asked again each time.
   std::array<std::pair<int64_t, double>, 24> known_;
   size_t known_count_ = 0;
-  std::vector<std::pair<int64_t, double>> more_;
 };
 
 /// The secant of tau over [lo, hi] in whole sequences, at least one sequence wide.
