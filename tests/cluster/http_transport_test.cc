@@ -59,6 +59,11 @@ class HttpTransportTest : public ::testing::Test {
     server_.reset();
   }
 
+  // Replaces the transport with one made with `options`.
+  void Recreate(HttpTransportOptions options) {
+    transport_ = std::move(HttpTransport::Create(loop_.get(), options)).value();
+  }
+
   // Sends one request and runs the loop until its reply.
   Result<HttpResponse> Call(const HttpRequest& request) {
     std::optional<Result<HttpResponse>> reply;
@@ -223,11 +228,7 @@ TEST_F(HttpTransportTest, ThousandsOfRequestsInFlightAtOnce) {
 
 TEST_F(HttpTransportTest, MaxHostConnectionsQueuesTheRest) {
   // With at most 4 connections per host, 40 concurrent requests share 4 connections.
-  transport_ =
-      std::move(HttpTransport::Create(loop_.get(),
-                                      HttpTransportOptions{.max_host_connections = 4,
-                                                           .connect_timeout = milliseconds(1000)}))
-          .value();
+  Recreate(HttpTransportOptions{.max_host_connections = 4, .connect_timeout = milliseconds(1000)});
   handler_ = [](const TestHttpRequest&) {
     TestHttpReply reply;
     reply.delay = milliseconds(5);
@@ -249,11 +250,7 @@ TEST_F(HttpTransportTest, SeveralServersAtOnceEachWithItsOwnConnectionLimit) {
   // Requests to two servers interleave (each server has its own multi handle): all complete with
   // their own replies, each server sees its own requests within its connection limit, and a
   // transport destroyed with requests in flight to both calls none of them back.
-  transport_ =
-      std::move(HttpTransport::Create(loop_.get(),
-                                      HttpTransportOptions{.max_host_connections = 3,
-                                                           .connect_timeout = milliseconds(1000)}))
-          .value();
+  Recreate(HttpTransportOptions{.max_host_connections = 3, .connect_timeout = milliseconds(1000)});
   bool silent = false;
   auto handler = [&silent](const TestHttpRequest& r) {
     TestHttpReply reply;
