@@ -69,25 +69,37 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
   // cost(j, count), asked once each: the scans below ask for the same sizes many times.
   const auto side = static_cast<size_t>(n + 1);
   std::vector<double> per_token(m * side, -1);
-  auto group_cost = [&](size_t j, size_t k, size_t i) {  // units [k, i) on instance j
-    if (k == i) return 0.0;
-    const int64_t count = start[i] - start[k];
-    double& seconds = per_token[j * side + static_cast<size_t>(count)];
-    if (seconds < 0) seconds = cost(j, count);
-    return seconds * lengths[static_cast<size_t>(start[k])];
+  // Each unit's first (longest) length: a group's cost is its count's cost times it.
+  std::vector<double> first(units);
+  for (size_t k = 0; k < units; ++k) first[k] = lengths[static_cast<size_t>(start[k])];
+  // The costs of the groups [k, i) on instance `j` for k = i-1 down to 0, in order, as long as
+  // `more(k, cost)` says so. The last instance needs only i = units: no later one builds on it.
+  auto scan_groups = [&](size_t j, size_t i, auto&& more) {
+    double* memo = per_token.data() + j * side;
+    for (size_t k = i; k-- > 0;) {
+      const auto count = static_cast<size_t>(start[i] - start[k]);
+      double seconds = memo[count];
+      if (seconds < 0) seconds = memo[count] = cost(j, static_cast<int64_t>(count));
+      if (!more(k, seconds * first[k])) break;
+    }
+  };
+  auto columns = [&](size_t j) {
+    return j == m ? std::pair(units, units) : std::pair(size_t{0}, units);
   };
   // Pass 1: D[j][i], the least makespan of units [0, i) on instances [0, j). A group grows as k
   // falls, so its cost rises while D[j-1][k] falls: the scan stops once the cost alone is worse.
   std::vector<std::vector<double>> d(m + 1, std::vector<double>(units + 1, kInf));
   d[0][0] = 0;
   for (size_t j = 1; j <= m; ++j) {
-    for (size_t i = 0; i <= units; ++i) {
-      double best = d[j - 1][i];  // instance j-1 empty
-      for (size_t k = i; k-- > 0;) {
-        const double c = group_cost(j - 1, k, i);
-        if (c >= best) break;
-        best = std::min(best, std::max(d[j - 1][k], c));
-      }
+    const double* before = d[j - 1].data();
+    const auto [lo, hi] = columns(j);
+    for (size_t i = lo; i <= hi; ++i) {
+      double best = before[i];  // instance j-1 empty
+      scan_groups(j - 1, i, [&](size_t k, double c) {
+        if (c >= best) return false;
+        best = std::min(best, std::max(before[k], c));
+        return true;
+      });
       d[j][i] = best;
     }
   }
@@ -107,19 +119,21 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
   std::vector<std::vector<size_t>> from(m + 1, std::vector<size_t>(units + 1, 0));
   e[0][0] = 0;
   for (size_t j = 1; j <= m; ++j) {
-    for (size_t i = 0; i <= units; ++i) {
-      double best = e[j - 1][i];
+    const double* before = e[j - 1].data();
+    const auto [lo, hi] = columns(j);
+    for (size_t i = lo; i <= hi; ++i) {
+      double best = before[i];
       size_t arg = i;
-      for (size_t k = i; k-- > 0;) {
-        const double c = group_cost(j - 1, k, i);
-        if (c > limit) break;
-        if (e[j - 1][k] == kInf) continue;  // no cut reaches k: nothing to add to
-        const double v = e[j - 1][k] + (c / scale) * (c / scale);
+      scan_groups(j - 1, i, [&](size_t k, double c) {
+        if (c > limit) return false;
+        if (before[k] == kInf) return true;  // no cut reaches k: nothing to add to
+        const double v = before[k] + (c / scale) * (c / scale);
         if (v < best) {
           best = v;
           arg = k;
         }
-      }
+        return true;
+      });
       e[j][i] = best;
       from[j][i] = arg;
     }
