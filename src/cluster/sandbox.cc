@@ -149,6 +149,17 @@ void RemoveTree(const std::string& path) {
   fs::remove_all(path, error);
 }
 
+// Removes a finished call's folder: the files the sandbox made there and the two folders, and
+// the whole tree (RemoveTree, which looks at every entry) only when the tool left something.
+void RemoveCallDir(const std::string& dir, const std::string& name) {
+  for (const std::string& file :
+       {dir + "/input", dir + "/" + name + ".out", dir + "/" + name + ".err"}) {
+    unlink(file.c_str());
+  }
+  if (rmdir((dir + "/work").c_str()) == 0 && rmdir(dir.c_str()) == 0) return;
+  RemoveTree(dir);
+}
+
 // --- The supervisor ------------------------------------------------------------------------------
 //
 // Every call runs under a supervisor: this program again (/proc/self/exe), started with
@@ -498,11 +509,18 @@ void Sandbox::Start(uint64_t id, const SandboxCall& call) {
   if (!program.ok()) return FailLater(id, program.status());
 
   // The call's own folder, made private and unique by mkdtemp, holds the tool's input, its logs
-  // and its working directory work/, which thus starts empty.
+  // and its working directory work/, which thus starts empty. The scratch folder is made when a
+  // call finds it missing (the first call, or after someone removed it), not checked every time.
+  const std::string pattern = scratch_dir_ + "/" + call.name + ".XXXXXX";
+  std::string dir = pattern;
   std::error_code error;
-  fs::create_directories(scratch_dir_, error);
-  std::string dir = scratch_dir_ + "/" + call.name + ".XXXXXX";
-  if (error || mkdtemp(dir.data()) == nullptr) {
+  bool made = mkdtemp(dir.data()) != nullptr;
+  if (!made && errno == ENOENT) {
+    fs::create_directories(scratch_dir_, error);
+    dir = pattern;
+    made = !error && mkdtemp(dir.data()) != nullptr;
+  }
+  if (!made) {
     const std::string why = error ? error.message() : Errno();
     return FailLater(id, Status::Backend(call.name, StrFormat("cannot create a folder in %s: %s",
                                                               scratch_dir_.c_str(), why.c_str())));
@@ -602,7 +620,7 @@ void Sandbox::Finish(uint64_t id, Result<std::string> result) {
   const auto it = calls_.find(id);
   Call call = std::move(it->second);
   calls_.erase(it);
-  if (!call.dir.empty()) RemoveTree(call.dir);
+  if (!call.dir.empty()) RemoveCallDir(call.dir, call.name);
   if (call.started) --started_;
   while (!waiting_.empty() && (max_running_ == 0 || started_ < max_running_)) {
     auto [next, next_call] = std::move(waiting_.front());

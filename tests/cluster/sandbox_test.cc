@@ -77,6 +77,18 @@ TEST_F(SandboxTest, EchoesStdinToStdout) {
   EXPECT_TRUE(ScratchIsEmpty());
 }
 
+TEST_F(SandboxTest, AScratchFolderRemovedBetweenCallsIsMadeAgain) {
+  // The scratch folder is made on first use; a call that finds it gone makes it again.
+  ASSERT_OK(RunCall(Call("first", {"/bin/true"})));
+  EXPECT_TRUE(fs::is_directory(scratch_.File("calls")));
+  fs::remove_all(scratch_.File("calls"));
+  const auto result = RunCall(Shell("second", "pwd"));
+  ASSERT_OK(result);
+  EXPECT_EQ(result->rfind(scratch_.File("calls") + "/second.", 0), 0u) << *result;
+  EXPECT_TRUE(ScratchIsEmpty());
+  EXPECT_TRUE(fs::is_directory(scratch_.File("calls")));
+}
+
 TEST_F(SandboxTest, NonZeroExitGivesTheStderrTail) {
   // A failing tool's error names the call, its exit status and the last lines of its stderr.
   const auto result = RunCall(Shell("tool-t1", "echo first >&2; echo 'bad thing' >&2; exit 3"));
