@@ -73,7 +73,7 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
   std::vector<double> first(units);
   for (size_t k = 0; k < units; ++k) first[k] = lengths[static_cast<size_t>(start[k])];
   // The costs of the groups [k, i) on instance `j` for k = i-1 down to 0, in order, as long as
-  // `more(k, cost)` says so. The last instance needs only i = units: no later one builds on it.
+  // `more(k, cost)` says so.
   auto scan_groups = [&](size_t j, size_t i, auto&& more) {
     double* memo = per_token.data() + j * side;
     for (size_t k = i; k-- > 0;) {
@@ -83,6 +83,8 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
       if (!more(k, seconds * first[k])) break;
     }
   };
+  // The ends i a pass computes on instance j: the last instance needs only i = units, since no
+  // later one builds on it.
   auto columns = [&](size_t j) {
     return j == m ? std::pair(units, units) : std::pair(size_t{0}, units);
   };
