@@ -28,6 +28,43 @@ std::vector<int64_t> UnitStarts(int64_t n, int max_units) {
   return starts;
 }
 
+// The cost of the group of units [k, i) on instance j: cost(j, count) for its count of lengths,
+// asked once each (the scans ask for the same counts many times), times its first (longest)
+// length.
+class GroupCosts {
+ public:
+  GroupCosts(std::span<const double> lengths, const std::vector<int64_t>& start, size_t instances,
+             const GroupCostFn& cost)
+      : start_(start), side_(lengths.size() + 1), per_token_(instances * side_, -1), cost_(cost) {
+    first_.resize(start.size() - 1);
+    for (size_t k = 0; k < first_.size(); ++k) first_[k] = lengths[static_cast<size_t>(start[k])];
+  }
+
+  /// The costs of the groups [k, i) on instance `j` for k = i-1 down to 0, in order, as long as
+  /// `more(k, cost)` says so.
+  template <typename More>
+  void Scan(size_t j, size_t i, More&& more) {
+    double* memo = per_token_.data() + j * side_;
+    for (size_t k = i; k-- > 0;) {
+      const auto count = static_cast<size_t>(start_[i] - start_[k]);
+      double seconds = memo[count];
+      if (seconds < 0) seconds = memo[count] = cost_(j, static_cast<int64_t>(count));
+      if (!more(k, seconds * first_[k])) break;
+    }
+  }
+
+ private:
+  const std::vector<int64_t>& start_;
+  size_t side_;
+  std::vector<double> per_token_;
+  std::vector<double> first_;
+  const GroupCostFn& cost_;
+};
+
+// The first end i a pass computes on instance j of m: the last instance needs only i = units,
+// since no later one builds on it.
+size_t FirstEnd(size_t j, size_t m, size_t units) { return j == m ? units : 0; }
+
 }  // namespace
 
 GroupStepModel::GroupStepModel(const CostModel& cost, int64_t context_tokens, int max_num_seqs)
@@ -66,38 +103,16 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
   const std::vector<int64_t> start = UnitStarts(n, max_units);
   const size_t units = start.size() - 1;
   const size_t m = instances;
-  // cost(j, count), asked once each: the scans below ask for the same sizes many times.
-  const auto side = static_cast<size_t>(n + 1);
-  std::vector<double> per_token(m * side, -1);
-  // Each unit's first (longest) length: a group's cost is its count's cost times it.
-  std::vector<double> first(units);
-  for (size_t k = 0; k < units; ++k) first[k] = lengths[static_cast<size_t>(start[k])];
-  // The costs of the groups [k, i) on instance `j` for k = i-1 down to 0, in order, as long as
-  // `more(k, cost)` says so.
-  auto scan_groups = [&](size_t j, size_t i, auto&& more) {
-    double* memo = per_token.data() + j * side;
-    for (size_t k = i; k-- > 0;) {
-      const auto count = static_cast<size_t>(start[i] - start[k]);
-      double seconds = memo[count];
-      if (seconds < 0) seconds = memo[count] = cost(j, static_cast<int64_t>(count));
-      if (!more(k, seconds * first[k])) break;
-    }
-  };
-  // The ends i a pass computes on instance j: the last instance needs only i = units, since no
-  // later one builds on it.
-  auto columns = [&](size_t j) {
-    return j == m ? std::pair(units, units) : std::pair(size_t{0}, units);
-  };
+  GroupCosts costs(lengths, start, m, cost);
   // Pass 1: D[j][i], the least makespan of units [0, i) on instances [0, j). A group grows as k
   // falls, so its cost rises while D[j-1][k] falls: the scan stops once the cost alone is worse.
   std::vector<std::vector<double>> d(m + 1, std::vector<double>(units + 1, kInf));
   d[0][0] = 0;
   for (size_t j = 1; j <= m; ++j) {
     const double* before = d[j - 1].data();
-    const auto [lo, hi] = columns(j);
-    for (size_t i = lo; i <= hi; ++i) {
+    for (size_t i = FirstEnd(j, m, units); i <= units; ++i) {
       double best = before[i];  // instance j-1 empty
-      scan_groups(j - 1, i, [&](size_t k, double c) {
+      costs.Scan(j - 1, i, [&](size_t k, double c) {
         if (c >= best) return false;
         best = std::min(best, std::max(before[k], c));
         return true;
@@ -122,11 +137,10 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
   e[0][0] = 0;
   for (size_t j = 1; j <= m; ++j) {
     const double* before = e[j - 1].data();
-    const auto [lo, hi] = columns(j);
-    for (size_t i = lo; i <= hi; ++i) {
+    for (size_t i = FirstEnd(j, m, units); i <= units; ++i) {
       double best = before[i];
       size_t arg = i;
-      scan_groups(j - 1, i, [&](size_t k, double c) {
+      costs.Scan(j - 1, i, [&](size_t k, double c) {
         if (c > limit) return false;
         if (before[k] == kInf) return true;  // no cut reaches k: nothing to add to
         const double v = before[k] + (c / scale) * (c / scale);
