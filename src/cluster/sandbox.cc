@@ -149,14 +149,22 @@ void RemoveTree(const std::string& path) {
   fs::remove_all(path, error);
 }
 
+// What a call's folder holds: the tool's working directory, its input, and the logs ProcessSet
+// writes into its log_dir.
+std::string WorkIn(const std::string& dir) { return dir + "/work"; }
+std::string InputIn(const std::string& dir) { return dir + "/input"; }
+std::string LogIn(const std::string& dir, const std::string& name, const char* suffix) {
+  return dir + "/" + name + suffix;
+}
+
 // Removes a finished call's folder: the files the sandbox made there and the two folders, and
 // the whole tree (RemoveTree, which looks at every entry) only when the tool left something.
 void RemoveCallDir(const std::string& dir, const std::string& name) {
   for (const std::string& file :
-       {dir + "/input", dir + "/" + name + ".out", dir + "/" + name + ".err"}) {
+       {InputIn(dir), LogIn(dir, name, ".out"), LogIn(dir, name, ".err")}) {
     unlink(file.c_str());
   }
-  if (rmdir((dir + "/work").c_str()) == 0 && rmdir(dir.c_str()) == 0) return;
+  if (rmdir(WorkIn(dir).c_str()) == 0 && rmdir(dir.c_str()) == 0) return;
   RemoveTree(dir);
 }
 
@@ -526,12 +534,12 @@ void Sandbox::Start(uint64_t id, const SandboxCall& call) {
                                                               scratch_dir_.c_str(), why.c_str())));
   }
   entry.dir = dir;
-  const std::string work = dir + "/work";
+  const std::string work = WorkIn(dir);
   if (mkdir(work.c_str(), 0700) != 0) {
     return FailLater(id, Status::Backend(call.name, StrFormat("cannot create %s: %s", work.c_str(),
                                                               Errno().c_str())));
   }
-  spec.stdin_file = dir + "/input";
+  spec.stdin_file = InputIn(dir);
   const Status written = WriteNewFile(call.name, spec.stdin_file, call.input);
   if (!written.ok()) return FailLater(id, written);
 
@@ -597,7 +605,7 @@ void Sandbox::OnExit(uint64_t id, const ExitStatus& status) {
 }
 
 Result<std::string> Sandbox::Outcome(const Call& call, const ExitStatus& status) const {
-  const std::string out = call.dir + "/" + call.name + ".out";
+  const std::string out = LogIn(call.dir, call.name, ".out");
   const int64_t size = FileSize(out);
   const int64_t max_output = call.limits.max_output_bytes;
   const int64_t max_file = call.limits.file_size_bytes;
@@ -609,7 +617,7 @@ Result<std::string> Sandbox::Outcome(const Call& call, const ExitStatus& status)
                            StrFormat("output exceeds %lld bytes", static_cast<long long>(limit)));
   }
   if (!status.success()) {
-    const std::string tail = StderrTail(call.dir + "/" + call.name + ".err");
+    const std::string tail = StderrTail(LogIn(call.dir, call.name, ".err"));
     return Status::Backend(call.name,
                            tail.empty() ? status.ToString() : status.ToString() + ": " + tail);
   }
