@@ -351,15 +351,14 @@ int main(int argc, char** argv) {
   };
   if (argc > 1) {
     Scenario one;
-    for (int i = 1; i < argc; i += 2) {
+    for (int i = 1; i < argc; ++i) {
       const std::string flag = argv[i];
       if (flag == "--tool-server") {
         one.tool_server = true;
-        --i;  // no value
         continue;
       }
-      if (i + 1 >= argc) return Usage();
-      const int value = std::atoi(argv[i + 1]);
+      if (++i >= argc) return Usage();
+      const int value = std::atoi(argv[i]);
       if (value <= 0) return Usage();
       if (flag == "--in-flight") {
         one.in_flight = value;
