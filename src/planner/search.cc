@@ -9,6 +9,7 @@
 #include <numeric>
 #include <queue>
 #include <set>
+#include <span>
 #include <tuple>
 #include <utility>
 
@@ -94,15 +95,15 @@ std::string TpsString(const std::vector<int>& tps) {
   return items.empty() ? "none" : StrJoin(items, " ");
 }
 
-/// Whether items of these sizes fit bins of these capacities, first-fit decreasing (bins in
-/// order). With sizes summing to the capacities, that is "fill them exactly". Rooms only shrink,
-/// so while the items keep one size the first bin with room for the next one is not before the
-/// last one's: the scan goes on from there, and starts again at the first bin for a smaller size
-/// (O(bins) per size, not per item: 8,192 GPUs are thousands of items and a thousand bins).
-bool FirstFitDecreasing(std::vector<int> items, std::vector<int> bins) {
-  if (!std::is_sorted(items.begin(), items.end(), std::greater<>())) {
-    std::sort(items.begin(), items.end(), std::greater<>());
-  }
+/// Whether items of these sizes, largest first, fit bins of these capacities, first-fit
+/// decreasing (bins in order). With sizes summing to the capacities, that is "fill them exactly".
+/// Rooms only shrink, so while the items keep one size the first bin with room for the next one
+/// is not before the last one's: the scan goes on from there, and starts again at the first bin
+/// for a smaller size (O(bins) per size, not per item: 8,192 GPUs are thousands of items and a
+/// thousand bins). REQUIRES: `items` sorted descending (both callers' TP lists are).
+bool FirstFitDecreasing(std::span<const int> items, std::vector<int> bins) {
+  LIBRA_CHECK(std::is_sorted(items.begin(), items.end(), std::greater<>()))
+      << "first-fit decreasing needs its items largest first";
   size_t bin = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     if (i > 0 && items[i] != items[i - 1]) bin = 0;
