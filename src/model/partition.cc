@@ -40,17 +40,11 @@ class GroupCosts {
     for (size_t k = 0; k < first_.size(); ++k) first_[k] = lengths[static_cast<size_t>(start[k])];
   }
 
-  /// The costs of the groups [k, i) on instance `j` for k = i-1 down to 0, in order, as long as
-  /// `more(k, cost)` says so.
-  template <typename More>
-  void Scan(size_t j, size_t i, More&& more) {
-    double* memo = per_token_.data() + j * side_;
-    for (size_t k = i; k-- > 0;) {
-      const auto count = static_cast<size_t>(start_[i] - start_[k]);
-      double seconds = memo[count];
-      if (seconds < 0) seconds = memo[count] = cost_(j, static_cast<int64_t>(count));
-      if (!more(k, seconds * first_[k])) break;
-    }
+  /// The cost of the group [k, i) on instance `j` (k < i).
+  double At(size_t j, size_t k, size_t i) {
+    double& seconds = per_token_[j * side_ + static_cast<size_t>(start_[i] - start_[k])];
+    if (seconds < 0) seconds = cost_(j, start_[i] - start_[k]);
+    return seconds * first_[k];
   }
 
  private:
@@ -60,6 +54,60 @@ class GroupCosts {
   std::vector<double> first_;
   const GroupCostFn& cost_;
 };
+
+// Pass 2 of PresortedPartition: among cuts whose every group is within `out.makespan`, the one
+// with the least sum of squared (normalised) costs, written to out.begin / out.end.
+void SpreadCut(GroupCosts& costs, const std::vector<int64_t>& start, Partition& out) {
+  const size_t units = start.size() - 1;
+  const size_t m = out.begin.size();
+  const double limit = out.makespan * (1 + 1e-9);
+  const double scale = out.makespan > 0 ? out.makespan : 1;
+  // Only cuts of [0, i) on instances [0, j) with reach[j] <= i <= fill[j] are computed: fill[j]
+  // is the most units instances [0, j) can take within the limit, reach[j] the first unit from
+  // which instances [j, m) can take the rest. Each is found greedily, every instance taking the
+  // largest group within the limit (from the first on, or from the last back): group costs grow
+  // with the group, so no other cut gets further.
+  std::vector<size_t> fill(m + 1, 0), reach(m + 1, units);
+  for (size_t j = 0; j < m; ++j) {
+    size_t i = fill[j];
+    while (i < units && costs.At(j, fill[j], i + 1) <= limit) ++i;
+    fill[j + 1] = i;
+  }
+  for (size_t j = m; j-- > 0;) {
+    size_t k = reach[j + 1];
+    while (k > 0 && costs.At(j, k - 1, reach[j + 1]) <= limit) --k;
+    reach[j] = k;
+  }
+  LIBRA_CHECK(reach[0] == 0 && fill[m] == units) << "group costs must grow with the group";
+  std::vector<std::vector<double>> e(m + 1, std::vector<double>(units + 1, kInf));
+  std::vector<std::vector<size_t>> from(m + 1, std::vector<size_t>(units + 1, 0));
+  e[0][0] = 0;
+  for (size_t j = 1; j <= m; ++j) {
+    const double* before = e[j - 1].data();
+    for (size_t i = reach[j]; i <= fill[j]; ++i) {
+      double best = before[i];  // instance j-1 empty (kInf beyond fill[j - 1])
+      size_t arg = i;
+      for (size_t k = std::min(i, fill[j - 1] + 1); k-- > reach[j - 1];) {
+        const double c = costs.At(j - 1, k, i);
+        if (c > limit) break;
+        const double v = before[k] + (c / scale) * (c / scale);
+        if (v < best) {
+          best = v;
+          arg = k;
+        }
+      }
+      e[j][i] = best;
+      from[j][i] = arg;
+    }
+  }
+  size_t i = units;
+  for (size_t j = m; j >= 1; --j) {
+    const size_t k = from[j][i];
+    out.begin[j - 1] = start[k];
+    out.end[j - 1] = start[i];
+    i = k;
+  }
+}
 
 // The first end i a pass computes on instance j of m: the last instance needs only i = units,
 // since no later one builds on it.
@@ -104,20 +152,26 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
   const size_t units = start.size() - 1;
   const size_t m = instances;
   GroupCosts costs(lengths, start, m, cost);
-  // Pass 1: D[j][i], the least makespan of units [0, i) on instances [0, j). A group grows as k
-  // falls, so its cost rises while D[j-1][k] falls: the scan stops once the cost alone is worse.
+  // Pass 1: D[j][i], the least makespan of units [0, i) on instances [0, j), the least over k of
+  // max(D[j-1][k], cost of [k, i)). A group grows as k falls, so its cost rises while D[j-1][k]
+  // falls: the least is where they cross, found by bisection. x is the first k with
+  // D[j-1][k] >= cost (k = i, the empty group, costs 0); the least is D[j-1][x] or, just before
+  // the crossing, the cost of [x-1, i).
   std::vector<std::vector<double>> d(m + 1, std::vector<double>(units + 1, kInf));
   d[0][0] = 0;
   for (size_t j = 1; j <= m; ++j) {
     const double* before = d[j - 1].data();
     for (size_t i = FirstEnd(j, m, units); i <= units; ++i) {
-      double best = before[i];  // instance j-1 empty
-      costs.Scan(j - 1, i, [&](size_t k, double c) {
-        if (c >= best) return false;
-        best = std::min(best, std::max(before[k], c));
-        return true;
-      });
-      d[j][i] = best;
+      size_t lo = 0, x = i;
+      while (lo < x) {
+        const size_t k = lo + (x - lo) / 2;
+        if (before[k] >= costs.At(j - 1, k, i)) {
+          x = k;
+        } else {
+          lo = k + 1;
+        }
+      }
+      d[j][i] = x > 0 ? std::min(before[x], costs.At(j - 1, x - 1, i)) : before[x];
     }
   }
   Partition out;
@@ -128,39 +182,7 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
     out.begin[0] = 0;  // nothing fits: everything on the first instance
     return out;
   }
-  // Pass 2: among cuts whose every group is within the makespan, the least sum of squared
-  // (normalised) costs; back-pointers recover the cut.
-  const double limit = out.makespan * (1 + 1e-9);
-  const double scale = out.makespan > 0 ? out.makespan : 1;
-  std::vector<std::vector<double>> e(m + 1, std::vector<double>(units + 1, kInf));
-  std::vector<std::vector<size_t>> from(m + 1, std::vector<size_t>(units + 1, 0));
-  e[0][0] = 0;
-  for (size_t j = 1; j <= m; ++j) {
-    const double* before = e[j - 1].data();
-    for (size_t i = FirstEnd(j, m, units); i <= units; ++i) {
-      double best = before[i];
-      size_t arg = i;
-      costs.Scan(j - 1, i, [&](size_t k, double c) {
-        if (c > limit) return false;
-        if (before[k] == kInf) return true;  // no cut reaches k: nothing to add to
-        const double v = before[k] + (c / scale) * (c / scale);
-        if (v < best) {
-          best = v;
-          arg = k;
-        }
-        return true;
-      });
-      e[j][i] = best;
-      from[j][i] = arg;
-    }
-  }
-  size_t i = units;
-  for (size_t j = m; j >= 1; --j) {
-    const size_t k = from[j][i];
-    out.begin[j - 1] = start[k];
-    out.end[j - 1] = start[i];
-    i = k;
-  }
+  SpreadCut(costs, start, out);
   return out;
 }
 

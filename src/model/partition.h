@@ -64,7 +64,8 @@ using GroupCostFn = std::function<double(size_t j, int64_t count)>;
 /// minimising the largest group cost (then the sum of squared costs). Groups may be empty (cost
 /// 0). With more than `max_units` lengths (>= 2) the short end is aggregated into chunks.
 /// `cost` is asked once per instance and group size.
-/// REQUIRES: lengths sorted descending; instances >= 1.
+/// REQUIRES: lengths sorted descending; instances >= 1; each instance's cost non-decreasing in
+/// the count (a larger group is never faster per token).
 Partition PresortedPartition(std::span<const double> lengths, size_t instances,
                              const GroupCostFn& cost, int max_units = 128);
 
