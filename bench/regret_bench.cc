@@ -225,17 +225,20 @@ int RunRecipe(const Options& o, const std::string& path) {
       const double y = b->error.empty() ? b->measured_step_s : 1e300;
       return x < y;
     });
-    std::printf("  %-62s %10s %10s %7s %10s %10s\n", "layout", "pred step", "sim step", "error",
-                "pred roll", "sim roll");
+    std::printf("  %-62s %10s %10s %7s %10s %10s %10s %9s\n", "layout", "pred step", "sim step",
+                "error", "pred roll", "sim roll", "pred train", "occupancy");
     for (const Candidate* c : order) {
       if (!c->error.empty()) {
         std::printf("  %-62s failed: %s\n", Name(*c).c_str(), c->error.c_str());
         continue;
       }
       const double pred = c->predicted ? c->predicted->step_s : 0;
-      std::printf("  %-62s %10.1f %10.1f %+6.1f%% %10.1f %10.1f%s\n", Name(*c).c_str(), pred,
-                  c->measured_step_s, 100 * (pred / c->measured_step_s - 1),
+      const double occupancy = c->predicted ? c->predicted->paced_occupancy : 0;
+      std::printf("  %-62s %10.1f %10.1f %+6.1f%% %10.1f %10.1f %10.1f %9s%s\n", Name(*c).c_str(),
+                  pred, c->measured_step_s, 100 * (pred / c->measured_step_s - 1),
                   c->predicted ? c->predicted->rollout_s : 0, c->measured_rollout_s,
+                  c->predicted ? c->predicted->train_s + c->predicted->sync_s : 0,
+                  occupancy > 0 ? StrFormat("%.2f", occupancy).c_str() : "-",
                   c->chosen ? "  <- chosen" : "");
     }
   }

@@ -434,8 +434,9 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
   std::optional<std::pair<Solved, double>> calm;
   if (s.paced_batches > 0 && s.credit_pace) {
     calm = cache.Solve(false);
-    if (calm->first.period <= s.outside_s && cache.PacedOccupancy(calm->first) <= kPacedHeadroom) {
-      return finish(calm->first, calm->second);
+    if (calm->first.period <= s.outside_s) {
+      out.paced_occupancy = cache.PacedOccupancy(calm->first);
+      if (out.paced_occupancy <= kPacedHeadroom) return finish(calm->first, calm->second);
     }
   }
   const auto [thrashing, thrashing_hit] = cache.Solve(true);

@@ -158,6 +158,10 @@ struct InstanceEstimate {
   double hit_rate = 1;
   /// Which condition set the pace: "idle", "throughput" or "latency".
   const char* bound = "idle";
+  /// When the trainer paces the instance (InstanceSetting::paced_batches, credited) and its
+  /// unsaturated equilibrium keeps up: the share of the KV cache the contexts in flight fill at
+  /// that pace, which kPacedHeadroom bounds. 0 when not asked.
+  double paced_occupancy = 0;
 };
 
 /// The period of an instance with load `load` (see the file comment). 0 for no load.

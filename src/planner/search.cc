@@ -221,16 +221,18 @@ struct KindShare {
 };
 
 /// The slowest instance's period (unscaled) with `outside_s` in the cycle (rollout_model.h) and,
-/// when given, `paced_batches` in flight at the trainer's pace (rollout_model.h).
+/// when given, `paced_batches` in flight at the trainer's pace (rollout_model.h); with
+/// `occupancy`, the largest InstanceEstimate::paced_occupancy there too.
 double Period(const Problem& p, const std::vector<KindShare>& kinds, double outside_s,
-              double paced_batches = 0) {
+              double paced_batches = 0, double* occupancy = nullptr) {
   double worst = 0;
   for (const KindShare& kind : kinds) {
     if (kind.count <= 0 || kind.load.empty()) continue;
     if (!p.Holds(kind.tp)) return kInf;
-    worst = std::max(worst, EstimateInstance(*p.cost, p.Setting(kind.tp, outside_s, paced_batches),
-                                             kind.load.Share(1.0 / kind.count))
-                                .period_s);
+    const InstanceEstimate e = EstimateInstance(
+        *p.cost, p.Setting(kind.tp, outside_s, paced_batches), kind.load.Share(1.0 / kind.count));
+    worst = std::max(worst, e.period_s);
+    if (occupancy != nullptr) *occupancy = std::max(*occupancy, e.paced_occupancy);
   }
   return worst;
 }
@@ -240,8 +242,9 @@ double Period(const Problem& p, const std::vector<KindShare>& kinds, double outs
 /// slower of the trainer and the rollout side, whose batches also wait for the trainer's step
 /// within their staleness + 1 periods (rollout_model.h). `rollout_s` (every allowed batch in
 /// flight) does not bound it: a KV cache that thrashes with all of them may keep up with fewer.
+/// `occupancy` receives the paced instances' largest InstanceEstimate::paced_occupancy.
 double PlanStep(const Problem& p, const std::vector<KindShare>& kinds, double rollout_s,
-                double train_s, double sync_s, bool colocated) {
+                double train_s, double sync_s, bool colocated, double* occupancy) {
   const PipelineShape& shape = *p.shape;
   if (colocated || shape.staleness <= 0) return rollout_s + train_s + sync_s;
   const double outside = train_s + sync_s;
@@ -250,7 +253,9 @@ double PlanStep(const Problem& p, const std::vector<KindShare>& kinds, double ro
   // completes, so at most `staleness` batches are in flight and they arrive no faster than the
   // trainer takes them: if the rollout side keeps up with that (far less KV pressure than with
   // every allowed batch in flight, rollout_model.h), the step is the trainer's.
-  if (scale * Period(p, kinds, outside / scale, shape.staleness) <= outside) return outside;
+  if (scale * Period(p, kinds, outside / scale, shape.staleness, occupancy) <= outside) {
+    return outside;
+  }
   return std::max(outside, scale * Period(p, kinds, outside / scale));
 }
 
@@ -587,7 +592,8 @@ void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
   plan.train_s = train_s + (colocated ? SwitchSeconds(p, layout, option.max_tp) : 0);
   plan.sync_s = p.cost->WeightSyncTime({shape.sync_path, layout, option.max_tp, !colocated}) /
                 std::max(1, shape.sync_interval);
-  plan.step_s = PlanStep(p, option.kinds, plan.rollout_s, plan.train_s, plan.sync_s, colocated);
+  plan.step_s = PlanStep(p, option.kinds, plan.rollout_s, plan.train_s, plan.sync_s, colocated,
+                         &plan.paced_occupancy);
   if (!best || plan.step_s < best->step_s) best = std::move(plan);
 }
 
@@ -672,6 +678,7 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
   };
   CandidatePlan lending = plan;
   lending.lend_trainer = true;
+  lending.paced_occupancy = 0;
   lending.train_s = plan.train_s + out;
   // When the trainer's wait is too short for the drain and the switches, the lent GPUs barely
   // serve: the step is at worst the plan's own, plus the switch back that every reclaim costs.

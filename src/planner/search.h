@@ -163,6 +163,10 @@ struct CandidatePlan {
   double train_s = 0;
   double sync_s = 0;
   double step_s = 0;
+  /// Asynchronous and disaggregated, not lending: the largest share of an instance's KV cache
+  /// that the contexts in flight fill at the trainer's pace (InstanceEstimate::paced_occupancy;
+  /// above kPacedHeadroom the model takes the instance to thrash). 0 when not asked.
+  double paced_occupancy = 0;
 
   int train_gpus() const { return train.gpus(); }
   int rollout_gpus() const;

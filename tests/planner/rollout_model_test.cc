@@ -158,6 +158,35 @@ TEST(RolloutModelTest, EvictedContextsArePrefilledAgain) {
   EXPECT_GE(freed.period_s, short_cache.period_s);
 }
 
+TEST(RolloutModelTest, APacedInstanceReportsTheCacheItsContextsFill) {
+  // A trainer far slower than rollout paces the batches: the instance reports the share of its
+  // cache that the contexts in flight at that pace fill, and is credited with its unsaturated
+  // equilibrium only while that share is within kPacedHeadroom.
+  AffineCost cost;
+  cost.prefill_per_token = 1e-4;
+  TrajectorySize r{2000, 2000, 2000};
+  r.turns = 10;
+  r.tool_s = 90;
+  const std::vector<double> latencies = {1, 2, 5, 10, 20, 30, 40};
+  const ToolLatencies tools(latencies);
+  InstanceSetting s;
+  s.staleness = 1;
+  s.outside_s = 1000;
+  s.tools = &tools;
+  const RolloutLoad load = LoadOf(cost, {r}, 64);
+  EXPECT_EQ(EstimateInstance(cost, s, load).paced_occupancy, 0);  // not paced: not asked
+  s.paced_batches = 1;
+  const InstanceEstimate ample = EstimateInstance(cost, s, load);
+  EXPECT_GT(ample.paced_occupancy, 0);
+  EXPECT_LT(ample.paced_occupancy, kPacedHeadroom);
+  EXPECT_DOUBLE_EQ(ample.hit_rate, 1);
+  // A cache small enough that the same contexts would fill 80% of it (more, as fewer survive).
+  cost.kv = static_cast<int64_t>(ample.paced_occupancy * 1e9 / 0.8);
+  const InstanceEstimate crowded = EstimateInstance(cost, s, load);
+  EXPECT_GE(crowded.paced_occupancy, 0.8 - 1e-9);
+  EXPECT_GT(crowded.period_s, ample.period_s);  // not credited: the saturated equilibrium
+}
+
 TEST(RolloutModelTest, ATrajectoryLargerThanTheCacheDoesNotFit) {
   AffineCost cost;
   cost.kv = 1000;
