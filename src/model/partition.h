@@ -16,8 +16,9 @@
 // grows with the group size. Ties between cuts with the same makespan (not specified by the
 // paper) go to the cut with the smallest sum of squared group costs, so that slack spreads the
 // work instead of leaving instances empty. Beyond `max_units` trajectories the short end is
-// aggregated into equal chunks (the longest half of the units stay single), keeping the DP at
-// O(units^2 x instances).
+// aggregated into equal chunks (the longest half of the units stay single). The makespan pass
+// bisects (O(units x instances x log units)); the tie-breaking pass visits only the cuts that can
+// still complete within the makespan, at most O(units^2 x instances).
 #pragma once
 
 #include <cstdint>
