@@ -131,21 +131,34 @@ TEST(RolloutModelTest, MoreWorkNeverTakesLess) {
   }
 }
 
+/// 64 trajectories of 2,000 prompt, 2,000 generated and 2,000 tool tokens over ten turns, 90 s
+/// of tools each (calls of 1-40 s), prefilling at 0.1 ms a token, with staleness 1.
+struct ToolBoundWork {
+  ToolBoundWork() {
+    cost.prefill_per_token = 1e-4;
+    TrajectorySize r{2000, 2000, 2000};
+    r.turns = 10;
+    r.tool_s = 90;
+    load = LoadOf(cost, {r}, 64);
+    setting.staleness = 1;
+    setting.tools = &tools;
+  }
+  ToolBoundWork(const ToolBoundWork&) = delete;  // setting points at tools
+
+  AffineCost cost;
+  ToolLatencies tools{std::vector<double>{1, 2, 5, 10, 20, 30, 40}};
+  RolloutLoad load;
+  InstanceSetting setting;
+};
+
 TEST(RolloutModelTest, EvictedContextsArePrefilledAgain) {
   // Trajectories whose contexts wait for slow tools: with room for every context there is no
   // miss; with a small cache the hit rate falls and the re-prefill costs time; with the contexts
   // freed at every call every call misses.
-  AffineCost cost;
-  cost.prefill_per_token = 1e-4;
-  TrajectorySize r{2000, 2000, 2000};
-  r.turns = 10;
-  r.tool_s = 90;
-  const std::vector<double> latencies = {1, 2, 5, 10, 20, 30, 40};
-  const ToolLatencies tools(latencies);
-  InstanceSetting s;
-  s.staleness = 1;
-  s.tools = &tools;
-  const RolloutLoad load = LoadOf(cost, {r}, 64);
+  ToolBoundWork work;
+  AffineCost& cost = work.cost;
+  InstanceSetting& s = work.setting;
+  const RolloutLoad& load = work.load;
   const InstanceEstimate ample = EstimateInstance(cost, s, load);
   EXPECT_DOUBLE_EQ(ample.hit_rate, 1);
   cost.kv = 60000;  // 15 of the 64 contexts
@@ -162,18 +175,11 @@ TEST(RolloutModelTest, APacedInstanceReportsTheCacheItsContextsFill) {
   // A trainer far slower than rollout paces the batches: the instance reports the share of its
   // cache that the contexts in flight at that pace fill, and is credited with its unsaturated
   // equilibrium only while that share is within kPacedHeadroom.
-  AffineCost cost;
-  cost.prefill_per_token = 1e-4;
-  TrajectorySize r{2000, 2000, 2000};
-  r.turns = 10;
-  r.tool_s = 90;
-  const std::vector<double> latencies = {1, 2, 5, 10, 20, 30, 40};
-  const ToolLatencies tools(latencies);
-  InstanceSetting s;
-  s.staleness = 1;
+  ToolBoundWork work;
+  AffineCost& cost = work.cost;
+  InstanceSetting& s = work.setting;
+  const RolloutLoad& load = work.load;
   s.outside_s = 1000;
-  s.tools = &tools;
-  const RolloutLoad load = LoadOf(cost, {r}, 64);
   EXPECT_EQ(EstimateInstance(cost, s, load).paced_occupancy, 0);  // not paced: not asked
   s.paced_batches = 1;
   const InstanceEstimate ample = EstimateInstance(cost, s, load);
