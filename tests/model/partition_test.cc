@@ -143,8 +143,9 @@ Partition UnprunedCut(const std::vector<double>& lengths, size_t m, const GroupC
   for (size_t j = 1; j <= m; ++j) {
     for (size_t i = 0; i <= n; ++i) {
       for (size_t k = i + 1; k-- > 0;) {
-        const double c = group(j - 1, k, i) / out.makespan;
-        if (group(j - 1, k, i) > limit || e[j - 1][k] == inf) continue;
+        const double cost_s = group(j - 1, k, i);
+        if (cost_s > limit || e[j - 1][k] == inf) continue;
+        const double c = cost_s / out.makespan;
         if (e[j - 1][k] + c * c < e[j][i]) {
           e[j][i] = e[j - 1][k] + c * c;
           from[j][i] = k;
