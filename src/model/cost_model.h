@@ -125,7 +125,8 @@ class CostModel {
   // ---- Lower bounds (the perfect-balance throughput bound) -------------------------------------
 
   /// GPU-seconds that generating one token at `context` tokens of context costs at least, on any
-  /// instance of any TP running at most `max_batch` sequences.
+  /// instance of any TP running at most `max_batch` sequences. Non-decreasing and concave in
+  /// `context` (the planner sums it over trajectories of different contexts to bound a batch).
   virtual double DecodeGpuSecondsLowerBound(int64_t context, int64_t max_batch) const = 0;
   /// GPU-seconds that prefilling one token costs at least.
   virtual double PrefillGpuSecondsLowerBound() const = 0;

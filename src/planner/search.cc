@@ -288,35 +288,61 @@ std::vector<KindShare> MixedShares(const Problem& p, const SampleCosts& costs,
 
 // ---- Rollout segments --------------------------------------------------------------------------
 
-/// The period (outside nothing) of every contiguous run [j, i) of the sorted sample on one
-/// instance of every TP size of `costs`, computed once: for each start j the run grows one
-/// request at a time, so each entry costs one EstimateInstance on running sums. Free layouts
-/// only: a node pattern's layouts are timed as the router fills them (MixedShares), so with
-/// `free` false the table is left empty.
+/// The period (outside nothing) of any contiguous run [j, i) of the sorted sample on one instance
+/// of any TP size of `costs`, each computed once when first asked, on running sums: the runs from
+/// one start grow one request at a time. A cheap lower bound (LowerBound) lets the rollout DP
+/// skip the runs that cannot improve on what it has. Free layouts only: a node pattern's layouts
+/// are timed as the router fills them (MixedShares), so with `free` false the table is empty.
 class SegmentTable {
  public:
   SegmentTable(const Problem& p, const SampleCosts& costs, bool free, int64_t* evaluations)
-      : tps_(costs.tps()), n_(costs.n()) {
+      : p_(p), costs_(costs), tps_(costs.tps()), n_(costs.n()), evaluations_(evaluations) {
     if (!free) return;
     const size_t side = static_cast<size_t>(n_ + 1);
-    values_.assign(tps_.size() * side * side, 0.0);
+    values_.assign(tps_.size() * side * side, kUnknown);
+    runs_.resize(tps_.size() * side);
+    bounds_.assign(tps_.size() * side, 0.0);
     for (size_t k = 0; k < tps_.size(); ++k) {
-      const bool holds = p.Holds(tps_[k]);
-      const InstanceSetting setting = p.Setting(tps_[k], 0);
-      for (int j = 0; j < n_; ++j) {
-        RolloutLoad load;
-        for (int i = j + 1; i <= n_; ++i) {
-          load.Add(costs.at(static_cast<int>(k), i - 1), p.weight);
-          values_[Index(static_cast<int>(k), j, i)] =
-              holds ? EstimateInstance(*p.cost, setting, load).period_s : kInf;
-          ++*evaluations;
-        }
+      holds_.push_back(p.Holds(tps_[k]));
+      settings_.push_back(p.Setting(tps_[k], 0));
+      for (int j = 0; j <= n_; ++j) runs_[k * side + static_cast<size_t>(j)].end = j;
+      // An instance's period is at least its prefill after cached contexts plus its decoded
+      // tokens at the saturated iteration time per sequence (EstimateInstance). The cost model
+      // bounds that per token (DecodeGpuSecondsLowerBound, concave in the context) at each
+      // request's mean context less the half token the estimate may round away.
+      double sum = 0;
+      for (int r = 0; r < n_; ++r) {
+        const RequestCost& c = costs.at(static_cast<int>(k), r);
+        const auto context = static_cast<int64_t>(std::max(0.0, c.held_context - 0.5));
+        const double per_token =
+            p.cost->DecodeGpuSecondsLowerBound(context, p.space->max_num_seqs) / tps_[k];
+        sum += p.weight * (c.prefill_s + c.decode * per_token);
+        bounds_[k * side + static_cast<size_t>(r) + 1] = sum;
       }
     }
   }
 
   /// Period of requests [j, i) on an instance of TP tps()[k]; 0 when j == i.
-  double operator()(int k, int j, int i) const { return values_[Index(k, j, i)]; }
+  double operator()(int k, int j, int i) const {
+    double& value = values_[Index(k, j, i)];
+    if (value != kUnknown) return value;
+    if (j == i) return value = 0;
+    Run& run = runs_[static_cast<size_t>(k) * static_cast<size_t>(n_ + 1) + static_cast<size_t>(j)];
+    if (run.end > i) run = Run{RolloutLoad{}, j};  // asked for a shorter run than it has grown
+    while (run.end < i) run.load.Add(costs_.at(k, run.end++), p_.weight);
+    ++*evaluations_;
+    return value = holds_[static_cast<size_t>(k)]
+                       ? EstimateInstance(*p_.cost, settings_[static_cast<size_t>(k)], run.load)
+                             .period_s
+                       : kInf;
+  }
+  /// At most operator()(k, j, i), and non-decreasing as j falls with i fixed.
+  double LowerBound(int k, int j, int i) const {
+    const size_t row = static_cast<size_t>(k) * static_cast<size_t>(n_ + 1);
+    const double upto = bounds_[row + static_cast<size_t>(i)];
+    // The sums round differently from the estimate's: a margin far above their rounding.
+    return (upto - bounds_[row + static_cast<size_t>(j)]) * (1 - 1e-9) - upto * 1e-12;
+  }
   const std::vector<int>& tps() const { return tps_; }
   int KOf(int tp) const {
     const auto it = std::lower_bound(tps_.begin(), tps_.end(), tp);
@@ -326,15 +352,29 @@ class SegmentTable {
   int n() const { return n_; }
 
  private:
+  static constexpr double kUnknown = -1;
+  /// The load of requests [start, end) of one start, as far as it has grown.
+  struct Run {
+    RolloutLoad load;
+    int end = 0;
+  };
+
   // By end, then start: the DP reads the runs ending at i one after another.
   size_t Index(int k, int j, int i) const {
     const size_t side = static_cast<size_t>(n_ + 1);
     return (static_cast<size_t>(k) * side + static_cast<size_t>(i)) * side + static_cast<size_t>(j);
   }
 
+  const Problem& p_;
+  const SampleCosts& costs_;
   std::vector<int> tps_;
   int n_;
-  std::vector<double> values_;
+  int64_t* evaluations_;
+  std::vector<bool> holds_;
+  std::vector<InstanceSetting> settings_;
+  std::vector<double> bounds_;  // per TP, prefix sums of each request's share of LowerBound
+  mutable std::vector<double> values_;
+  mutable std::vector<Run> runs_;
 };
 
 class RolloutDp {
@@ -362,6 +402,8 @@ class RolloutDp {
             for (int c = 0; c <= i; ++c) {
               const double prev = k == m ? Lz(m, g - tp, i - c) : e_[At(m, g - tp, i - c)];
               if (prev >= best) continue;
+              // Longer runs only bound higher, and `best` only falls.
+              if (seg_.LowerBound(k, i - c, i) >= best) break;
               const double v = std::max(prev, seg_(k, i - c, i));
               if (v < best) {
                 best = v;

@@ -136,6 +136,19 @@ TEST(ReferenceCostModelTest, Qwen3_14bOnA100RolloutTableMatchesTheReference) {
   }
 }
 
+TEST(ReferenceCostModelTest, DecodeBoundRisesNoFasterThanLinearlyWithContext) {
+  // The planner sums the bound over trajectories of different contexts: it must not fall with
+  // the context, nor curve upwards.
+  const ReferenceCostModel model(Qwen14bOnA100());
+  const auto bound = [&](int64_t context) {
+    return model.DecodeGpuSecondsLowerBound(context, 256);
+  };
+  for (int64_t context : {500, 4000, 30000}) {
+    EXPECT_LE(bound(context - 500), bound(context));
+    EXPECT_GE(2 * bound(context) * (1 + 1e-12), bound(context - 500) + bound(context + 500));
+  }
+}
+
 TEST(ReferenceCostModelTest, DefaultModelTp1Figures) {
   // The default model (about Qwen2.5-3B on the default A100) at TP1: s_kv, N_max and two steps.
   const ReferenceCostModel model{ReferenceParams{}};

@@ -210,6 +210,13 @@ TEST(RooflineCostModelTest, LowerBoundsAreBelowWhatIterationsCost) {
     }
     EXPECT_GE(tp * m.PrefillTime(tp, 8192, 0) / 8192, m.PrefillGpuSecondsLowerBound());
   }
+  // The decode bound rises with the context, and no faster than linearly (the planner sums it
+  // over trajectories of different contexts).
+  const auto bound = [&](int64_t context) { return m.DecodeGpuSecondsLowerBound(context, 256); };
+  for (int64_t context : {500, 4000, 30000}) {
+    EXPECT_LE(bound(context - 500), bound(context));
+    EXPECT_GE(2 * bound(context) * (1 + 1e-12), bound(context - 500) + bound(context + 500));
+  }
   const TrainPasses passes;
   const TrainEstimate e = m.TrainStep({8, 1, 1, 1}, passes, std::vector<int64_t>{8192});
   EXPECT_GE(e.step_s * 8, m.TrainGpuSecondsLowerBound(8192, passes));

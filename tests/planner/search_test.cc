@@ -171,7 +171,8 @@ TEST(SearchTest, LayoutsAreTimedAsTheRouterFillsThem) {
     ASSERT_TRUE(result->best);
     EXPECT_EQ(result->best->rollout_tps, std::vector<int>(static_cast<size_t>(4 - train_gpus), 1));
     EXPECT_DOUBLE_EQ(result->best->rollout_s, 66.0 / (4 - train_gpus));
-    EXPECT_EQ(result->trace.segment_evaluations, 10);         // 4 * 5 / 2 runs, one TP size
+    // At most the 4 * 5 / 2 runs of one TP size: the DP evaluates a run only when asked.
+    EXPECT_LE(result->trace.segment_evaluations, 10);
     EXPECT_EQ(result->trace.dp_cells, (4 - train_gpus) * 5);  // GPUs x requests 0..4, one size
   }
   space.rollout_tps = {1, 2};
@@ -518,7 +519,9 @@ TEST(SearchTest, PaperSettingYieldsAFeasiblePlan) {
   EXPECT_EQ(best.train_gpus() + best.rollout_gpus(), 48);
   EXPECT_GT(best.rollout_gpus(), 0);
   EXPECT_EQ(result->trace.budgets, 47);
-  EXPECT_EQ(result->trace.segment_evaluations, 4 * 64 * 65 / 2);
+  // Of the 4 * 64 * 65 / 2 runs, the DP's lower bound rules some out unevaluated.
+  EXPECT_GT(result->trace.segment_evaluations, 0);
+  EXPECT_LT(result->trace.segment_evaluations, 4 * 64 * 65 / 2);
   EXPECT_GT(best.rollout_s, 0);
   EXPECT_GT(best.train_s, 0);
   EXPECT_GE(best.step_s, best.train_s + best.sync_s);
