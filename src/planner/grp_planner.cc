@@ -85,14 +85,6 @@ Result<backend::Layout> LayoutOf(const CandidatePlan& plan, int gpus_per_node) {
   return layout;
 }
 
-void GrpPlanner::AddToolLatencies(std::span<const double> latencies) {
-  for (double l : latencies) {
-    tool_latencies_.push_back(l);
-    if (static_cast<int>(tool_latencies_.size()) > kToolLatencies) tool_latencies_.pop_front();
-  }
-  if (!latencies.empty()) sorted_tool_latencies_.reset();
-}
-
 Result<std::unique_ptr<Planner>> GrpPlanner::Create(const recipe::OptionTable& options) {
   return CreateWith(options, true, kGrpName);
 }
@@ -137,12 +129,7 @@ PipelineShape GrpPlanner::Shape() const {
   shape.sync_interval = std::max(1, context_.sync_interval);
   shape.max_sequence_tokens = context_.max_sequence_tokens;
   shape.kv_policy = context_.kv_policy;
-  // Sorted once per change, not per evaluation.
-  if (!sorted_tool_latencies_ && !tool_latencies_.empty()) {
-    const std::vector<double> latencies(tool_latencies_.begin(), tool_latencies_.end());
-    sorted_tool_latencies_ = std::make_shared<const ToolLatencies>(latencies);
-  }
-  shape.tool_latencies = sorted_tool_latencies_;
+  shape.tool_latencies = tool_latencies_.Sorted();  // sorted once per change
   if (options_.calibrate) {
     shape.rollout_scale = rollout_cal_.factor();
     shape.train_scale = train_cal_.factor();
@@ -271,8 +258,8 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
                                  " plans with a cost model, and there is none");
   }
   history_.clear();
-  tool_latencies_.clear();
-  AddToolLatencies(context.tool_latencies_s);
+  tool_latencies_.Clear();
+  tool_latencies_.Add(context.tool_latencies_s);
   for (const TrajectorySize& t : context.history) {
     history_.push_back(t);
     if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
@@ -427,7 +414,7 @@ bool GrpPlanner::ObserveLengths(const StepObservation& o, std::span<const Reques
   const bool drifted = o.step >= options_.warmup && before > 0 && !step.empty() &&
                        std::abs(MeanTotal(step) / before - 1) > options_.drift;
   if (drifted) history_.clear();
-  AddToolLatencies(o.tool_latencies_s);
+  tool_latencies_.Add(o.tool_latencies_s);
   for (const TrajectorySize& t : o.trajectories) {
     history_.push_back(t);
     if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();

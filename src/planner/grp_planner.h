@@ -154,7 +154,6 @@ class GrpPlanner : public Planner {
                                std::span<const RequestSample> history, int remaining,
                                std::string* note) const;
   std::vector<backend::Layout> ElasticMoves(const backend::Layout& current) const;
-  void AddToolLatencies(std::span<const double> latencies);
 
   GrpOptions options_;
   std::string_view name_;
@@ -163,9 +162,7 @@ class GrpPlanner : public Planner {
   /// The latencies of recent tool calls (the startup profile's, then the run's), at most
   /// kToolLatencies.
   static constexpr int kToolLatencies = 4096;
-  std::deque<double> tool_latencies_;
-  /// tool_latencies_ as the search reads them; null until Shape() needs them after a change.
-  mutable std::shared_ptr<const ToolLatencies> sorted_tool_latencies_;
+  mutable ToolLatencyWindow tool_latencies_{kToolLatencies};
   Calibrator rollout_cal_;
   Calibrator train_cal_;
   int last_change_step_ = -1000000;

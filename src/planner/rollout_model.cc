@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -14,6 +16,9 @@ namespace libra::planner {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Whether ToolLatencies keeps a latency.
+bool Kept(double latency) { return std::isfinite(latency) && latency >= 0; }
 
 /// std::llround(x), without the library call, for the non-negative counts below 2^52 that the
 /// estimates round (hundreds of thousands of times a search): there x - trunc(x) is exact, so the
@@ -273,7 +278,7 @@ struct CacheFixedPoint {
 
 ToolLatencies::ToolLatencies(std::span<const double> latencies) {
   for (double l : latencies) {
-    if (std::isfinite(l) && l >= 0) sorted_.push_back(l);
+    if (Kept(l)) sorted_.push_back(l);
   }
   if (!std::is_sorted(sorted_.begin(), sorted_.end())) std::sort(sorted_.begin(), sorted_.end());
   prefix_.assign(sorted_.size() + 1, 0.0);
@@ -317,6 +322,43 @@ double ToolLatencies::AgeForCappedMean(double mean) const {
   if (lo == sorted_.size()) return sorted_.back();
   // Between sorted_[lo - 1] and sorted_[lo]: mean = (prefix[lo] + A (n - lo)) / n.
   return (mean * n - prefix_[lo]) / (n - static_cast<double>(lo));
+}
+
+void ToolLatencyWindow::Add(std::span<const double> latencies) {
+  for (double l : latencies) {
+    window_.push_back(l);
+    if (Kept(l)) added_.push_back(l);
+    if (window_.size() > capacity_) {
+      if (Kept(window_.front())) evicted_.push_back(window_.front());
+      window_.pop_front();
+    }
+  }
+  if (!latencies.empty()) latencies_.reset();
+}
+
+void ToolLatencyWindow::Clear() {
+  window_.clear();
+  sorted_.clear();
+  added_.clear();
+  evicted_.clear();
+  latencies_.reset();
+}
+
+std::shared_ptr<const ToolLatencies> ToolLatencyWindow::Sorted() {
+  if (latencies_ || window_.empty()) return latencies_;
+  // The window's multiset: (sorted_ + added_) - evicted_, where evicted_ is part of the sum.
+  std::sort(added_.begin(), added_.end());
+  std::vector<double> all;
+  all.reserve(sorted_.size() + added_.size());
+  std::merge(sorted_.begin(), sorted_.end(), added_.begin(), added_.end(), std::back_inserter(all));
+  std::sort(evicted_.begin(), evicted_.end());
+  sorted_.clear();
+  std::set_difference(all.begin(), all.end(), evicted_.begin(), evicted_.end(),
+                      std::back_inserter(sorted_));
+  added_.clear();
+  evicted_.clear();
+  latencies_ = std::make_shared<const ToolLatencies>(sorted_);
+  return latencies_;
 }
 
 RequestCost CostOf(const model::CostModel& cost, int tp, const TrajectorySize& r) {

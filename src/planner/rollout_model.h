@@ -32,6 +32,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -60,6 +62,26 @@ class ToolLatencies {
  private:
   std::vector<double> sorted_;
   std::vector<double> prefix_;  // prefix_[k] = sum of the k smallest
+};
+
+/// The last `capacity` tool latencies of a run and their ToolLatencies, kept sorted as they
+/// arrive: each batch is sorted alone and merged in, and the latencies that leave are merged
+/// out, rather than the whole window sorted again for every step.
+class ToolLatencyWindow {
+ public:
+  explicit ToolLatencyWindow(size_t capacity) : capacity_(capacity) {}
+  void Add(std::span<const double> latencies);
+  void Clear();
+  /// The window's ToolLatencies (the same object until the next Add); null when it holds none.
+  std::shared_ptr<const ToolLatencies> Sorted();
+
+ private:
+  size_t capacity_;
+  std::deque<double> window_;    // arrival order
+  std::vector<double> sorted_;   // the window's valid latencies (ToolLatencies keeps), ascending
+  std::vector<double> added_;    // valid latencies not merged in yet
+  std::vector<double> evicted_;  // valid latencies not merged out yet
+  std::shared_ptr<const ToolLatencies> latencies_;
 };
 
 /// How the engines treat a trajectory's context while it waits for a tool: kept in the prefix

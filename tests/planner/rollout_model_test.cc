@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
+#include "common/rng.h"
 #include "model/catalog.h"
 #include "model/cost_model.h"
 
@@ -72,6 +75,39 @@ TEST(RolloutModelTest, ToolLatenciesAnswerQuantileQuestions) {
     EXPECT_NEAR(t.AgeForCappedMean(t.MeanCappedAt(age)), age, 1e-12) << age;
   }
   EXPECT_TRUE(ToolLatencies().empty());
+}
+
+TEST(RolloutModelTest, AToolLatencyWindowIsItsLatestLatenciesSorted) {
+  // Batches of any size (more than the window included, with repeats and values ToolLatencies
+  // ignores) merged in and out give what sorting the window's latest latencies gives, bit for bit.
+  constexpr size_t kCapacity = 50;
+  ToolLatencyWindow window(kCapacity);
+  EXPECT_EQ(window.Sorted(), nullptr);
+  std::vector<double> all;
+  Rng rng(3);
+  for (int batch = 0; batch < 40; ++batch) {
+    std::vector<double> latencies(
+        static_cast<size_t>(rng.UniformInt(0, batch % 7 == 0 ? 120 : 20)));
+    for (double& l : latencies) {
+      const int64_t kind = rng.UniformInt(0, 9);
+      l = kind == 0   ? -1.0
+          : kind == 1 ? std::nan("")
+                      : static_cast<double>(rng.UniformInt(0, 30)) / 4;
+    }
+    window.Add(latencies);
+    all.insert(all.end(), latencies.begin(), latencies.end());
+    if (all.empty()) continue;
+    const std::vector<double> latest(
+        all.end() - static_cast<std::ptrdiff_t>(std::min(kCapacity, all.size())), all.end());
+    const ToolLatencies want(latest);
+    const std::shared_ptr<const ToolLatencies> got = window.Sorted();
+    ASSERT_NE(got, nullptr) << "batch " << batch;
+    EXPECT_EQ(got->sorted(), want.sorted()) << "batch " << batch;
+    EXPECT_EQ(got->Mean(), want.Mean()) << "batch " << batch;
+    EXPECT_EQ(window.Sorted(), got);  // unchanged until the next batch
+  }
+  window.Clear();
+  EXPECT_EQ(window.Sorted(), nullptr);
 }
 
 TEST(RolloutModelTest, OneTrajectoryAloneTakesItsDecodeAndItsTools) {
