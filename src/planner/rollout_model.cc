@@ -58,6 +58,19 @@ class IterationTimes {
     return t;
   }
 
+  /// The secant over whole sequences [lo, hi]; the last one is remembered (a hit-rate bisection
+  /// refits around the same operating point over and over).
+  Affine Secant(double lo, double hi) {
+    if (lo == secant_lo_ && hi == secant_hi_) return secant_;
+    const double t_lo = (*this)(lo);
+    const double t_hi = (*this)(hi);
+    const double b = std::max(0.0, (t_hi - t_lo) / (hi - lo));
+    secant_lo_ = lo;
+    secant_hi_ = hi;
+    secant_ = {t_lo - b * lo, b};
+    return secant_;
+  }
+
  private:
   const model::CostModel& cost_;
   int tp_;
@@ -66,16 +79,16 @@ class IterationTimes {
   // an allocation, and a size beyond them is asked again each time.
   std::array<std::pair<int64_t, double>, 24> known_;
   size_t known_count_ = 0;
+  double secant_lo_ = 0;  // no secant starts at 0
+  double secant_hi_ = 0;
+  Affine secant_;
 };
 
 /// The secant of tau over [lo, hi] in whole sequences, at least one sequence wide.
 Affine Fit(IterationTimes& iteration, double lo, double hi) {
   lo = std::max(1.0, static_cast<double>(RoundCount(lo)));
   hi = std::max(lo + 1, static_cast<double>(RoundCount(hi)));
-  const double t_lo = iteration(lo);
-  const double t_hi = iteration(hi);
-  const double b = std::max(0.0, (t_hi - t_lo) / (hi - lo));
-  return {t_lo - b * lo, b};
+  return iteration.Secant(lo, hi);
 }
 
 /// The largest root of (s+1) P^2 - [(s+1) D + O + g (a + b) + X] P + (O + X) D = 0: the period at
