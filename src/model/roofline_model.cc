@@ -286,22 +286,41 @@ RooflineCostModel::RankShare RooflineCostModel::Pack(std::span<const int64_t> lo
   return share;
 }
 
+namespace {
+
+/// Tokens of the largest micro-batch: the longest sequences together.
+int64_t LargestMicroBatch(std::span<const int64_t> longest_first, int micro_batch) {
+  int64_t tokens = 0;
+  for (size_t i = 0; i < longest_first.size() && i < static_cast<size_t>(micro_batch); ++i) {
+    tokens += longest_first[i];
+  }
+  return tokens;
+}
+
+}  // namespace
+
+bool RooflineCostModel::OutOfMemoryWithAnyShare(const TrainLayout& layout,
+                                                const TrainPasses& passes,
+                                                std::span<const int64_t> longest_first) const {
+  // Memory grows with the micro-batches in flight, the only part that needs the packing.
+  const int micro_batch = std::max(1, layout.micro_batch);
+  return TrainMemoryPerGpu(layout, passes, LargestMicroBatch(longest_first, micro_batch), 1) >
+         TrainMemoryLimit();
+}
+
 TrainEstimate RooflineCostModel::Estimate(const TrainLayout& layout, const TrainPasses& passes,
                                           std::span<const int64_t> longest_first,
                                           const RankShare& share) const {
   TrainEstimate e;
-  e.memory_limit_bytes = gpu_.hbm_bytes - params_.train_reserve_bytes;
+  e.memory_limit_bytes = TrainMemoryLimit();
   const int dp = std::max(1, layout.dp);
   const int micro_batch = std::max(1, layout.micro_batch);
   e.flops = share.flops;
   e.imbalance = e.flops > 0 ? share.busiest_flops / (e.flops / dp) : 1;
 
   const int micro_batches = (share.busiest_sequences + micro_batch - 1) / micro_batch;
-  int64_t micro_tokens = 0;  // the largest micro-batch: the longest sequences together
-  for (size_t i = 0; i < longest_first.size() && i < static_cast<size_t>(micro_batch); ++i) {
-    micro_tokens += longest_first[i];
-  }
-  e.memory_bytes = TrainMemoryPerGpu(layout, passes, micro_tokens, micro_batches);
+  e.memory_bytes = TrainMemoryPerGpu(layout, passes, LargestMicroBatch(longest_first, micro_batch),
+                                     micro_batches);
   if (longest_first.empty()) return e;
 
   const double shard = static_cast<double>(layout.tp) * layout.pp;
@@ -365,6 +384,9 @@ class RooflineBatchCosts : public TrainBatchCosts {
     auto it = shares_.find(dp);
     if (it == shares_.end()) it = shares_.emplace(dp, model_.Pack(sorted_, flops_, dp)).first;
     return model_.Estimate(layout, passes_, sorted_, it->second);
+  }
+  bool SurelyOutOfMemory(const TrainLayout& layout) override {
+    return model_.OutOfMemoryWithAnyShare(layout, passes_, sorted_);
   }
 
  private:

@@ -120,8 +120,15 @@ class RooflineCostModel : public CostModel {
   /// Then the step of `layout` (whose dp that share is for) on the batch.
   TrainEstimate Estimate(const TrainLayout& layout, const TrainPasses& passes,
                          std::span<const int64_t> longest_first, const RankShare& share) const;
+  /// Whether Estimate(layout, passes, longest_first, share) runs out of memory for any share:
+  /// with one micro-batch in flight, the least that any packing holds.
+  bool OutOfMemoryWithAnyShare(const TrainLayout& layout, const TrainPasses& passes,
+                               std::span<const int64_t> longest_first) const;
 
  private:
+  /// Bytes a training GPU may hold.
+  double TrainMemoryLimit() const { return gpu_.hbm_bytes - params_.train_reserve_bytes; }
+
   GpuSpec gpu_;
   ModelArch arch_;
   int gpus_per_node_;

@@ -815,6 +815,11 @@ void Leaf(Problem& p, int budget, int tp, int pp, int micro, const RolloutSide& 
           bool colocated, std::map<std::string, int>& pruned, std::optional<CandidatePlan>& best) {
   const PipelineShape& shape = *p.shape;
   const model::TrainLayout layout{tp, pp, budget / (tp * pp), micro};
+  // Most layouts that do not fit are known before the batch is packed onto their ranks.
+  if (p.train->SurelyOutOfMemory(layout)) {
+    Count(pruned, "oom");
+    return;
+  }
   const model::TrainEstimate e = p.train->TrainStep(layout);
   if (e.oom() || p.OutOfMemory(layout)) {
     Count(pruned, "oom");

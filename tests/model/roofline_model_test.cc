@@ -374,6 +374,37 @@ TEST(RooflineCostModelTest, ForTrainBatchAnswersAsTrainStep) {
   }
 }
 
+TEST(RooflineCostModelTest, ABatchKnowsSomeLayoutsDoNotFitBeforePackingIt) {
+  // Qwen3-32B on 80 GB: the states alone overflow one GPU and two, so those layouts are known not
+  // to fit without packing the batch; a layout is never called out of memory when TrainStep fits
+  // it; and with one pipeline stage (one micro-batch in flight whatever the packing) the answer
+  // is exact.
+  const RooflineCostModel m = Make("H100-80G", "Qwen3-32B", RooflineParams());
+  const TrainPasses passes{true, true, false};
+  const std::vector<int64_t> batch = {900, 30000, 4000, 4000, 12000, 700, 8192, 1, 2500};
+  const std::unique_ptr<TrainBatchCosts> costs = m.ForTrainBatch(passes, batch);
+  int surely = 0;
+  for (int tp : {1, 2, 4, 8}) {
+    for (int pp : {1, 2, 4, 8}) {
+      for (int micro : {1, 2, 4}) {
+        const TrainLayout layout{tp, pp, 2, micro};
+        const bool oom = m.TrainStep(layout, passes, batch).oom();
+        SCOPED_TRACE(layout.ToString());
+        if (costs->SurelyOutOfMemory(layout)) {
+          ++surely;
+          EXPECT_TRUE(oom);
+        }
+        if (pp == 1) {
+          EXPECT_EQ(costs->SurelyOutOfMemory(layout), oom);
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(costs->SurelyOutOfMemory({1, 1, 2, 1}));
+  EXPECT_GT(surely, 3);
+  EXPECT_LT(surely, 48);
+}
+
 TEST(RooflineCostModelTest, SyncAndSwitchTimes) {
   // NCCL within a node is faster than across nodes, which is faster than the disk path; role
   // switches move the engine weights and the trainer state over the host link.
