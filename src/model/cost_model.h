@@ -96,8 +96,8 @@ class TrainBatchCosts {
   virtual ~TrainBatchCosts() = default;
   /// What the model's TrainStep(layout, passes, sequence_tokens) answers for this batch.
   virtual TrainEstimate TrainStep(const TrainLayout& layout) = 0;
-  /// True only when TrainStep(layout).oom() is, known for less than TrainStep costs; false when
-  /// not known that cheaply (the default).
+  /// Whether TrainStep(layout) surely runs out of memory, answered for less than TrainStep costs:
+  /// true only if TrainStep(layout).oom() is; false when that is not known cheaply (the default).
   virtual bool SurelyOutOfMemory(const TrainLayout& /*layout*/) { return false; }
 };
 
