@@ -346,31 +346,36 @@ void ToolLatencyWindow::Add(std::span<const double> latencies) {
       window_.pop_front();
     }
   }
-  if (!latencies.empty()) latencies_.reset();
+  if (!latencies.empty()) stale_ = true;
 }
 
 void ToolLatencyWindow::Clear() {
   window_.clear();
-  sorted_.clear();
   added_.clear();
   evicted_.clear();
   latencies_.reset();
+  stale_ = false;
 }
 
 std::shared_ptr<const ToolLatencies> ToolLatencyWindow::Sorted() {
-  if (latencies_ || window_.empty()) return latencies_;
-  // The window's multiset: (sorted_ + added_) - evicted_, where evicted_ is part of the sum.
+  if (window_.empty()) return nullptr;
+  if (!stale_) return latencies_;
+  // The window's multiset: (the last one + added_) - evicted_, where evicted_ is part of the sum.
+  const std::vector<double> none;
+  const std::vector<double>& before = latencies_ ? latencies_->sorted() : none;
   std::sort(added_.begin(), added_.end());
   std::vector<double> all;
-  all.reserve(sorted_.size() + added_.size());
-  std::merge(sorted_.begin(), sorted_.end(), added_.begin(), added_.end(), std::back_inserter(all));
+  all.reserve(before.size() + added_.size());
+  std::merge(before.begin(), before.end(), added_.begin(), added_.end(), std::back_inserter(all));
   std::sort(evicted_.begin(), evicted_.end());
-  sorted_.clear();
+  std::vector<double> kept;
+  kept.reserve(all.size());
   std::set_difference(all.begin(), all.end(), evicted_.begin(), evicted_.end(),
-                      std::back_inserter(sorted_));
+                      std::back_inserter(kept));
   added_.clear();
   evicted_.clear();
-  latencies_ = std::make_shared<const ToolLatencies>(sorted_);
+  stale_ = false;
+  latencies_ = std::make_shared<const ToolLatencies>(kept);
   return latencies_;
 }
 

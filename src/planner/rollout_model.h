@@ -78,10 +78,10 @@ class ToolLatencyWindow {
  private:
   size_t capacity_;
   std::deque<double> window_;    // arrival order
-  std::vector<double> sorted_;   // the window's valid latencies (ToolLatencies keeps), ascending
-  std::vector<double> added_;    // valid latencies not merged in yet
+  std::vector<double> added_;    // valid latencies (ToolLatencies keeps) not merged in yet
   std::vector<double> evicted_;  // valid latencies not merged out yet
-  std::shared_ptr<const ToolLatencies> latencies_;
+  std::shared_ptr<const ToolLatencies> latencies_;  // as of the last Sorted()
+  bool stale_ = false;                              // whether latencies added since then
 };
 
 /// How the engines treat a trajectory's context while it waits for a tool: kept in the prefix
