@@ -238,9 +238,9 @@ RooflineCostModel::RankShare RooflineCostModel::Pack(std::span<const int64_t> lo
                                                      std::span<const double> flops, int dp) {
   // Longest sequences first onto the least-loaded data-parallel rank, the first of equals (LPT
   // packing). While every rank so far got a sequence of positive FLOPs, the next one goes to the
-  // next rank (all the others are still empty); then a heap of (load, rank), whose least key is
-  // unique, takes over: the rank that receives a sequence has its key raised and sifted down,
-  // O(log dp) per sequence.
+  // next rank (all the others are still empty); then a tournament of (load, rank), whose least
+  // is unique, takes over. The rank that receives a sequence is always the last winner, so a
+  // loser tree replays just its path: one comparison per level, O(log dp) per sequence.
   const auto ranks = static_cast<size_t>(dp);
   std::vector<double> rank_flops(ranks, 0);
   std::vector<double> rank_tokens(ranks, 0);
@@ -252,28 +252,41 @@ RooflineCostModel::RankShare RooflineCostModel::Pack(std::span<const int64_t> lo
     ++rank_sequences[next];
   }
   if (next < longest_first.size()) {
-    std::vector<std::pair<double, size_t>> heap;  // a min-heap under `later`
-    heap.reserve(ranks);
-    for (size_t rank = 0; rank < ranks; ++rank) heap.emplace_back(rank_flops[rank], rank);
-    const auto later = std::greater<std::pair<double, size_t>>();
-    std::make_heap(heap.begin(), heap.end(), later);
+    struct Entry {
+      double load;
+      size_t rank;
+      bool Before(const Entry& other) const {
+        return load < other.load || (load == other.load && rank < other.rank);
+      }
+    };
+    // Leaves: `width` slots (ranks beyond dp never win); loser[0] is the winner, loser[node]
+    // for node in [1, width) the loser of that node's match.
+    size_t width = 1;
+    while (width < ranks) width *= 2;
+    std::vector<Entry> winner(2 * width);
+    for (size_t leaf = 0; leaf < width; ++leaf) {
+      winner[width + leaf] = {
+          leaf < ranks ? rank_flops[leaf] : std::numeric_limits<double>::infinity(), leaf};
+    }
+    std::vector<Entry> loser(width);
+    for (size_t node = width; node-- > 1;) {
+      const Entry& a = winner[2 * node];
+      const Entry& b = winner[2 * node + 1];
+      const bool a_wins = a.Before(b);
+      winner[node] = a_wins ? a : b;
+      loser[node] = a_wins ? b : a;
+    }
+    loser[0] = winner[1];
     for (; next < longest_first.size(); ++next) {
-      const size_t rank = heap.front().second;
+      const size_t rank = loser[0].rank;
       rank_flops[rank] += flops[next];
       rank_tokens[rank] += static_cast<double>(longest_first[next]);
       ++rank_sequences[rank];
-      // Sift the raised root down.
-      const std::pair<double, size_t> raised{rank_flops[rank], rank};
-      size_t at = 0;
-      while (true) {
-        size_t child = 2 * at + 1;
-        if (child >= ranks) break;
-        if (child + 1 < ranks && later(heap[child], heap[child + 1])) ++child;
-        if (!later(raised, heap[child])) break;
-        heap[at] = heap[child];
-        at = child;
+      Entry raised{rank_flops[rank], rank};
+      for (size_t node = (width + rank) / 2; node > 0; node /= 2) {
+        if (loser[node].Before(raised)) std::swap(loser[node], raised);
       }
-      heap[at] = raised;
+      loser[0] = raised;
     }
   }
   const size_t busiest = static_cast<size_t>(

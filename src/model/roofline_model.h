@@ -108,7 +108,7 @@ class RooflineCostModel : public CostModel {
   /// TrainStep in two parts. First how a batch (sorted longest first, with SequenceFlops) spreads
   /// over `dp` data-parallel ranks, each sequence onto the least-loaded rank (the first of
   /// equals): its FLOPs and the busiest rank's share, which is all that the rest needs of the
-  /// packing.
+  /// packing. O(n log dp).
   struct RankShare {
     double flops = 0;
     double busiest_flops = 0;

@@ -324,15 +324,16 @@ RooflineCostModel::RankShare PackWithHeap(std::span<const int64_t> longest_first
 }
 
 TEST(RooflineCostModelTest, PackMatchesAPlainHeap) {
-  // Random batches (repeated lengths and empty sequences included) on 1-40 ranks: the packing
-  // that fills empty ranks first and sifts the raised root down gives the plain heap's answer,
-  // bit for bit.
+  // Random batches (repeated lengths and empty sequences included) on 1-40 ranks, and larger
+  // ones on up to 700: the packing that fills empty ranks first and replays the winner's path
+  // of a loser tree gives the plain heap's answer, bit for bit.
   const RooflineCostModel m = Make("A800-80G", "Qwen3-14B", RooflineParams());
   Rng rng(7);
   for (int trial = 0; trial < 300; ++trial) {
-    std::vector<int64_t> tokens(static_cast<size_t>(rng.UniformInt(0, 60)));
+    const bool large = trial % 10 == 9;
+    std::vector<int64_t> tokens(static_cast<size_t>(rng.UniformInt(0, large ? 3000 : 60)));
     for (int64_t& t : tokens) t = rng.UniformInt(0, 4) == 0 ? 0 : 100 * rng.UniformInt(0, 50);
-    int dp = static_cast<int>(rng.UniformInt(1, 40));
+    int dp = static_cast<int>(rng.UniformInt(1, large ? 700 : 40));
     if (trial < 2) {  // empty sequences only: they all go to the first rank
       tokens.assign(5, 0);
       dp = 3 + trial;
