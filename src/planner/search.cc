@@ -272,12 +272,20 @@ struct Segment {
 /// slowest trajectory. One share per TP size.
 std::vector<KindShare> MixedShares(const Problem& p, const SampleCosts& costs,
                                    const std::vector<int>& tps) {
-  std::map<int, int> counts;
+  // Instances per TP size, ascending; layouts have thousands of instances but few sizes.
+  std::vector<std::pair<int, int>> counts;
   int gpus = 0;
   for (int tp : tps) {
-    ++counts[tp];
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == tp; });
+    if (it == counts.end()) {
+      counts.emplace_back(tp, 1);
+    } else {
+      ++it->second;
+    }
     gpus += tp;
   }
+  std::sort(counts.begin(), counts.end());
   std::vector<KindShare> out;
   for (const auto& [tp, count] : counts) {
     const RolloutLoad all = costs.Load(costs.KOf(tp), 0, costs.n(), p.weight);
@@ -428,17 +436,25 @@ class RolloutDp {
         }
       }
     }
+    BuildJumps();
   }
 
   /// The fastest makespan with `gpus` GPUs and largest TP exactly tps[m] for all requests.
   double Value(int m, int gpus) const { return e_[At(m, gpus, n_)]; }
 
-  /// That layout's instances with their runs of the sample. REQUIRES: Value(m, gpus) is finite.
-  std::vector<Segment> Layout(int m, int gpus) const {
-    std::vector<Segment> segments;
-    int g = gpus;
+  /// The TP sizes of that layout's instances, largest first. REQUIRES: Value(m, gpus) is
+  /// finite. On ties the DP keeps the shortest run, an instance with no requests, so a budget
+  /// far larger than the sample needs starts its layout with thousands of empty instances: they
+  /// are passed in one jump (BuildJumps).
+  std::vector<int> Tps(int m, int gpus) const {
+    std::vector<int> count;
+    const Jump& top = jumps_[Cell(m, gpus)];
+    const int* passed = JumpCounts(m, gpus);
+    count.assign(passed, passed + kinds_);
+    m = top.m;
+    int g = top.g;
     int i = n_;
-    bool exact = true;  // in E[m] (else in L[m], possibly the empty layout)
+    bool exact = !top.end;
     while (true) {
       if (!exact) {
         if (g == 0) break;
@@ -448,14 +464,18 @@ class RolloutDp {
       const size_t at = At(m, g, i);
       const int k = e_kind_[at];
       LIBRA_CHECK(k >= 0) << "no layout for " << g << " GPUs";
-      const int tp = seg_.tps()[static_cast<size_t>(k)];
-      segments.push_back({tp, i - e_segment_[at], i});
-      g -= tp;
+      ++count[static_cast<size_t>(k)];
+      g -= seg_.tps()[static_cast<size_t>(k)];
       i -= e_segment_[at];
       if (k == m) exact = false;
     }
     LIBRA_CHECK(i == 0) << "layout leaves requests unassigned";
-    return segments;
+    std::vector<int> tps;
+    for (int k = kinds_; k-- > 0;) {
+      tps.insert(tps.end(), static_cast<size_t>(count[static_cast<size_t>(k)]),
+                 seg_.tps()[static_cast<size_t>(k)]);
+    }
+    return tps;
   }
 
  private:
@@ -469,10 +489,55 @@ class RolloutDp {
     return l_[At(m, g, i)];
   }
 
+  /// From the exact state (m, g) with every request left: past the empty instances that the
+  /// layout takes first, to the state where it takes its first non-empty one, or to the end.
+  struct Jump {
+    int m = 0;
+    int g = 0;
+    bool end = false;
+  };
+  size_t Cell(int m, int g) const {
+    return static_cast<size_t>(m) * static_cast<size_t>(gpus_ + 1) + static_cast<size_t>(g);
+  }
+  const int* JumpCounts(int m, int g) const {
+    return &jump_count_[Cell(m, g) * static_cast<size_t>(kinds_)];
+  }
+  /// Jumps for every state of the top row, by GPUs ascending (a jump ends in one of fewer GPUs).
+  void BuildJumps() {
+    jumps_.resize(Cell(kinds_, 0));
+    jump_count_.assign(jumps_.size() * static_cast<size_t>(kinds_), 0);
+    for (int g = 0; g <= gpus_; ++g) {
+      for (int m = 0; m < kinds_; ++m) {
+        Jump& jump = jumps_[Cell(m, g)];
+        jump = {m, g, false};
+        const size_t at = At(m, g, n_);
+        const int k = e_kind_[at];
+        if (g == 0 || k < 0 || e_segment_[at] != 0) continue;
+        // An empty instance of kind k, then the state Tps would step to.
+        int next_m = m;
+        const int next_g = g - seg_.tps()[static_cast<size_t>(k)];
+        if (k == m) {
+          if (next_g == 0) {
+            jump = {m, 0, true};
+            jump_count_[Cell(m, g) * static_cast<size_t>(kinds_) + static_cast<size_t>(k)] = 1;
+            continue;
+          }
+          next_m = l_kind_[At(m, next_g, n_)];
+        }
+        jump = jumps_[Cell(next_m, next_g)];
+        int* counts = &jump_count_[Cell(m, g) * static_cast<size_t>(kinds_)];
+        std::copy_n(JumpCounts(next_m, next_g), kinds_, counts);
+        ++counts[k];
+      }
+    }
+  }
+
   const SegmentTable& seg_;
   int kinds_;
   int gpus_;
   int n_;
+  std::vector<Jump> jumps_;      // by Cell(m, g)
+  std::vector<int> jump_count_;  // empty instances of each kind a jump passes
   std::vector<double> e_;
   std::vector<double> l_;
   std::vector<int8_t> e_kind_;
@@ -1096,7 +1161,7 @@ class BudgetSearch {
     for (int m = 0; m < static_cast<int>(rollout_tps_.size()); ++m) {
       const double fastest = dp_ ? dp_->Value(m, rollout) : e->best(m);
       if (fastest == kInf) continue;
-      layouts.push_back(TpsOf(dp_ ? dp_->Layout(m, rollout) : e->layout(m)));
+      layouts.push_back(dp_ ? dp_->Tps(m, rollout) : TpsOf(e->layout(m)));
     }
     for (int tp : rollout_tps_) {
       if (rollout % tp == 0)
