@@ -272,12 +272,15 @@ struct Segment {
 /// slowest trajectory. One share per TP size.
 std::vector<KindShare> MixedShares(const Problem& p, const SampleCosts& costs,
                                    const std::vector<int>& tps) {
-  // Instances per TP size, ascending; layouts have thousands of instances but few sizes.
+  // Instances per TP size, ascending; layouts have thousands of instances but few sizes, and
+  // most come sorted, each size in one run.
   std::vector<std::pair<int, int>> counts;
   int gpus = 0;
   for (int tp : tps) {
-    auto it =
-        std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == tp; });
+    auto it = !counts.empty() && counts.back().first == tp
+                  ? counts.end() - 1
+                  : std::find_if(counts.begin(), counts.end(),
+                                 [&](const auto& c) { return c.first == tp; });
     if (it == counts.end()) {
       counts.emplace_back(tp, 1);
     } else {
