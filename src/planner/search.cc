@@ -696,7 +696,6 @@ void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
   const PipelineShape& shape = *p.shape;
   CandidatePlan plan;
   plan.train = layout;
-  plan.rollout_tps = option.tps;
   plan.colocated = colocated;
   plan.rollout_s = option.makespan * shape.rollout_scale;
   plan.train_s = train_s + (colocated ? SwitchSeconds(p, layout, option.max_tp) : 0);
@@ -704,7 +703,9 @@ void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
                 std::max(1, shape.sync_interval);
   plan.step_s = PlanStep(p, option.kinds, plan.rollout_s, plan.train_s, plan.sync_s, colocated,
                          &plan.paced_occupancy);
-  if (!best || plan.step_s < best->step_s) best = std::move(plan);
+  if (best && !(plan.step_s < best->step_s)) return;
+  plan.rollout_tps = option.tps;  // thousands of instances at thousands of GPUs: only the best's
+  best = std::move(plan);
 }
 
 /// `plan` (asynchronous, disaggregated) with the trainer's GPUs rolling out while it waits for
