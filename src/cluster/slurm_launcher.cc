@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -154,7 +153,11 @@ Result<std::shared_ptr<SlurmAllocation>> SlurmAllocation::Acquire(const SlurmOpt
     const pid_t pid = fork();
     if (pid < 0) return Status::Backend("slurm", std::strerror(errno));
     if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      // No parent-death signal: when libra dies, `cat` reads end-of-file and salloc gives the
+      // allocation back as its command ended, the path every salloc user takes (a request still
+      // pending then is granted and given back at once). With a SIGTERM at libra's death racing
+      // that end-of-file, salloc 22.05 now and then stayed behind for good, calling waitpid for
+      // a command it no longer had (ECHILD) on a whole core.
       if (getppid() != parent) _exit(127);
       const int null = open("/dev/null", O_RDWR);
       dup2(in[0], 0);

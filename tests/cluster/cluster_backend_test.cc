@@ -181,9 +181,13 @@ class ClusterBackendTest : public ::testing::Test {
 
   // Starts recipes/cpu-slurm.toml until its engines serve as job steps, sends libra `signal` and
   // reaps it: its wait status into `status`, its run folder into `run_dir`.
-  void SignalSlurmRun(int signal, int* status, std::string* run_dir) {
+  /// Signals a run on the local Slurm once its engines serve; `salloc_job` receives the name
+  /// of the job libra requested.
+  void SignalSlurmRun(int signal, int* status, std::string* run_dir,
+                      std::string* salloc_job = nullptr) {
     const pid_t pid = StartUntilEnginesServe("recipes/cpu-slurm.toml", std::chrono::seconds(180));
     ASSERT_GT(pid, 0);
+    if (salloc_job != nullptr) *salloc_job = StrFormat("--job-name=libra-%d-run", pid);
     *run_dir = RunOneFolder(dir_.File("runs"));
     ASSERT_FALSE(LibraJobsAndSteps().empty());
     ASSERT_EQ(kill(pid, signal), 0);
@@ -347,16 +351,23 @@ TEST_F(ClusterBackendTest, CtrlCOnSlurmLeavesNoStepBehind) {
 
 TEST_F(ClusterBackendTest, AKilledLibraOnSlurmLeavesNoStepBehind) {
   // libra dies without cleaning up (SIGKILL): the allocation it requested ends with it (salloc's
-  // command reads a pipe only libra writes to), and Slurm ends the steps and their processes.
+  // command reads a pipe only libra writes to), salloc exits, and Slurm ends the steps and their
+  // processes.
   if (auto why = SlurmUnavailable()) GTEST_SKIP() << *why;
   int status = 0;
   std::string run_dir;
-  ASSERT_NO_FATAL_FAILURE(SignalSlurmRun(SIGKILL, &status, &run_dir));
+  std::string salloc_job;
+  ASSERT_NO_FATAL_FAILURE(SignalSlurmRun(SIGKILL, &status, &run_dir, &salloc_job));
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_TRUE(Eventually([] { return LibraJobsAndSteps().empty(); }, std::chrono::seconds(90)))
       << LibraJobsAndSteps();
   EXPECT_TRUE(
       Eventually([&] { return ProcessesMentioning(run_dir).empty(); }, std::chrono::seconds(90)));
+  // And salloc itself ends: one signalled at libra's death could stay behind for good, calling
+  // waitpid on a whole core.
+  EXPECT_TRUE(
+      Eventually([&] { return ProcessesMentioning(salloc_job).empty(); }, std::chrono::seconds(90)))
+      << "salloc left behind";
 }
 
 TEST_F(ClusterBackendTest, DistributedWeightSyncBroadcastsOverGloo) {
