@@ -180,16 +180,18 @@ class ClusterBackendTest : public ::testing::Test {
   }
 
   // Starts recipes/cpu-slurm.toml until its engines serve as job steps, sends libra `signal` and
-  // reaps it: its wait status into `status`, its run folder into `run_dir`.
-  /// Signals a run on the local Slurm once its engines serve; `salloc_job` receives the name
-  /// of the job libra requested.
+  // reaps it: its wait status into `status`, its run folder into `run_dir`, and the job-name
+  // argument of the salloc holding its allocation into `salloc_job` when given.
   void SignalSlurmRun(int signal, int* status, std::string* run_dir,
                       std::string* salloc_job = nullptr) {
     const pid_t pid = StartUntilEnginesServe("recipes/cpu-slurm.toml", std::chrono::seconds(180));
     ASSERT_GT(pid, 0);
-    if (salloc_job != nullptr) *salloc_job = StrFormat("--job-name=libra-%d-run", pid);
     *run_dir = RunOneFolder(dir_.File("runs"));
     ASSERT_FALSE(LibraJobsAndSteps().empty());
+    if (salloc_job != nullptr) {
+      *salloc_job = StrFormat("--job-name=libra-%d-run", pid);
+      ASSERT_FALSE(ProcessesMentioning(*salloc_job).empty()) << "no salloc " << *salloc_job;
+    }
     ASSERT_EQ(kill(pid, signal), 0);
     ASSERT_EQ(waitpid(pid, status, 0), pid);
   }
