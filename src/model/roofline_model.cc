@@ -252,13 +252,7 @@ RooflineCostModel::RankShare RooflineCostModel::Pack(std::span<const int64_t> lo
     ++rank_sequences[next];
   }
   if (next < longest_first.size()) {
-    struct Entry {
-      double load;
-      size_t rank;
-      bool Before(const Entry& other) const {
-        return load < other.load || (load == other.load && rank < other.rank);
-      }
-    };
+    using Entry = std::pair<double, size_t>;  // (load, rank): the least wins
     // Leaves: `width` slots (ranks beyond dp never win); loser[0] is the winner, loser[node]
     // for node in [1, width) the loser of that node's match.
     size_t width = 1;
@@ -272,19 +266,19 @@ RooflineCostModel::RankShare RooflineCostModel::Pack(std::span<const int64_t> lo
     for (size_t node = width; node-- > 1;) {
       const Entry& a = winner[2 * node];
       const Entry& b = winner[2 * node + 1];
-      const bool a_wins = a.Before(b);
+      const bool a_wins = a < b;
       winner[node] = a_wins ? a : b;
       loser[node] = a_wins ? b : a;
     }
     loser[0] = winner[1];
     for (; next < longest_first.size(); ++next) {
-      const size_t rank = loser[0].rank;
+      const size_t rank = loser[0].second;
       rank_flops[rank] += flops[next];
       rank_tokens[rank] += static_cast<double>(longest_first[next]);
       ++rank_sequences[rank];
       Entry raised{rank_flops[rank], rank};
       for (size_t node = (width + rank) / 2; node > 0; node /= 2) {
-        if (loser[node].Before(raised)) std::swap(loser[node], raised);
+        if (loser[node] < raised) std::swap(loser[node], raised);
       }
       loser[0] = raised;
     }

@@ -273,15 +273,13 @@ struct Segment {
 std::vector<KindShare> MixedShares(const Problem& p, const SampleCosts& costs,
                                    const std::vector<int>& tps) {
   // Instances per TP size, ascending; layouts have thousands of instances but few sizes, and
-  // most come sorted, each size in one run.
+  // most come sorted: searched from the last size counted, a run costs one comparison an instance.
   std::vector<std::pair<int, int>> counts;
   int gpus = 0;
   for (int tp : tps) {
-    auto it = !counts.empty() && counts.back().first == tp
-                  ? counts.end() - 1
-                  : std::find_if(counts.begin(), counts.end(),
-                                 [&](const auto& c) { return c.first == tp; });
-    if (it == counts.end()) {
+    const auto it =
+        std::find_if(counts.rbegin(), counts.rend(), [&](const auto& c) { return c.first == tp; });
+    if (it == counts.rend()) {
       counts.emplace_back(tp, 1);
     } else {
       ++it->second;
@@ -450,10 +448,9 @@ class RolloutDp {
   /// far larger than the sample needs starts its layout with thousands of empty instances: they
   /// are passed in one jump (BuildJumps).
   std::vector<int> Tps(int m, int gpus) const {
-    std::vector<int> count;
     const Jump& top = jumps_[Cell(m, gpus)];
     const int* passed = JumpCounts(m, gpus);
-    count.assign(passed, passed + kinds_);
+    std::vector<int> count(passed, passed + kinds_);
     m = top.m;
     int g = top.g;
     int i = n_;
