@@ -333,17 +333,8 @@ class SegmentTable {
 
   /// Period of requests [j, i) on an instance of TP tps()[k]; 0 when j == i.
   double operator()(int k, int j, int i) const {
-    double& value = values_[Index(k, j, i)];
-    if (value != kUnknown) return value;
-    if (j == i) return value = 0;
-    Run& run = runs_[static_cast<size_t>(k) * static_cast<size_t>(n_ + 1) + static_cast<size_t>(j)];
-    if (run.end > i) run = Run{RolloutLoad{}, j};  // asked for a shorter run than it has grown
-    while (run.end < i) run.load.Add(costs_.at(k, run.end++), p_.weight);
-    ++*evaluations_;
-    return value = holds_[static_cast<size_t>(k)]
-                       ? EstimateInstance(*p_.cost, settings_[static_cast<size_t>(k)], run.load)
-                             .period_s
-                       : kInf;
+    const double value = values_[Index(k, j, i)];
+    return value != kUnknown ? value : Evaluate(k, j, i);
   }
   /// At most operator()(k, j, i), and non-decreasing as j falls with i fixed.
   double LowerBound(int k, int j, int i) const {
@@ -367,6 +358,20 @@ class SegmentTable {
     RolloutLoad load;
     int end = 0;
   };
+
+  /// operator() when the value is not known yet: computed and kept.
+  [[gnu::noinline]] double Evaluate(int k, int j, int i) const {
+    double& value = values_[Index(k, j, i)];
+    if (j == i) return value = 0;
+    Run& run = runs_[static_cast<size_t>(k) * static_cast<size_t>(n_ + 1) + static_cast<size_t>(j)];
+    if (run.end > i) run = Run{RolloutLoad{}, j};  // asked for a shorter run than it has grown
+    while (run.end < i) run.load.Add(costs_.at(k, run.end++), p_.weight);
+    ++*evaluations_;
+    return value = holds_[static_cast<size_t>(k)]
+                       ? EstimateInstance(*p_.cost, settings_[static_cast<size_t>(k)], run.load)
+                             .period_s
+                       : kInf;
+  }
 
   // By end, then start: the DP reads the runs ending at i one after another.
   size_t Index(int k, int j, int i) const {
