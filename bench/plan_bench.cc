@@ -77,9 +77,11 @@ int Run(const Scenario& s) {
               s.shape.staleness);
   std::printf("  search: min %.2f ms, median %.2f ms, max %.2f ms over %d runs\n", ms.front(),
               ms[ms.size() / 2], ms.back(), s.repeats);
-  std::printf("  trace: %d budgets, %d tree nodes, %lld DP cells, %lld segment evaluations\n",
-              t.budgets, t.train_nodes, static_cast<long long>(t.dp_cells),
-              static_cast<long long>(t.segment_evaluations));
+  std::printf(
+      "  trace: %d budgets, %d tree nodes, %lld DP cells, %lld segment evaluations (%lld "
+      "estimated)\n",
+      t.budgets, t.train_nodes, static_cast<long long>(t.dp_cells),
+      static_cast<long long>(t.segment_evaluations), static_cast<long long>(t.segment_estimates));
   std::printf("  best: %s\n", result->best ? result->best->ToString().c_str() : "no feasible plan");
   return 0;
 }

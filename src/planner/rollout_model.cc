@@ -469,6 +469,33 @@ RolloutLoad RolloutLoad::Merge(const RolloutLoad& a, const RolloutLoad& b) {
   return out;
 }
 
+namespace {
+
+/// The decode set's mean context and the largest decode set the KV cache and the engine allow.
+struct DecodeLimits {
+  DecodeLimits(const InstanceSetting& s, const RolloutLoad& load, double capacity)
+      : context(load.decode > 0 ? load.decode_context / load.decode : 0),
+        n_max(std::max(1.0, std::min(static_cast<double>(s.max_num_seqs),
+                                     std::floor(capacity / std::max(1.0, context))))) {}
+  double context;
+  double n_max;
+};
+
+}  // namespace
+
+double PeriodFloor(const model::CostModel& cost, const InstanceSetting& s,
+                   const RolloutLoad& load) {
+  if (load.empty()) return 0;
+  const double capacity = static_cast<double>(cost.KvCapacityTokens(s.tp));
+  if (load.max_tokens > capacity) return kInf;
+  if (load.decode <= 0) return load.prefill_s;
+  // SolveAt's saturated period, at the least prefill any hit rate gives; every solution's period
+  // starts there and only grows (rounding is monotone, so the floor holds in floating point too).
+  const DecodeLimits limits(s, load, capacity);
+  IterationTimes iteration(cost, s.tp, limits.context);
+  return load.prefill_s + load.decode * (iteration(limits.n_max) / limits.n_max);
+}
+
 InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSetting& s,
                                   const RolloutLoad& load) {
   InstanceEstimate out;
@@ -479,9 +506,7 @@ InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSe
     out.bound = "kv";
     return out;
   }
-  const double context = load.decode > 0 ? load.decode_context / load.decode : 0;
-  const double n_max = std::max(1.0, std::min(static_cast<double>(s.max_num_seqs),
-                                              std::floor(capacity / std::max(1.0, context))));
+  const auto [context, n_max] = DecodeLimits(s, load, capacity);
   IterationTimes iteration(cost, s.tp, context);
   const Operating op(iteration, s, load, n_max);
   auto finish = [&](const Solved& solved, double hit) {

@@ -191,5 +191,9 @@ struct InstanceEstimate {
 /// The period of an instance with load `load` (see the file comment). 0 for no load.
 InstanceEstimate EstimateInstance(const model::CostModel& cost, const InstanceSetting& setting,
                                   const RolloutLoad& load);
+/// At most EstimateInstance(cost, setting, load).period_s, for a small part of its cost: the
+/// period of the saturated instance with every context cached (no eviction, no latency bound).
+double PeriodFloor(const model::CostModel& cost, const InstanceSetting& setting,
+                   const RolloutLoad& load);
 
 }  // namespace libra::planner

@@ -299,16 +299,19 @@ std::vector<KindShare> MixedShares(const Problem& p, const SampleCosts& costs,
 
 /// The period (outside nothing) of any contiguous run [j, i) of the sorted sample on one instance
 /// of any TP size of `costs`, each computed once when first asked, on running sums: the runs from
-/// one start grow one request at a time. A cheap lower bound (LowerBound) lets the rollout DP
-/// skip the runs that cannot improve on what it has. Free layouts only: a node pattern's layouts
+/// one start grow one request at a time. Two lower bounds let the rollout DP skip the runs that
+/// cannot improve on what it has without estimating them: one from prefix sums (LowerBound),
+/// then a run's saturated period (Floor). Free layouts only: a node pattern's layouts
 /// are timed as the router fills them (MixedShares), so with `free` false the table is empty.
 class SegmentTable {
  public:
-  SegmentTable(const Problem& p, const SampleCosts& costs, bool free, int64_t* evaluations)
-      : p_(p), costs_(costs), tps_(costs.tps()), n_(costs.n()), evaluations_(evaluations) {
+  /// Counts in `trace` the runs asked for (segment_evaluations) and those estimated.
+  SegmentTable(const Problem& p, const SampleCosts& costs, bool free, SearchTrace* trace)
+      : p_(p), costs_(costs), tps_(costs.tps()), n_(costs.n()), trace_(trace) {
     if (!free) return;
     const size_t side = static_cast<size_t>(n_ + 1);
     values_.assign(tps_.size() * side * side, kUnknown);
+    floors_.assign(values_.size(), kUnknown);
     runs_.resize(tps_.size() * side);
     bounds_.assign(tps_.size() * side, 0.0);
     for (size_t k = 0; k < tps_.size(); ++k) {
@@ -335,6 +338,19 @@ class SegmentTable {
   double operator()(int k, int j, int i) const {
     const double value = values_[Index(k, j, i)];
     return value != kUnknown ? value : Evaluate(k, j, i);
+  }
+  /// At most operator()(k, j, i), and that value when it is known: the run's saturated period
+  /// (PeriodFloor), a small part of an estimate's cost, remembered.
+  double Floor(int k, int j, int i) const {
+    const size_t at = Index(k, j, i);
+    if (values_[at] != kUnknown) return values_[at];
+    double& floor = floors_[at];
+    if (floor != kUnknown) return floor;
+    if (j == i) return floor = 0;
+    ++trace_->segment_evaluations;
+    return floor = holds_[static_cast<size_t>(k)]
+                       ? PeriodFloor(*p_.cost, settings_[static_cast<size_t>(k)], Grow(k, j, i))
+                       : kInf;
   }
   /// At most operator()(k, j, i), and non-decreasing as j falls with i fixed.
   double LowerBound(int k, int j, int i) const {
@@ -363,14 +379,21 @@ class SegmentTable {
   [[gnu::noinline]] double Evaluate(int k, int j, int i) const {
     double& value = values_[Index(k, j, i)];
     if (j == i) return value = 0;
+    // A run counts once, when first asked for, whether its floor or its estimate came first.
+    if (floors_[Index(k, j, i)] == kUnknown) ++trace_->segment_evaluations;
+    ++trace_->segment_estimates;
+    return value =
+               holds_[static_cast<size_t>(k)]
+                   ? EstimateInstance(*p_.cost, settings_[static_cast<size_t>(k)], Grow(k, j, i))
+                         .period_s
+                   : kInf;
+  }
+  /// The load of requests [j, i) of TP tps()[k].
+  const RolloutLoad& Grow(int k, int j, int i) const {
     Run& run = runs_[static_cast<size_t>(k) * static_cast<size_t>(n_ + 1) + static_cast<size_t>(j)];
     if (run.end > i) run = Run{RolloutLoad{}, j};  // asked for a shorter run than it has grown
     while (run.end < i) run.load.Add(costs_.at(k, run.end++), p_.weight);
-    ++*evaluations_;
-    return value = holds_[static_cast<size_t>(k)]
-                       ? EstimateInstance(*p_.cost, settings_[static_cast<size_t>(k)], run.load)
-                             .period_s
-                       : kInf;
+    return run.load;
   }
 
   // By end, then start: the DP reads the runs ending at i one after another.
@@ -383,11 +406,12 @@ class SegmentTable {
   const SampleCosts& costs_;
   std::vector<int> tps_;
   int n_;
-  int64_t* evaluations_;
+  SearchTrace* trace_;
   std::vector<bool> holds_;
   std::vector<InstanceSetting> settings_;
   std::vector<double> bounds_;  // per TP, prefix sums of each request's share of LowerBound
   mutable std::vector<double> values_;
+  mutable std::vector<double> floors_;  // Floor's values, kUnknown until asked
   mutable std::vector<Run> runs_;
 };
 
@@ -418,6 +442,7 @@ class RolloutDp {
               if (prev >= best) continue;
               // Longer runs only bound higher, and `best` only falls.
               if (seg_.LowerBound(k, i - c, i) >= best) break;
+              if (seg_.Floor(k, i - c, i) >= best) continue;
               const double v = std::max(prev, seg_(k, i - c, i));
               if (v < best) {
                 best = v;
@@ -1246,7 +1271,7 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
   SearchTrace& trace = result.trace;
   trace.budgets = static_cast<int>(budgets.size());
   const SampleCosts costs(cost, segment_tps, p.sample);
-  const SegmentTable seg(p, costs, space.node_pattern.empty(), &trace.segment_evaluations);
+  const SegmentTable seg(p, costs, space.node_pattern.empty(), &trace);
   const int max_rollout = time_shared ? total : total - budgets.front();
   BudgetSearch search(space, mode, p, costs, seg, std::move(rollout_tps),
                       std::move(pattern_layouts), max_rollout, result);

@@ -189,10 +189,12 @@ struct SearchTrace {
   /// rollout layout has a request that fits no instance), "rollout_unpackable" (a (budget,
   /// largest TP) whose fastest layout does not pack into the nodes).
   std::map<std::string, int> pruned;
-  /// Rollout DP cells computed (node_pattern: states of the instance-count DP), and
-  /// InstanceMakespan calls.
+  /// Rollout DP cells computed (node_pattern: states of the instance-count DP); the runs of
+  /// requests on one instance the DP asked for past its prefix-sum bound, and of those the runs
+  /// estimated (EstimateInstance: the others were ruled out by their saturated period).
   int64_t dp_cells = 0;
   int64_t segment_evaluations = 0;
+  int64_t segment_estimates = 0;
   /// A summary line per budget (its best plan or why it has none), then one overall line.
   std::vector<std::string> lines;
 

@@ -272,5 +272,45 @@ TEST(RolloutModelTest, CatalogModelPeriodsAreFiniteAndFallWithTp) {
   }
 }
 
+TEST(RolloutModelTest, ThePeriodFloorNeverExceedsTheEstimate) {
+  // The search skips estimating a run whose floor already loses (search.cc), so the floor must
+  // hold for every load and setting: random batches on Qwen3-14B, with ample and short caches,
+  // contexts kept or freed at tool calls, staleness, a trainer outside rollout and its pace.
+  const model::CostModelContext context{model::FindGpu("A800-80G").value(),
+                                        model::FindModel("Qwen3-14B").value(), 8};
+  auto cost = model::BuiltinCostModels().Create("roofline", context, {}).value();
+  ToolLatencies tools{std::vector<double>{0.5, 2, 5, 10, 30, 60}};
+  Rng rng(7);
+  int equal = 0;
+  int below = 0;
+  for (int round = 0; round < 400; ++round) {
+    InstanceSetting s;
+    s.tp = 1 << rng.UniformInt(0, 3);
+    s.max_num_seqs = round % 3 == 0 ? 16 : 256;
+    s.staleness = static_cast<int>(rng.UniformInt(0, 2));
+    s.outside_s = round % 4 == 0 ? 0 : rng.Uniform() * 300;
+    s.paced_batches = round % 5 == 0 ? 1.5 : 0;
+    s.kv_policy = round % 7 == 0 ? KvPolicy::kFree : KvPolicy::kCache;
+    s.tools = round % 2 == 0 ? &tools : nullptr;
+    RolloutLoad load;
+    const int64_t requests = rng.UniformInt(1, 40);
+    for (int64_t r = 0; r < requests; ++r) {
+      TrajectorySize size{rng.UniformInt(100, 4000), rng.UniformInt(0, 30000),
+                          rng.UniformInt(0, 20000)};
+      size.turns = static_cast<int>(rng.UniformInt(1, 12));
+      size.tool_s = size.turns > 1 ? rng.Uniform() * 200 : 0;
+      load.Add(CostOf(*cost, s.tp, size), round % 3 == 1 ? 8 : 1);
+    }
+    const double floor = PeriodFloor(*cost, s, load);
+    const double period = EstimateInstance(*cost, s, load).period_s;
+    ASSERT_LE(floor, period) << "round " << round;
+    ++(floor == period ? equal : below);
+  }
+  // Both kinds occur: a throughput-bound instance with every context cached is at its floor.
+  EXPECT_GT(equal, 0);
+  EXPECT_GT(below, 0);
+  EXPECT_EQ(PeriodFloor(*cost, InstanceSetting(), RolloutLoad()), 0);
+}
+
 }  // namespace
 }  // namespace libra::planner

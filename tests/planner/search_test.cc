@@ -519,9 +519,12 @@ TEST(SearchTest, PaperSettingYieldsAFeasiblePlan) {
   EXPECT_EQ(best.train_gpus() + best.rollout_gpus(), 48);
   EXPECT_GT(best.rollout_gpus(), 0);
   EXPECT_EQ(result->trace.budgets, 47);
-  // Of the 4 * 64 * 65 / 2 runs, the DP's lower bound rules some out unevaluated.
+  // Of the 4 * 64 * 65 / 2 runs, the DP's lower bound rules some out unevaluated, and of those
+  // it asks for, their floors rule out more without an estimate.
   EXPECT_GT(result->trace.segment_evaluations, 0);
   EXPECT_LT(result->trace.segment_evaluations, 4 * 64 * 65 / 2);
+  EXPECT_GT(result->trace.segment_estimates, 0);
+  EXPECT_LT(result->trace.segment_estimates, result->trace.segment_evaluations);
   EXPECT_GT(best.rollout_s, 0);
   EXPECT_GT(best.train_s, 0);
   EXPECT_GE(best.step_s, best.train_s + best.sync_s);
