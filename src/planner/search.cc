@@ -301,7 +301,7 @@ std::vector<KindShare> MixedShares(const Problem& p, const SampleCosts& costs,
 /// of any TP size of `costs`, each computed once when first asked, on running sums: the runs from
 /// one start grow one request at a time. Two lower bounds let the rollout DP skip the runs that
 /// cannot improve on what it has without estimating them: one from prefix sums (LowerBound),
-/// then a run's saturated period (Floor). Free layouts only: a node pattern's layouts
+/// then a run's saturated period (Candidate). Free layouts only: a node pattern's layouts
 /// are timed as the router fills them (MixedShares), so with `free` false the table is empty.
 class SegmentTable {
  public:
@@ -339,18 +339,12 @@ class SegmentTable {
     const double value = values_[Index(k, j, i)];
     return value != kUnknown ? value : Evaluate(k, j, i);
   }
-  /// At most operator()(k, j, i), and that value when it is known: the run's saturated period
-  /// (PeriodFloor), a small part of an estimate's cost, remembered.
-  double Floor(int k, int j, int i) const {
-    const size_t at = Index(k, j, i);
-    if (values_[at] != kUnknown) return values_[at];
-    double& floor = floors_[at];
-    if (floor != kUnknown) return floor;
-    if (j == i) return floor = 0;
-    ++trace_->segment_evaluations;
-    return floor = holds_[static_cast<size_t>(k)]
-                       ? PeriodFloor(*p_.cost, settings_[static_cast<size_t>(k)], Grow(k, j, i))
-                       : kInf;
+  /// The run as a candidate against `best`: operator()(k, j, i) when that is below `best`;
+  /// otherwise it or a floor of it at least `best`, the run's saturated period (PeriodFloor, a
+  /// small part of an estimate's cost, remembered).
+  double Candidate(int k, int j, int i, double best) const {
+    const double value = values_[Index(k, j, i)];
+    return value != kUnknown ? value : FloorOrEstimate(k, j, i, best);
   }
   /// At most operator()(k, j, i), and non-decreasing as j falls with i fixed.
   double LowerBound(int k, int j, int i) const {
@@ -375,6 +369,17 @@ class SegmentTable {
     int end = 0;
   };
 
+  /// Candidate when the value is not known yet.
+  [[gnu::noinline]] double FloorOrEstimate(int k, int j, int i, double best) const {
+    double& floor = floors_[Index(k, j, i)];
+    if (floor == kUnknown && j != i) {
+      ++trace_->segment_evaluations;
+      floor = holds_[static_cast<size_t>(k)]
+                  ? PeriodFloor(*p_.cost, settings_[static_cast<size_t>(k)], Grow(k, j, i))
+                  : kInf;
+    }
+    return j != i && floor >= best ? floor : Evaluate(k, j, i);
+  }
   /// operator() when the value is not known yet: computed and kept.
   [[gnu::noinline]] double Evaluate(int k, int j, int i) const {
     double& value = values_[Index(k, j, i)];
@@ -442,8 +447,7 @@ class RolloutDp {
               if (prev >= best) continue;
               // Longer runs only bound higher, and `best` only falls.
               if (seg_.LowerBound(k, i - c, i) >= best) break;
-              if (seg_.Floor(k, i - c, i) >= best) continue;
-              const double v = std::max(prev, seg_(k, i - c, i));
+              const double v = std::max(prev, seg_.Candidate(k, i - c, i, best));
               if (v < best) {
                 best = v;
                 best_kind = k;
