@@ -416,7 +416,7 @@ class SegmentTable {
   std::vector<InstanceSetting> settings_;
   std::vector<double> bounds_;  // per TP, prefix sums of each request's share of LowerBound
   mutable std::vector<double> values_;
-  mutable std::vector<double> floors_;  // Floor's values, kUnknown until asked
+  mutable std::vector<double> floors_;  // the runs' saturated periods, kUnknown until asked
   mutable std::vector<Run> runs_;
 };
 
