@@ -129,7 +129,8 @@ bool SameBound(const RequestCost& a, const RequestCost& b) {
 /// What SolveAt needs of one instance's load that does not depend on the hit rate, derived once
 /// per estimate: the iteration times, the saturated decode set, the secant over its whole range
 /// (every solution's first fit) and the candidates for the slowest trajectory without repeats
-/// (a repeat gives the same bound, which never exceeds itself).
+/// (a repeat gives the same bound, which never exceeds itself), with the tokens the others decode
+/// beside each.
 struct Operating {
   Operating(IterationTimes& times, const InstanceSetting& setting, const RolloutLoad& share,
             double max_sequences)
@@ -138,6 +139,7 @@ struct Operating {
       const auto seen = slowest.begin() + distinct;
       if (std::none_of(slowest.begin(), seen,
                        [&](const RequestCost* other) { return SameBound(*other, c); })) {
+        others_decode[static_cast<size_t>(distinct)] = std::max(0.0, load.decode - c.decode);
         slowest[static_cast<size_t>(distinct++)] = &c;
       }
     }
@@ -159,6 +161,7 @@ struct Operating {
   double per_sequence_at_max = 0;
   Affine whole;
   std::array<const RequestCost*, 3> slowest{};
+  std::array<double, 3> others_decode{};  // per candidate: the tokens the others decode
   int distinct = 0;
 };
 
@@ -185,13 +188,11 @@ Solved SolveAt(const Operating& op, double hit) {
   }
   // Saturated: the largest decode set the engine runs.
   const double saturated = prefill + g * op.per_sequence_at_max;
-  // Each candidate's own prefill and tools, and the tokens the others decode, the same each round.
+  // Each candidate's own prefill and tools, the same each round.
   std::array<double, 3> fixed{};
-  std::array<double, 3> others_decode{};
   const std::span<const RequestCost* const> slowest = op.Slowest();
   for (size_t k = 0; k < slowest.size(); ++k) {
     fixed[k] = slowest[k]->prefill_s + (1 - hit) * slowest[k]->miss_s + slowest[k]->tool_s;
-    others_decode[k] = std::max(0.0, g - slowest[k]->decode);
   }
   Affine tau = op.whole;
   for (int round = 0; round < 3; ++round) {
@@ -200,8 +201,8 @@ Solved SolveAt(const Operating& op, double hit) {
     out.bound = "throughput";
     for (size_t k = 0; k < slowest.size(); ++k) {
       const double latency =
-          LatencyBound(prefill + others_decode[k] * tau.b, s.outside_s, slowest[k]->decode, tau.a,
-                       tau.b, fixed[k], s.staleness, out.period);
+          LatencyBound(prefill + op.others_decode[k] * tau.b, s.outside_s, slowest[k]->decode,
+                       tau.a, tau.b, fixed[k], s.staleness, out.period);
       if (latency > out.period) {
         out.period = latency;
         out.bound = "latency";

@@ -371,14 +371,15 @@ class SegmentTable {
 
   /// Candidate when the value is not known yet.
   [[gnu::noinline]] double FloorOrEstimate(int k, int j, int i, double best) const {
+    if (j == i) return Evaluate(k, j, i);
     double& floor = floors_[Index(k, j, i)];
-    if (floor == kUnknown && j != i) {
+    if (floor == kUnknown) {
       ++trace_->segment_evaluations;
       floor = holds_[static_cast<size_t>(k)]
                   ? PeriodFloor(*p_.cost, settings_[static_cast<size_t>(k)], Grow(k, j, i))
                   : kInf;
     }
-    return j != i && floor >= best ? floor : Evaluate(k, j, i);
+    return floor >= best ? floor : Evaluate(k, j, i);
   }
   /// operator() when the value is not known yet: computed and kept.
   [[gnu::noinline]] double Evaluate(int k, int j, int i) const {
