@@ -11,8 +11,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// Where each DP unit starts among the sorted lengths (one more entry: the end).
-std::vector<int64_t> UnitStarts(int64_t n, int max_units) {
+}  // namespace
+
+std::vector<int64_t> PartitionUnitStarts(int64_t n, int max_units) {
   std::vector<int64_t> starts;
   const int64_t units = std::max(2, max_units);
   if (n <= units) {
@@ -28,29 +29,36 @@ std::vector<int64_t> UnitStarts(int64_t n, int max_units) {
   return starts;
 }
 
+namespace {
+
 // The cost of the group of units [k, i) on instance j: cost(j, count) for its count of lengths,
-// asked once each (the scans ask for the same counts many times), times its first (longest)
-// length.
+// asked once each (the scans ask for the same counts many times) while a table of every
+// instance and count stays within kMemoEntries, times its first (longest) length.
 class GroupCosts {
  public:
+  static constexpr size_t kMemoEntries = size_t{1} << 20;  // 8 MiB
+
   GroupCosts(std::span<const double> lengths, const std::vector<int64_t>& start, size_t instances,
              const GroupCostFn& cost)
-      : start_(start), side_(lengths.size() + 1), per_token_(instances * side_, -1), cost_(cost) {
+      : start_(start), side_(lengths.size() + 1), cost_(cost) {
+    if (instances <= kMemoEntries / side_) per_token_.assign(instances * side_, -1);
     first_.resize(start.size() - 1);
     for (size_t k = 0; k < first_.size(); ++k) first_[k] = lengths[static_cast<size_t>(start[k])];
   }
 
   /// The cost of the group [k, i) on instance `j` (k < i).
   double At(size_t j, size_t k, size_t i) {
-    double& seconds = per_token_[j * side_ + static_cast<size_t>(start_[i] - start_[k])];
-    if (seconds < 0) seconds = cost_(j, start_[i] - start_[k]);
+    const int64_t count = start_[i] - start_[k];
+    if (per_token_.empty()) return cost_(j, count) * first_[k];
+    double& seconds = per_token_[j * side_ + static_cast<size_t>(count)];
+    if (seconds < 0) seconds = cost_(j, count);
     return seconds * first_[k];
   }
 
  private:
   const std::vector<int64_t>& start_;
   size_t side_;
-  std::vector<double> per_token_;
+  std::vector<double> per_token_;  // empty: no memo
   std::vector<double> first_;
   const GroupCostFn& cost_;
 };
@@ -113,6 +121,32 @@ void SpreadCut(GroupCosts& costs, const std::vector<int64_t>& start, Partition& 
 // since no later one builds on it.
 size_t FirstEnd(size_t j, size_t m, size_t units) { return j == m ? units : 0; }
 
+// Pass 1 of PresortedPartition: D[j][i], the least makespan of units [0, i) on instances [0, j),
+// the least over k of max(D[j-1][k], cost of [k, i)). A group grows as k falls, so its cost rises
+// while D[j-1][k] falls: the least is where they cross, found by bisection. x is the first k with
+// D[j-1][k] >= cost (k = i, the empty group, costs 0); the least is D[j-1][x] or, just before the
+// crossing, the cost of [x-1, i). Returns D[m][units]; two rows are kept.
+double LeastMakespan(GroupCosts& costs, size_t units, size_t m) {
+  std::vector<double> before(units + 1, kInf), row(units + 1, kInf);
+  before[0] = 0;
+  for (size_t j = 1; j <= m; ++j) {
+    for (size_t i = FirstEnd(j, m, units); i <= units; ++i) {
+      size_t lo = 0, x = i;
+      while (lo < x) {
+        const size_t k = lo + (x - lo) / 2;
+        if (before[k] >= costs.At(j - 1, k, i)) {
+          x = k;
+        } else {
+          lo = k + 1;
+        }
+      }
+      row[i] = x > 0 ? std::min(before[x], costs.At(j - 1, x - 1, i)) : before[x];
+    }
+    std::swap(before, row);
+  }
+  return before[units];
+}
+
 }  // namespace
 
 GroupStepModel::GroupStepModel(const CostModel& cost, int64_t context_tokens, int max_num_seqs)
@@ -148,34 +182,11 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
                              const GroupCostFn& cost, int max_units) {
   LIBRA_CHECK(instances >= 1) << "a partition needs an instance";
   const auto n = static_cast<int64_t>(lengths.size());
-  const std::vector<int64_t> start = UnitStarts(n, max_units);
-  const size_t units = start.size() - 1;
+  const std::vector<int64_t> start = PartitionUnitStarts(n, max_units);
   const size_t m = instances;
   GroupCosts costs(lengths, start, m, cost);
-  // Pass 1: D[j][i], the least makespan of units [0, i) on instances [0, j), the least over k of
-  // max(D[j-1][k], cost of [k, i)). A group grows as k falls, so its cost rises while D[j-1][k]
-  // falls: the least is where they cross, found by bisection. x is the first k with
-  // D[j-1][k] >= cost (k = i, the empty group, costs 0); the least is D[j-1][x] or, just before
-  // the crossing, the cost of [x-1, i).
-  std::vector<std::vector<double>> d(m + 1, std::vector<double>(units + 1, kInf));
-  d[0][0] = 0;
-  for (size_t j = 1; j <= m; ++j) {
-    const double* before = d[j - 1].data();
-    for (size_t i = FirstEnd(j, m, units); i <= units; ++i) {
-      size_t lo = 0, x = i;
-      while (lo < x) {
-        const size_t k = lo + (x - lo) / 2;
-        if (before[k] >= costs.At(j - 1, k, i)) {
-          x = k;
-        } else {
-          lo = k + 1;
-        }
-      }
-      d[j][i] = x > 0 ? std::min(before[x], costs.At(j - 1, x - 1, i)) : before[x];
-    }
-  }
   Partition out;
-  out.makespan = d[m][units];
+  out.makespan = LeastMakespan(costs, start.size() - 1, m);
   out.begin.assign(m, n);
   out.end.assign(m, n);
   if (!std::isfinite(out.makespan)) {
@@ -184,6 +195,15 @@ Partition PresortedPartition(std::span<const double> lengths, size_t instances,
   }
   SpreadCut(costs, start, out);
   return out;
+}
+
+double PresortedMakespan(std::span<const double> lengths, size_t instances, const GroupCostFn& cost,
+                         int max_units) {
+  LIBRA_CHECK(instances >= 1) << "a partition needs an instance";
+  const std::vector<int64_t> start =
+      PartitionUnitStarts(static_cast<int64_t>(lengths.size()), max_units);
+  GroupCosts costs(lengths, start, instances, cost);
+  return LeastMakespan(costs, start.size() - 1, instances);
 }
 
 double AssignmentMakespan(std::span<const double> lengths, std::span<const size_t> group,

@@ -70,6 +70,16 @@ using GroupCostFn = std::function<double(size_t j, int64_t count)>;
 Partition PresortedPartition(std::span<const double> lengths, size_t instances,
                              const GroupCostFn& cost, int max_units = 128);
 
+/// PresortedPartition's makespan alone (its first pass), without the cut.
+double PresortedMakespan(std::span<const double> lengths, size_t instances, const GroupCostFn& cost,
+                         int max_units = 128);
+
+/// Where each of PresortedPartition's DP units starts among `n` sorted lengths, and one more entry
+/// (n): every length alone up to `max_units`, else the longest half of the units alone and the
+/// rest in equal chunks. No cut has more non-empty groups than units, so instances beyond that
+/// many of one kind in a row (interchangeable) never change the makespan.
+std::vector<int64_t> PartitionUnitStarts(int64_t n, int max_units);
+
 /// The makespan of a given assignment (group of each trajectory, for brute-force checks).
 double AssignmentMakespan(std::span<const double> lengths, std::span<const size_t> group,
                           size_t instances, const GroupCostFn& cost);

@@ -20,7 +20,10 @@
 //     scored by the DP's makespan on the profile; the least wins (ties: the first in the
 //     enumeration, larger TPs first). Exhaustive, not the paper's sort-initialised simulated
 //     annealing: the DP already finds the best grouping for a given mix exactly, and the mixes
-//     are few (a few hundred for 48 GPUs), so the search is exact and deterministic.
+//     are few (a few hundred for 48 GPUs), so the search is exact and deterministic. A large
+//     cluster has many (10^8 at 1,024 nodes) but few distinct ones: instances of one degree
+//     beyond the DP's units never take a group, so the DP's rows are shared between mixes and
+//     a run of mixes that score the same is counted, not scored (RankMixes).
 //  4. Every `retune_steps` steps (no transition under way), the mix is re-chosen on the recent
 //     lengths. It is applied through the elastic pool only when its predicted makespan gain over
 //     the remaining steps beats the transition (the weight load of the new instances) and is at
@@ -64,8 +67,19 @@ struct TpMix {
   double makespan_s = 0;
 };
 
+/// The TP mixes of a rollout pool, ranked (HeddlePlanner::RankMixes).
+struct MixRanking {
+  /// The best mixes, best first; ties in the order of the enumeration (larger TPs first).
+  std::vector<TpMix> best;
+  /// Every mix that packs with a finite makespan.
+  size_t count = 0;
+};
+
 class HeddlePlanner : public Planner {
  public:
+  /// Mixes a plan's explanation lists.
+  static constexpr size_t kExplainedMixes = 5;
+
   static Result<std::unique_ptr<Planner>> Create(const recipe::OptionTable& options);
   /// Sorts and deduplicates `options.tp_degrees` (largest first) and drops those above max_tp.
   explicit HeddlePlanner(HeddlePlannerOptions options);
@@ -79,12 +93,14 @@ class HeddlePlanner : public Planner {
   double Makespan(std::vector<int> tps, const std::vector<double>& lengths,
                   int64_t context_tokens) const;
   /// The same with the step model of those sequences (which remembers its answers: every mix
-  /// of one ranking shares it).
+  /// of one ranking shares it). Instances of one TP beyond the DP's units
+  /// (model::PartitionUnits) are left out: they never take a group.
   static double Makespan(std::vector<int> tps, const std::vector<double>& lengths,
                          const model::GroupStepModel& steps, int max_units);
-  /// Every TP mix of `gpus` GPUs (step 3), best first; empty when none packs.
-  std::vector<TpMix> RankMixes(int gpus, const std::vector<double>& lengths,
-                               int64_t context_tokens) const;
+  /// The best `keep` TP mixes of `gpus` GPUs (step 3), and how many there are; none when none
+  /// packs. Every mix is scored, each distinct one once (Makespan caps counts at the DP's units).
+  MixRanking RankMixes(int gpus, const std::vector<double>& lengths, int64_t context_tokens,
+                       size_t keep) const;
   /// The batch the mixes are scored on, from the history (step 2), descending; and the mean
   /// context a sequence holds meanwhile.
   std::vector<double> Profile() const;

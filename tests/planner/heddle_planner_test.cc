@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
+#include "model/partition.h"
 #include "support/test_util.h"
 
 namespace libra::planner {
@@ -100,7 +103,7 @@ TEST(HeddlePlannerTest, ALongTailGetsTp8AndUniformWorkGetsTp1) {
     EXPECT_EQ(gpus, 16);
     const std::vector<double> lengths = planner.Profile();
     EXPECT_NEAR(planner.Makespan(tps, lengths, planner.ProfileContext()), 225, 1e-9);
-    for (const TpMix& mix : planner.RankMixes(16, lengths, planner.ProfileContext())) {
+    for (const TpMix& mix : planner.RankMixes(16, lengths, planner.ProfileContext(), 100).best) {
       EXPECT_GE(mix.makespan_s, 225 - 1e-9);
       if (mix.tps.front() < 8) {
         EXPECT_GE(mix.makespan_s, 350 - 1e-9);
@@ -116,7 +119,7 @@ TEST(HeddlePlannerTest, ALongTailGetsTp8AndUniformWorkGetsTp1) {
     ASSERT_OK(plan);
     EXPECT_EQ(Tps(plan->layout), std::vector<int>(16, 1));
     const std::vector<TpMix> mixes =
-        planner.RankMixes(16, planner.Profile(), planner.ProfileContext());
+        planner.RankMixes(16, planner.Profile(), planner.ProfileContext(), 2).best;
     ASSERT_GE(mixes.size(), 2u);
     EXPECT_NEAR(mixes[0].makespan_s, 26, 1e-9);
     EXPECT_GT(mixes[1].makespan_s, 26 + 1e-6);
@@ -129,7 +132,9 @@ TEST(HeddlePlannerTest, EveryMixFillsTheRolloutGpusAndPacks) {
   const FakeCost cost;
   HeddlePlanner planner({.train_gpus = 8});
   ASSERT_OK(planner.Initial(Context(cost, Lengths({{64, 2000}}))));
-  const std::vector<TpMix> mixes = planner.RankMixes(16, planner.Profile(), 1000);
+  const MixRanking ranking = planner.RankMixes(16, planner.Profile(), 1000, 100);
+  EXPECT_EQ(ranking.count, 35u);
+  const std::vector<TpMix>& mixes = ranking.best;
   EXPECT_EQ(mixes.size(), 35u);
   for (const TpMix& mix : mixes) {
     int gpus = 0;
@@ -139,15 +144,67 @@ TEST(HeddlePlannerTest, EveryMixFillsTheRolloutGpusAndPacks) {
   }
   HeddlePlanner tp_limited({.train_gpus = 8, .tp_degrees = {2, 4}});
   ASSERT_OK(tp_limited.Initial(Context(cost, Lengths({{64, 2000}}))));
-  for (const TpMix& mix : tp_limited.RankMixes(16, tp_limited.Profile(), 1000)) {
+  for (const TpMix& mix : tp_limited.RankMixes(16, tp_limited.Profile(), 1000, 100).best) {
     for (int tp : mix.tps) EXPECT_TRUE(tp == 2 || tp == 4);
   }
   // max_tp (the tuning knob) caps the degrees: max_tp 2 leaves the 9 mixes of 1s and 2s.
   HeddlePlanner capped({.train_gpus = 8, .max_tp = 2});
   ASSERT_OK(capped.Initial(Context(cost, Lengths({{64, 2000}}))));
-  const std::vector<TpMix> small = capped.RankMixes(16, capped.Profile(), 1000);
+  const std::vector<TpMix> small = capped.RankMixes(16, capped.Profile(), 1000, 100).best;
   EXPECT_EQ(small.size(), 9u);
   for (const TpMix& mix : small) EXPECT_LE(mix.tps.front(), 2);
+}
+
+TEST(HeddlePlannerTest, TheRankingIsThatOfScoringEveryMixWithEveryInstance) {
+  // RankMixes scores each distinct mix once, with the instances of one TP beyond the DP's units
+  // left out, and packs by a rule when the degrees allow: the same ranking, count and makespans
+  // as packing and partitioning every mix over all of its instances (the plain way, here), with
+  // few units so that the cap bites, on whole nodes and with a partial last node.
+  const FakeCost cost;
+  for (const int max_units : {2, 3, 5, 16}) {
+    for (const int gpus : {20, 36, 40}) {
+      HeddlePlanner planner({.train_gpus = 8, .max_units = max_units});
+      ASSERT_OK(planner.Initial(Context(cost, Lengths({{3, 9000}, {9, 3000}, {40, 700}}))));
+      const std::vector<double> lengths = planner.Profile();
+      const model::GroupStepModel steps(cost, 1000, 256);
+      std::vector<TpMix> all;
+      std::vector<int> tps;
+      std::function<void(size_t, int)> enumerate = [&](size_t d, int left) {
+        static const int kDegrees[] = {8, 4, 2, 1};
+        if (left == 0) {
+          if (!PackSizes(8, tps).ok()) return;
+          const double m =
+              model::PresortedPartition(
+                  lengths, tps.size(),
+                  [&](size_t j, int64_t count) { return steps.StepSeconds(tps[j], count); },
+                  max_units)
+                  .makespan;
+          all.push_back(TpMix{tps, m});
+          return;
+        }
+        if (d == 4) return;
+        for (int count = left / kDegrees[d]; count >= 0; --count) {
+          const size_t before = tps.size();
+          tps.insert(tps.end(), static_cast<size_t>(count), kDegrees[d]);
+          enumerate(d + 1, left - count * kDegrees[d]);
+          tps.resize(before);
+        }
+      };
+      enumerate(0, gpus);
+      std::stable_sort(all.begin(), all.end(),
+                       [](const TpMix& a, const TpMix& b) { return a.makespan_s < b.makespan_s; });
+      for (const size_t keep : {size_t{3}, all.size()}) {
+        const MixRanking ranking = planner.RankMixes(gpus, lengths, 1000, keep);
+        SCOPED_TRACE(StrFormat("max_units %d, %d GPUs, keep %zu", max_units, gpus, keep));
+        EXPECT_EQ(ranking.count, all.size());
+        ASSERT_EQ(ranking.best.size(), std::min(keep, all.size()));
+        for (size_t i = 0; i < ranking.best.size(); ++i) {
+          EXPECT_EQ(ranking.best[i].tps, all[i].tps) << i;
+          EXPECT_EQ(ranking.best[i].makespan_s, all[i].makespan_s) << i;  // exactly
+        }
+      }
+    }
+  }
 }
 
 TEST(HeddlePlannerTest, RetunesWhenTheLengthsChangeAndTheGainPays) {
