@@ -25,9 +25,9 @@ inline constexpr size_t kMaxDiagnostics = 100;
 /// `steps`.
 inline constexpr int kMaxSteps = 1'000'000;
 /// `cluster.nodes` and `cluster.gpus_per_node`, and GPUs in all.
-inline constexpr int kMaxNodes = 512;
+inline constexpr int kMaxNodes = 1024;
 inline constexpr int kMaxGpusPerNode = 64;
-inline constexpr int kMaxGpus = 4096;
+inline constexpr int kMaxGpus = 8192;
 /// `rl.prompts_per_step`, `rl.group_size`, and trajectories per step (their product).
 inline constexpr int kMaxPromptsPerStep = 65'536;
 inline constexpr int kMaxGroupSize = 4096;
