@@ -129,11 +129,10 @@ class MixScorer {
   /// REQUIRES: every degree in 1 .. 8.
   MixScorer(const std::vector<double>& lengths, int max_units, const model::GroupStepModel& steps,
             const std::vector<int>& degrees)
-      : units_(model::PartitionUnitStarts(static_cast<int64_t>(lengths.size()), max_units).size() -
-               1),
-        cost_(9) {
+      : cost_(9) {
     const std::vector<int64_t> start =
         model::PartitionUnitStarts(static_cast<int64_t>(lengths.size()), max_units);
+    units_ = start.size() - 1;
     for (int tp : degrees) {
       std::vector<double>& table = cost_[static_cast<size_t>(tp)];
       table.assign((units_ + 1) * (units_ + 1), 0);
@@ -206,7 +205,7 @@ class MixScorer {
   // The same, 0 for the empty group.
   double GroupCost(int tp, size_t k, size_t i) const { return k < i ? Cost(tp, k, i) : 0; }
 
-  size_t units_;
+  size_t units_ = 0;
   std::vector<std::vector<double>> cost_;  // by TP: [k * (units + 1) + i], the group [k, i)
   std::vector<Row> last_;
 };

@@ -94,7 +94,7 @@ class HeddlePlanner : public Planner {
                   int64_t context_tokens) const;
   /// The same with the step model of those sequences (which remembers its answers: every mix
   /// of one ranking shares it). Instances of one TP beyond the DP's units
-  /// (model::PartitionUnits) are left out: they never take a group.
+  /// (model::PartitionUnitStarts) are left out: they never take a group.
   static double Makespan(std::vector<int> tps, const std::vector<double>& lengths,
                          const model::GroupStepModel& steps, int max_units);
   /// The best `keep` TP mixes of `gpus` GPUs (step 3), and how many there are; none when none
