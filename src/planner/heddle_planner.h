@@ -21,7 +21,7 @@
 //     enumeration, larger TPs first). Exhaustive, not the paper's sort-initialised simulated
 //     annealing: the DP already finds the best grouping for a given mix exactly, and the mixes
 //     are few (a few hundred for 48 GPUs), so the search is exact and deterministic. A large
-//     cluster has many (10^8 at 1,024 nodes) but few distinct ones: instances of one degree
+//     cluster has many (1.8 x 10^8 at 1,024 nodes) but few distinct ones: instances of one degree
 //     beyond the DP's units never take a group, so the DP's rows are shared between mixes and
 //     a run of mixes that score the same is counted, not scored (RankMixes).
 //  4. Every `retune_steps` steps (no transition under way), the mix is re-chosen on the recent
