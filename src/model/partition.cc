@@ -122,26 +122,14 @@ void SpreadCut(GroupCosts& costs, const std::vector<int64_t>& start, Partition& 
 size_t FirstEnd(size_t j, size_t m, size_t units) { return j == m ? units : 0; }
 
 // Pass 1 of PresortedPartition: D[j][i], the least makespan of units [0, i) on instances [0, j),
-// the least over k of max(D[j-1][k], cost of [k, i)). A group grows as k falls, so its cost rises
-// while D[j-1][k] falls: the least is where they cross, found by bisection. x is the first k with
-// D[j-1][k] >= cost (k = i, the empty group, costs 0); the least is D[j-1][x] or, just before the
-// crossing, the cost of [x-1, i). Returns D[m][units]; two rows are kept.
+// one PresortedStep per instance. Returns D[m][units]; two rows are kept.
 double LeastMakespan(GroupCosts& costs, size_t units, size_t m) {
   std::vector<double> before(units + 1, kInf), row(units + 1, kInf);
   before[0] = 0;
   for (size_t j = 1; j <= m; ++j) {
-    for (size_t i = FirstEnd(j, m, units); i <= units; ++i) {
-      size_t lo = 0, x = i;
-      while (lo < x) {
-        const size_t k = lo + (x - lo) / 2;
-        if (before[k] >= costs.At(j - 1, k, i)) {
-          x = k;
-        } else {
-          lo = k + 1;
-        }
-      }
-      row[i] = x > 0 ? std::min(before[x], costs.At(j - 1, x - 1, i)) : before[x];
-    }
+    PresortedStep(
+        before, [&](size_t k, size_t i) { return costs.At(j - 1, k, i); }, FirstEnd(j, m, units),
+        row);
     std::swap(before, row);
   }
   return before[units];

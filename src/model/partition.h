@@ -21,6 +21,7 @@
 // still complete within the makespan, at most O(units^2 x instances).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -69,6 +70,29 @@ using GroupCostFn = std::function<double(size_t j, int64_t count)>;
 /// the count (a larger group is never faster per token).
 Partition PresortedPartition(std::span<const double> lengths, size_t instances,
                              const GroupCostFn& cost, int max_units = 128);
+
+/// One step of PresortedPartition's DP: for each end i in [first, before.size()), row[i] = the
+/// least makespan of units [0, i) on the instances of `before` (before[k]: of units [0, k)) and
+/// one more, whose group [k, i) costs cost(k, i) (k < i). A group grows as k falls, so its cost
+/// rises while before[k] falls: the least is where they cross, found by bisection. x is the
+/// first k with before[k] >= cost (k = i, the empty group, costs 0); the least is before[x] or,
+/// just before the crossing, the cost of [x-1, i).
+template <typename Cost>
+void PresortedStep(std::span<const double> before, const Cost& cost, size_t first,
+                   std::span<double> row) {
+  for (size_t i = first; i < before.size(); ++i) {
+    size_t lo = 0, x = i;
+    while (lo < x) {
+      const size_t k = lo + (x - lo) / 2;
+      if (before[k] >= cost(k, i)) {
+        x = k;
+      } else {
+        lo = k + 1;
+      }
+    }
+    row[i] = x > 0 ? std::min(before[x], cost(x - 1, i)) : before[x];
+  }
+}
 
 /// PresortedPartition's makespan alone (its first pass), without the cut.
 double PresortedMakespan(std::span<const double> lengths, size_t instances, const GroupCostFn& cost,

@@ -155,18 +155,8 @@ class MixScorer {
   /// `before` with one more instance of `tp` (the DP's step, for every end).
   void Add(const Row& before, int tp, Row& row) const {
     row.resize(units_ + 1);
-    for (size_t i = 0; i <= units_; ++i) {
-      size_t lo = 0, x = i;
-      while (lo < x) {
-        const size_t k = lo + (x - lo) / 2;
-        if (before[k] >= Cost(tp, k, i)) {
-          x = k;
-        } else {
-          lo = k + 1;
-        }
-      }
-      row[i] = x > 0 ? std::min(before[x], Cost(tp, x - 1, i)) : before[x];
-    }
+    model::PresortedStep(
+        before, [&](size_t k, size_t i) { return Cost(tp, k, i); }, 0, row);
   }
   /// Last(c) for c = 0 .. units of `tp`. The group [i, k) grows with k while the rest's least
   /// makespan falls: the least of their maximum is where they cross, found by bisection.
