@@ -5,7 +5,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <numeric>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -224,73 +223,16 @@ double RooflineCostModel::TrainMemoryPerGpu(const TrainLayout& layout, const Tra
   return states + activations + logits;
 }
 
-std::vector<double> RooflineCostModel::SequenceFlops(const TrainPasses& passes,
-                                                     std::span<const int64_t> tokens) const {
-  std::vector<double> flops(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    // A batch repeats lengths: a run of equal ones costs one evaluation.
-    flops[i] = i > 0 && tokens[i] == tokens[i - 1] ? flops[i - 1] : TrainFlops(tokens[i], passes);
-  }
-  return flops;
-}
-
-RooflineCostModel::RankShare RooflineCostModel::Pack(std::span<const int64_t> longest_first,
-                                                     std::span<const double> flops, int dp) {
-  // Longest sequences first onto the least-loaded data-parallel rank, the first of equals (LPT
-  // packing). While every rank so far got a sequence of positive FLOPs, the next one goes to the
-  // next rank (all the others are still empty); then a tournament of (load, rank), whose least
-  // is unique, takes over. The rank that receives a sequence is always the last winner, so a
-  // loser tree replays just its path: one comparison per level, O(log dp) per sequence.
-  const auto ranks = static_cast<size_t>(dp);
-  std::vector<double> rank_flops(ranks, 0);
-  std::vector<double> rank_tokens(ranks, 0);
-  std::vector<int> rank_sequences(ranks, 0);
-  size_t next = 0;
-  for (; next < longest_first.size() && next < ranks && flops[next] > 0; ++next) {
-    rank_flops[next] += flops[next];
-    rank_tokens[next] += static_cast<double>(longest_first[next]);
-    ++rank_sequences[next];
-  }
-  if (next < longest_first.size()) {
-    using Entry = std::pair<double, size_t>;  // (load, rank): the least wins
-    // Leaves: `width` slots (ranks beyond dp never win); loser[0] is the winner, loser[node]
-    // for node in [1, width) the loser of that node's match.
-    size_t width = 1;
-    while (width < ranks) width *= 2;
-    std::vector<Entry> winner(2 * width);
-    for (size_t leaf = 0; leaf < width; ++leaf) {
-      winner[width + leaf] = {
-          leaf < ranks ? rank_flops[leaf] : std::numeric_limits<double>::infinity(), leaf};
+std::vector<SequenceRun> RooflineCostModel::SequenceRuns(
+    const TrainPasses& passes, std::span<const int64_t> longest_first) const {
+  std::vector<SequenceRun> runs;
+  for (const int64_t tokens : longest_first) {
+    if (runs.empty() || runs.back().tokens != tokens) {
+      runs.push_back({tokens, TrainFlops(tokens, passes), 0});
     }
-    std::vector<Entry> loser(width);
-    for (size_t node = width; node-- > 1;) {
-      const Entry& a = winner[2 * node];
-      const Entry& b = winner[2 * node + 1];
-      const bool a_wins = a < b;
-      winner[node] = a_wins ? a : b;
-      loser[node] = a_wins ? b : a;
-    }
-    loser[0] = winner[1];
-    for (; next < longest_first.size(); ++next) {
-      const size_t rank = loser[0].second;
-      rank_flops[rank] += flops[next];
-      rank_tokens[rank] += static_cast<double>(longest_first[next]);
-      ++rank_sequences[rank];
-      Entry raised{rank_flops[rank], rank};
-      for (size_t node = (width + rank) / 2; node > 0; node /= 2) {
-        if (loser[node] < raised) std::swap(loser[node], raised);
-      }
-      loser[0] = raised;
-    }
+    ++runs.back().count;
   }
-  const size_t busiest = static_cast<size_t>(
-      std::max_element(rank_flops.begin(), rank_flops.end()) - rank_flops.begin());
-  RankShare share;
-  share.flops = std::accumulate(rank_flops.begin(), rank_flops.end(), 0.0);
-  share.busiest_flops = rank_flops[busiest];
-  share.busiest_tokens = rank_tokens[busiest];
-  share.busiest_sequences = rank_sequences[busiest];
-  return share;
+  return runs;
 }
 
 namespace {
@@ -370,7 +312,7 @@ TrainEstimate RooflineCostModel::TrainStep(const TrainLayout& layout, const Trai
   std::vector<int64_t> sorted(sequence_tokens.begin(), sequence_tokens.end());
   std::sort(sorted.begin(), sorted.end(), std::greater<>());
   return Estimate(layout, passes, sorted,
-                  Pack(sorted, SequenceFlops(passes, sorted), std::max(1, layout.dp)));
+                  PackLongestFirst(SequenceRuns(passes, sorted), std::max(1, layout.dp)));
 }
 
 namespace {
@@ -383,13 +325,13 @@ class RooflineBatchCosts : public TrainBatchCosts {
                      std::vector<int64_t> tokens)
       : model_(model), passes_(passes), sorted_(std::move(tokens)) {
     std::sort(sorted_.begin(), sorted_.end(), std::greater<>());
-    flops_ = model_.SequenceFlops(passes_, sorted_);
+    runs_ = model_.SequenceRuns(passes_, sorted_);
   }
 
   TrainEstimate TrainStep(const TrainLayout& layout) override {
     const int dp = std::max(1, layout.dp);
     auto it = shares_.find(dp);
-    if (it == shares_.end()) it = shares_.emplace(dp, model_.Pack(sorted_, flops_, dp)).first;
+    if (it == shares_.end()) it = shares_.emplace(dp, PackLongestFirst(runs_, dp)).first;
     return model_.Estimate(layout, passes_, sorted_, it->second);
   }
   bool SurelyOutOfMemory(const TrainLayout& layout) override {
@@ -400,8 +342,8 @@ class RooflineBatchCosts : public TrainBatchCosts {
   const RooflineCostModel& model_;
   TrainPasses passes_;
   std::vector<int64_t> sorted_;
-  std::vector<double> flops_;                                     // TrainFlops of each sequence
-  std::unordered_map<int, RooflineCostModel::RankShare> shares_;  // by DP degree
+  std::vector<SequenceRun> runs_;              // of sorted_, with their TrainFlops
+  std::unordered_map<int, RankShare> shares_;  // by DP degree
 };
 
 }  // namespace

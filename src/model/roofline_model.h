@@ -12,6 +12,7 @@
 #pragma once
 
 #include "model/cost_model.h"
+#include "model/packing.h"
 
 namespace libra::model {
 
@@ -102,22 +103,11 @@ class RooflineCostModel : public CostModel {
   double TrainMemoryPerGpu(const TrainLayout& layout, const TrainPasses& passes,
                            int64_t micro_tokens, int micro_batches) const;
 
-  /// TrainFlops of each sequence.
-  std::vector<double> SequenceFlops(const TrainPasses& passes,
-                                    std::span<const int64_t> tokens) const;
-  /// TrainStep in two parts. First how a batch (sorted longest first, with SequenceFlops) spreads
-  /// over `dp` data-parallel ranks, each sequence onto the least-loaded rank (the first of
-  /// equals): its FLOPs and the busiest rank's share, which is all that the rest needs of the
-  /// packing. O(n log dp).
-  struct RankShare {
-    double flops = 0;
-    double busiest_flops = 0;
-    double busiest_tokens = 0;
-    int busiest_sequences = 0;
-  };
-  static RankShare Pack(std::span<const int64_t> longest_first, std::span<const double> flops,
-                        int dp);
-  /// Then the step of `layout` (whose dp that share is for) on the batch.
+  /// A batch sorted longest first as runs of equal sequences, with their TrainFlops.
+  std::vector<SequenceRun> SequenceRuns(const TrainPasses& passes,
+                                        std::span<const int64_t> longest_first) const;
+  /// TrainStep in two parts: first how the batch spreads over the `dp` ranks
+  /// (PackLongestFirst), then the step of `layout` (whose dp that share is for) on the batch.
   TrainEstimate Estimate(const TrainLayout& layout, const TrainPasses& passes,
                          std::span<const int64_t> longest_first, const RankShare& share) const;
   /// Whether Estimate(layout, passes, longest_first, share) runs out of memory for any share:

@@ -6,12 +6,9 @@
 #include <cmath>
 #include <functional>
 #include <memory>
-#include <numeric>
-#include <span>
 #include <utility>
 #include <vector>
 
-#include "common/rng.h"
 #include "support/test_util.h"
 
 namespace libra::model {
@@ -296,57 +293,6 @@ TEST(RooflineCostModelTest, TrainStepParts) {
   EXPECT_TRUE(m.TrainStep({1, 1, 1, 1}, passes, batch).oom());
   EXPECT_FALSE(one.oom());
   EXPECT_NEAR(one.memory_limit_bytes, 78e9, 1);
-}
-
-/// Longest-first packing as TrainStep first did it: every sequence taken from a binary heap of
-/// (load, rank) with pop_heap and push_heap.
-RooflineCostModel::RankShare PackWithHeap(std::span<const int64_t> longest_first,
-                                          std::span<const double> flops, int dp) {
-  std::vector<double> rank_flops(static_cast<size_t>(dp), 0);
-  std::vector<double> rank_tokens(static_cast<size_t>(dp), 0);
-  std::vector<int> rank_sequences(static_cast<size_t>(dp), 0);
-  std::vector<std::pair<double, size_t>> least;
-  for (size_t rank = 0; rank < rank_flops.size(); ++rank) least.emplace_back(0.0, rank);
-  const auto later = std::greater<std::pair<double, size_t>>();
-  for (size_t i = 0; i < longest_first.size(); ++i) {
-    std::pop_heap(least.begin(), least.end(), later);
-    const size_t rank = least.back().second;
-    rank_flops[rank] += flops[i];
-    rank_tokens[rank] += static_cast<double>(longest_first[i]);
-    ++rank_sequences[rank];
-    least.back().first = rank_flops[rank];
-    std::push_heap(least.begin(), least.end(), later);
-  }
-  const size_t busiest = static_cast<size_t>(
-      std::max_element(rank_flops.begin(), rank_flops.end()) - rank_flops.begin());
-  return {std::accumulate(rank_flops.begin(), rank_flops.end(), 0.0), rank_flops[busiest],
-          rank_tokens[busiest], rank_sequences[busiest]};
-}
-
-TEST(RooflineCostModelTest, PackMatchesAPlainHeap) {
-  // Random batches (repeated lengths and empty sequences included) on 1-40 ranks, and larger
-  // ones on up to 700: the packing that fills empty ranks first and replays the winner's path
-  // of a loser tree gives the plain heap's answer, bit for bit.
-  const RooflineCostModel m = Make("A800-80G", "Qwen3-14B", RooflineParams());
-  Rng rng(7);
-  for (int trial = 0; trial < 300; ++trial) {
-    const bool large = trial % 10 == 9;
-    std::vector<int64_t> tokens(static_cast<size_t>(rng.UniformInt(0, large ? 3000 : 60)));
-    for (int64_t& t : tokens) t = rng.UniformInt(0, 4) == 0 ? 0 : 100 * rng.UniformInt(0, 50);
-    int dp = static_cast<int>(rng.UniformInt(1, large ? 700 : 40));
-    if (trial < 2) {  // empty sequences only: they all go to the first rank
-      tokens.assign(5, 0);
-      dp = 3 + trial;
-    }
-    std::sort(tokens.begin(), tokens.end(), std::greater<>());
-    const std::vector<double> flops = m.SequenceFlops(TrainPasses{true, true, false}, tokens);
-    const RooflineCostModel::RankShare want = PackWithHeap(tokens, flops, dp);
-    const RooflineCostModel::RankShare got = RooflineCostModel::Pack(tokens, flops, dp);
-    EXPECT_EQ(got.flops, want.flops) << "trial " << trial;
-    EXPECT_EQ(got.busiest_flops, want.busiest_flops) << "trial " << trial;
-    EXPECT_EQ(got.busiest_tokens, want.busiest_tokens) << "trial " << trial;
-    EXPECT_EQ(got.busiest_sequences, want.busiest_sequences) << "trial " << trial;
-  }
 }
 
 TEST(RooflineCostModelTest, ForTrainBatchAnswersAsTrainStep) {
