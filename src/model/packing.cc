@@ -77,21 +77,19 @@ struct RankClass {
 };
 
 /// The order of a min-heap of classes by load.
-bool Later(const RankClass& a, const RankClass& b) { return a.flops > b.flops; }
+constexpr auto kLater = [](const RankClass& a, const RankClass& b) { return a.flops > b.flops; };
 
 /// The batch's FLOPs (summed rank by rank, as PackEachSequence sums them) and the busiest share.
-RankShare ShareOfClasses(const std::vector<RankClass>& classes, size_t ranks) {
-  std::vector<double> loads(ranks);
+RankShare ShareOfClasses(std::vector<RankClass> classes) {
+  std::sort(classes.begin(), classes.end(),
+            [](const RankClass& a, const RankClass& b) { return a.begin < b.begin; });
+  double flops = 0;
   const RankClass* busiest = &classes.front();
   for (const RankClass& c : classes) {
-    std::fill(loads.begin() + static_cast<std::ptrdiff_t>(c.begin),
-              loads.begin() + static_cast<std::ptrdiff_t>(c.end), c.flops);
-    if (c.flops > busiest->flops || (c.flops == busiest->flops && c.begin < busiest->begin)) {
-      busiest = &c;
-    }
+    for (size_t rank = c.begin; rank < c.end; ++rank) flops += c.flops;
+    if (c.flops > busiest->flops) busiest = &c;
   }
-  return {std::accumulate(loads.begin(), loads.end(), 0.0), busiest->flops, busiest->tokens,
-          busiest->sequences};
+  return {flops, busiest->flops, busiest->tokens, busiest->sequences};
 }
 
 }  // namespace
@@ -103,13 +101,15 @@ std::optional<RankShare> PackByRankClasses(std::span<const SequenceRun> runs, in
   // the same share again: the whole class moves, or its first ranks split off when the run ends
   // first. A class starts as a range of ranks and a split keeps ranges, so a class is one range.
   const auto ranks = static_cast<size_t>(dp);
-  std::vector<RankClass> heap{{0, 0, 0, 0, ranks}};
+  std::vector<RankClass> heap;
+  heap.reserve(runs.size() + 1);  // a run splits at most one class: the one it ends in
+  heap.push_back({0, 0, 0, 0, ranks});
   int64_t visits = 0;
   for (const SequenceRun& run : runs) {
     const auto tokens = static_cast<double>(run.tokens);
     for (auto left = static_cast<size_t>(run.count); left > 0;) {
       if (++visits > max_visits) return std::nullopt;
-      std::pop_heap(heap.begin(), heap.end(), Later);
+      std::pop_heap(heap.begin(), heap.end(), kLater);
       RankClass served = heap.back();
       heap.pop_back();
       // Two least-loaded classes would take turns rank by rank; a sequence that adds nothing
@@ -122,17 +122,17 @@ std::optional<RankShare> PackByRankClasses(std::span<const SequenceRun> runs, in
         rest.begin = served.begin + left;
         served.end = rest.begin;
         heap.push_back(rest);
-        std::push_heap(heap.begin(), heap.end(), Later);
+        std::push_heap(heap.begin(), heap.end(), kLater);
       }
       left -= served.end - served.begin;
       served.flops = load;
       served.tokens += tokens;
       ++served.sequences;
       heap.push_back(served);
-      std::push_heap(heap.begin(), heap.end(), Later);
+      std::push_heap(heap.begin(), heap.end(), kLater);
     }
   }
-  return ShareOfClasses(heap, ranks);
+  return ShareOfClasses(std::move(heap));
 }
 
 RankShare PackLongestFirst(std::span<const SequenceRun> runs, int dp) {
