@@ -95,21 +95,53 @@ std::string TpsString(const std::vector<int>& tps) {
   return items.empty() ? "none" : StrJoin(items, " ");
 }
 
-/// Whether items of these sizes, largest first, fit bins of these capacities, first-fit
-/// decreasing (bins in order). With sizes summing to the capacities, that is "fill them exactly".
-/// Rooms only shrink, so while the items keep one size the first bin with room for the next one
-/// is not before the last one's: the scan goes on from there, and starts again at the first bin
-/// for a smaller size (O(bins) per size, not per item: 8,192 GPUs are thousands of items and a
-/// thousand bins). REQUIRES: `items` sorted descending (both callers' TP lists are).
-bool FirstFitDecreasing(std::span<const int> items, std::vector<int> bins) {
-  LIBRA_CHECK(std::is_sorted(items.begin(), items.end(), std::greater<>()))
-      << "first-fit decreasing needs its items largest first";
-  size_t bin = 0;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0 && items[i] != items[i - 1]) bin = 0;
-    while (bin < bins.size() && bins[bin] < items[i]) ++bin;
-    if (bin == bins.size()) return false;
-    bins[bin] -= items[i];
+/// Instances of one TP size.
+struct TpCount {
+  int tp = 0;
+  int count = 0;
+  auto operator<=>(const TpCount&) const = default;
+};
+/// A rollout layout as its instances per TP size, largest first: layouts of thousands of GPUs
+/// have thousands of instances but few sizes.
+using TpCounts = std::vector<TpCount>;
+
+/// `tps`, sorted descending, as counts.
+TpCounts CountsOf(std::span<const int> tps) {
+  LIBRA_CHECK(std::is_sorted(tps.begin(), tps.end(), std::greater<>()))
+      << "a layout's TP sizes must come largest first";
+  TpCounts counts;
+  for (const int tp : tps) {
+    if (counts.empty() || counts.back().tp != tp) counts.push_back({tp, 0});
+    ++counts.back().count;
+  }
+  return counts;
+}
+
+/// Every instance's TP size, largest first.
+std::vector<int> Expand(const TpCounts& counts) {
+  std::vector<int> tps;
+  for (const TpCount& c : counts) tps.insert(tps.end(), static_cast<size_t>(c.count), c.tp);
+  return tps;
+}
+
+/// Whether the instances fit bins of these capacities, first-fit decreasing (bins in order).
+/// With sizes summing to the capacities, that is "fill them exactly". Rooms only shrink, so while
+/// the items keep one size the first bin with room for the next one is not before the last one's:
+/// a bin takes as many as fit, and the scan starts again at the first bin for a smaller size
+/// (O(bins) per size).
+bool FirstFitDecreasing(const TpCounts& items, std::vector<int> bins) {
+  for (size_t k = 0; k < items.size(); ++k) {
+    const auto [size, count] = items[k];
+    LIBRA_CHECK(size > 0 && (k == 0 || items[k - 1].tp > size))
+        << "first-fit decreasing needs its sizes largest first";
+    size_t bin = 0;
+    for (int left = count; left > 0;) {
+      while (bin < bins.size() && bins[bin] < size) ++bin;
+      if (bin == bins.size()) return false;
+      const int fit = std::min(left, bins[bin] / size);
+      bins[bin] -= fit * size;
+      left -= fit;
+    }
   }
   return true;
 }
@@ -266,31 +298,18 @@ struct Segment {
   int i = 0;
 };
 
-/// The instances `tps` (a multiset) as the router fills them: every instance gets the same mix of
+/// The instances of `layout` as the router fills them: every instance gets the same mix of
 /// the step's trajectories, in proportion to its GPUs (C-MLFQ counts load per GPU; a balancing
 /// router cannot sort trajectories by a length it does not know), so any of them may get the
 /// slowest trajectory. One share per TP size.
 std::vector<KindShare> MixedShares(const Problem& p, const SampleCosts& costs,
-                                   const std::vector<int>& tps) {
-  // Instances per TP size, ascending; layouts have thousands of instances but few sizes, and
-  // most come sorted: searched from the last size counted, a run costs one comparison an instance.
-  std::vector<std::pair<int, int>> counts;
+                                   const TpCounts& layout) {
   int gpus = 0;
-  for (int tp : tps) {
-    const auto it =
-        std::find_if(counts.rbegin(), counts.rend(), [&](const auto& c) { return c.first == tp; });
-    if (it == counts.rend()) {
-      counts.emplace_back(tp, 1);
-    } else {
-      ++it->second;
-    }
-    gpus += tp;
-  }
-  std::sort(counts.begin(), counts.end());
+  for (const TpCount& c : layout) gpus += c.tp * c.count;
   std::vector<KindShare> out;
-  for (const auto& [tp, count] : counts) {
-    const RolloutLoad all = costs.Load(costs.KOf(tp), 0, costs.n(), p.weight);
-    out.push_back({tp, count, all.Share(static_cast<double>(tp * count) / gpus)});
+  for (auto c = layout.rbegin(); c != layout.rend(); ++c) {  // ascending TP
+    const RolloutLoad all = costs.Load(costs.KOf(c->tp), 0, costs.n(), p.weight);
+    out.push_back({c->tp, c->count, all.Share(static_cast<double>(c->tp * c->count) / gpus)});
   }
   return out;
 }
@@ -478,11 +497,10 @@ class RolloutDp {
   /// The fastest makespan with `gpus` GPUs and largest TP exactly tps[m] for all requests.
   double Value(int m, int gpus) const { return e_[At(m, gpus, n_)]; }
 
-  /// The TP sizes of that layout's instances, largest first. REQUIRES: Value(m, gpus) is
-  /// finite. On ties the DP keeps the shortest run, an instance with no requests, so a budget
-  /// far larger than the sample needs starts its layout with thousands of empty instances: they
-  /// are passed in one jump (BuildJumps).
-  std::vector<int> Tps(int m, int gpus) const {
+  /// That layout's instances. REQUIRES: Value(m, gpus) is finite. On ties the DP keeps the shortest
+  /// run, an instance with no requests, so a budget far larger than the sample needs starts its
+  /// layout with thousands of empty instances: they are passed in one jump (BuildJumps).
+  TpCounts Counts(int m, int gpus) const {
     const Jump& top = jumps_[Cell(m, gpus)];
     const int* passed = JumpCounts(m, gpus);
     std::vector<int> count(passed, passed + kinds_);
@@ -505,12 +523,12 @@ class RolloutDp {
       if (k == m) exact = false;
     }
     LIBRA_CHECK(i == 0) << "layout leaves requests unassigned";
-    std::vector<int> tps;
+    TpCounts layout;
     for (int k = kinds_; k-- > 0;) {
-      tps.insert(tps.end(), static_cast<size_t>(count[static_cast<size_t>(k)]),
-                 seg_.tps()[static_cast<size_t>(k)]);
+      const int c = count[static_cast<size_t>(k)];
+      if (c > 0) layout.push_back({seg_.tps()[static_cast<size_t>(k)], c});
     }
-    return tps;
+    return layout;
   }
 
  private:
@@ -685,7 +703,7 @@ std::string LeafFilter(Problem& p, int budget, int tp, int pp, int micro) {
 struct RolloutOption {
   int max_tp = 0;
   double makespan = 0;
-  std::vector<int> tps;
+  TpCounts layout;
   std::vector<KindShare> kinds;
 };
 
@@ -699,17 +717,17 @@ void Count(std::map<std::string, int>& local, const std::string& reason, int tim
   local[reason] += times;
 }
 
-/// TP sizes of the segments, sorted descending.
-std::vector<int> TpsOf(const std::vector<Segment>& segments) {
+/// TP sizes of the segments.
+TpCounts TpsOf(const std::vector<Segment>& segments) {
   std::vector<int> tps;
   for (const Segment& s : segments) tps.push_back(s.tp);
   std::sort(tps.begin(), tps.end(), std::greater<>());
-  return tps;
+  return CountsOf(tps);
 }
 
 /// Keeps the options that pack; counts the others.
 void AddPackable(RolloutSide& side, RolloutOption option, const std::vector<int>& bins) {
-  if (FirstFitDecreasing(option.tps, bins)) {
+  if (FirstFitDecreasing(option.layout, bins)) {
     side.options.push_back(std::move(option));
   } else {
     Count(side.pruned, "rollout_unpackable");
@@ -736,7 +754,7 @@ void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
   plan.step_s = PlanStep(p, option.kinds, plan.rollout_s, plan.train_s, plan.sync_s, colocated,
                          &plan.paced_occupancy);
   if (best && !(plan.step_s < best->step_s)) return;
-  plan.rollout_tps = option.tps;  // thousands of instances at thousands of GPUs: only the best's
+  plan.rollout_tps = Expand(option.layout);  // thousands of instances: only the best's
   best = std::move(plan);
 }
 
@@ -1132,8 +1150,9 @@ class BudgetSearch {
                  : EveryLeaf(p_, budget, side, colocated, pruned, trace.train_nodes);
     }
     if (best && space_.hybrid) {
+      const TpCounts chosen = CountsOf(best->rollout_tps);
       for (const RolloutOption& o : side.options) {
-        if (o.tps != best->rollout_tps) continue;
+        if (o.layout != chosen) continue;
         if (auto lending = LendTrainer(p_, *best, o.kinds, false)) best = std::move(*lending);
         break;
       }
@@ -1160,22 +1179,22 @@ class BudgetSearch {
       Count(side.pruned, "no_rollout_layout");
       return side;
     }
+    std::vector<int> sorted = tps;
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    TpCounts layout = CountsOf(sorted);
     // Layouts with the same instances have the same rollout.
-    std::vector<int> key = tps;
-    std::sort(key.begin(), key.end());
-    auto it = shared_memo_.find(key);
+    auto it = shared_memo_.find(layout);
     if (it == shared_memo_.end()) {
-      std::vector<KindShare> kinds = MixedShares(p_, costs_, key);
+      std::vector<KindShare> kinds = MixedShares(p_, costs_, layout);
       const double period = Period(p_, kinds, 0);
-      it = shared_memo_.emplace(key, std::make_pair(std::move(kinds), period)).first;
+      it = shared_memo_.emplace(layout, std::make_pair(std::move(kinds), period)).first;
     }
     if (it->second.second == kInf) {
       Count(side.pruned, "rollout_oom");
       return side;
     }
-    std::vector<int> sorted = tps;
-    std::sort(sorted.begin(), sorted.end(), std::greater<>());
-    side.options.push_back({sorted.front(), it->second.second, sorted, it->second.first});
+    side.options.push_back(
+        {sorted.front(), it->second.second, std::move(layout), it->second.first});
     return side;
   }
 
@@ -1193,24 +1212,23 @@ class BudgetSearch {
       e->Free(rollout);
     }
     const std::vector<int> bins = RolloutBins(total_, space_.gpus_per_node, first_gpu);
-    std::vector<std::vector<int>> layouts;
+    std::vector<TpCounts> layouts;
     for (int m = 0; m < static_cast<int>(rollout_tps_.size()); ++m) {
       const double fastest = dp_ ? dp_->Value(m, rollout) : e->best(m);
       if (fastest == kInf) continue;
-      layouts.push_back(dp_ ? dp_->Tps(m, rollout) : TpsOf(e->layout(m)));
+      layouts.push_back(dp_ ? dp_->Counts(m, rollout) : TpsOf(e->layout(m)));
     }
     for (int tp : rollout_tps_) {
-      if (rollout % tp == 0)
-        layouts.push_back(std::vector<int>(static_cast<size_t>(rollout / tp), tp));
+      if (rollout % tp == 0) layouts.push_back({{tp, rollout / tp}});
     }
-    std::set<std::vector<int>> seen;
-    for (std::vector<int>& tps : layouts) {
-      if (!seen.insert(tps).second) continue;
+    std::set<TpCounts> seen;
+    for (TpCounts& layout : layouts) {
+      if (!seen.insert(layout).second) continue;
       RolloutOption option;
-      option.max_tp = tps.front();
-      option.kinds = MixedShares(p_, costs_, tps);
+      option.max_tp = layout.front().tp;
+      option.kinds = MixedShares(p_, costs_, layout);
       option.makespan = Period(p_, option.kinds, 0);
-      option.tps = std::move(tps);
+      option.layout = std::move(layout);
       if (option.makespan == kInf) continue;
       AddPackable(side, std::move(option), bins);
     }
@@ -1228,7 +1246,7 @@ class BudgetSearch {
   std::map<int, std::vector<int>> pattern_layouts_;
   std::vector<bool> composable_;  // free layouts only
   std::optional<RolloutDp> dp_;   // free layouts, tree-DP mode only
-  std::map<std::vector<int>, std::pair<std::vector<KindShare>, double>> shared_memo_;
+  std::map<TpCounts, std::pair<std::vector<KindShare>, double>> shared_memo_;
   SearchResult& result_;
 };
 
@@ -1331,7 +1349,8 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
                   : "training (%d GPUs) and rollout (%d) exceed %d GPUs",
         train.gpus(), rollout, total));
   }
-  if (!FirstFitDecreasing(rollout_tps, RolloutBins(total, gpn, colocated ? 0 : train.gpus()))) {
+  const TpCounts layout = CountsOf(rollout_tps);
+  if (!FirstFitDecreasing(layout, RolloutBins(total, gpn, colocated ? 0 : train.gpus()))) {
     return Status::InvalidArgument(
         StrFormat("rollout instances %s do not fit GPUs [%d, %d) without crossing a node",
                   TpsString(rollout_tps).c_str(), colocated ? 0 : train.gpus(), total));
@@ -1345,7 +1364,7 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
   }
   const SampleCosts costs(cost, SortedUnique(rollout_tps), p.sample);
   RolloutOption option;
-  option.kinds = MixedShares(p, costs, rollout_tps);
+  option.kinds = MixedShares(p, costs, layout);
   const double period = Period(p, option.kinds, 0);
   if (period == kInf) {
     return Status::InvalidArgument(
@@ -1354,7 +1373,7 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
   }
   option.max_tp = rollout_tps.front();
   option.makespan = period;
-  option.tps = rollout_tps;
+  option.layout = layout;
   std::optional<CandidatePlan> plan;
   Offer(p, train, e.step_s * shape.train_scale, option, colocated, plan);
   if (lend_trainer) {
