@@ -443,16 +443,26 @@ class SegmentTable {
 class RolloutDp {
  public:
   RolloutDp(const SegmentTable& seg, int max_gpus, int64_t* cells)
-      : seg_(seg), kinds_(static_cast<int>(seg.tps().size())), gpus_(max_gpus), n_(seg.n()) {
+      : seg_(seg),
+        kinds_(static_cast<int>(seg.tps().size())),
+        gpus_(max_gpus),
+        n_(seg.n()),
+        window_(1 + *std::max_element(seg.tps().begin(), seg.tps().end())) {
     const size_t size =
         static_cast<size_t>(kinds_) * static_cast<size_t>(gpus_ + 1) * static_cast<size_t>(n_ + 1);
-    e_.assign(size, kInf);
-    l_.assign(size, kInf);
+    const size_t ring =
+        static_cast<size_t>(kinds_) * static_cast<size_t>(window_) * static_cast<size_t>(n_ + 1);
+    e_.assign(ring, kInf);
+    l_.assign(ring, kInf);
+    value_.assign(Cell(kinds_, 0), kInf);
     e_kind_.assign(size, -1);
     e_segment_.assign(size, -1);
     l_kind_.assign(size, -1);
     const std::vector<int>& tps = seg.tps();
+    std::vector<int> slot_back(tps.size());  // the ring slot of g - tps[k]
     for (int g = 1; g <= gpus_; ++g) {
+      for (size_t k = 0; k < tps.size(); ++k) slot_back[k] = std::max(0, g - tps[k]) % window_;
+      const int slot = g % window_;
       for (int m = 0; m < kinds_; ++m) {
         for (int i = 0; i <= n_; ++i) {
           double best = kInf;
@@ -462,8 +472,11 @@ class RolloutDp {
           for (int k = m; k >= 0; --k) {
             const int tp = tps[static_cast<size_t>(k)];
             if (tp > g) continue;
+            // Row g - tp of e (another kind last) or l (this one again; none left at 0 GPUs).
+            const double* back = k == m ? (g == tp ? nullptr : &l_[Ring(m, slot_back[k], 0)])
+                                        : &e_[Ring(m, slot_back[k], 0)];
             for (int c = 0; c <= i; ++c) {
-              const double prev = k == m ? Lz(m, g - tp, i - c) : e_[At(m, g - tp, i - c)];
+              const double prev = back != nullptr ? back[i - c] : i == c ? 0.0 : kInf;
               if (prev >= best) continue;
               // Longer runs only bound higher, and `best` only falls.
               if (seg_.LowerBound(k, i - c, i) >= best) break;
@@ -476,15 +489,17 @@ class RolloutDp {
             }
           }
           const size_t at = At(m, g, i);
-          e_[at] = best;
+          const size_t here = Ring(m, slot, i);
+          e_[here] = best;
+          if (i == n_) value_[Cell(m, g)] = best;
           e_kind_[at] = static_cast<int8_t>(best_kind);
           e_segment_[at] = static_cast<int16_t>(best_segment);
           // Ties keep the smaller largest TP.
-          if (m == 0 || best < l_[At(m - 1, g, i)]) {
-            l_[at] = best;
+          if (m == 0 || best < l_[Ring(m - 1, slot, i)]) {
+            l_[here] = best;
             l_kind_[at] = static_cast<int8_t>(m);
           } else {
-            l_[at] = l_[At(m - 1, g, i)];
+            l_[here] = l_[Ring(m - 1, slot, i)];
             l_kind_[at] = l_kind_[At(m - 1, g, i)];
           }
           ++*cells;
@@ -495,7 +510,7 @@ class RolloutDp {
   }
 
   /// The fastest makespan with `gpus` GPUs and largest TP exactly tps[m] for all requests.
-  double Value(int m, int gpus) const { return e_[At(m, gpus, n_)]; }
+  double Value(int m, int gpus) const { return value_[Cell(m, gpus)]; }
 
   /// That layout's instances. REQUIRES: Value(m, gpus) is finite. On ties the DP keeps the shortest
   /// run, an instance with no requests, so a budget far larger than the sample needs starts its
@@ -537,9 +552,11 @@ class RolloutDp {
                static_cast<size_t>(n_ + 1) +
            static_cast<size_t>(i);
   }
-  double Lz(int m, int g, int i) const {
-    if (g == 0) return i == 0 ? 0.0 : kInf;
-    return l_[At(m, g, i)];
+  /// e_ and l_ keep only the last window_ rows of GPUs, which is all the DP reads back.
+  size_t Ring(int m, int slot, int i) const {
+    return (static_cast<size_t>(m) * static_cast<size_t>(window_) + static_cast<size_t>(slot)) *
+               static_cast<size_t>(n_ + 1) +
+           static_cast<size_t>(i);
   }
 
   /// From the exact state (m, g) with every request left: past the empty instances that the
@@ -591,6 +608,8 @@ class RolloutDp {
   int n_;
   std::vector<Jump> jumps_;      // by Cell(m, g)
   std::vector<int> jump_count_;  // empty instances of each kind a jump passes
+  int window_;                   // rows of GPUs e_ and l_ keep: one more than the largest TP
+  std::vector<double> value_;    // e at every request, by Cell(m, g): Value
   std::vector<double> e_;
   std::vector<double> l_;
   std::vector<int8_t> e_kind_;
