@@ -124,37 +124,58 @@ std::vector<int> Expand(const TpCounts& counts) {
   return tps;
 }
 
-/// Whether the instances fit bins of these capacities, first-fit decreasing (bins in order).
-/// With sizes summing to the capacities, that is "fill them exactly". Rooms only shrink, so while
-/// the items keep one size the first bin with room for the next one is not before the last one's:
-/// a bin takes as many as fit, and the scan starts again at the first bin for a smaller size
-/// (O(bins) per size).
-bool FirstFitDecreasing(const TpCounts& items, std::vector<int> bins) {
+/// `count` bins in a row with `room` GPUs each.
+struct BinRun {
+  int room = 0;
+  int count = 0;
+};
+
+/// Whether the instances fit these bins, first-fit decreasing (bins in order). With sizes summing
+/// to the capacities, that is "fill them exactly". While the items keep one size, each bin in
+/// turn takes as many as fit; bins in a row with the same room take them alike, so a run of bins
+/// is filled at once and splits at most in three (filled, part-filled, untouched). O(runs) per
+/// size; rollout GPUs are two runs (a partial node, then whole ones).
+bool FirstFitDecreasing(const TpCounts& items, std::vector<BinRun> bins) {
   for (size_t k = 0; k < items.size(); ++k) {
     const auto [size, count] = items[k];
     LIBRA_CHECK(size > 0 && (k == 0 || items[k - 1].tp > size))
         << "first-fit decreasing needs its sizes largest first";
-    size_t bin = 0;
-    for (int left = count; left > 0;) {
-      while (bin < bins.size() && bins[bin] < size) ++bin;
-      if (bin == bins.size()) return false;
-      const int fit = std::min(left, bins[bin] / size);
-      bins[bin] -= fit * size;
-      left -= fit;
+    int left = count;
+    for (size_t b = 0; left > 0; ++b) {
+      if (b == bins.size()) return false;
+      BinRun& run = bins[b];
+      if (run.room < size) continue;
+      const int each = run.room / size;  // what one bin of the run takes
+      const int filled = std::min(run.count, left / each);
+      if (filled == run.count) {
+        run.room -= each * size;
+        left -= filled * each;
+        continue;
+      }
+      const int rest = left - filled * each;  // fewer than `each`: one more bin takes them
+      const BinRun part{run.room - rest * size, rest > 0 ? 1 : 0};
+      const BinRun full{run.room - each * size, filled};
+      run.count -= filled + part.count;
+      bins.insert(bins.begin() + static_cast<std::ptrdiff_t>(b), {full, part});
+      left = 0;
     }
   }
   return true;
 }
 
 /// The rollout GPUs [first, total) as bins: the partial first node, then whole nodes.
-std::vector<int> RolloutBins(int total, int gpus_per_node, int first) {
-  std::vector<int> bins;
+std::vector<BinRun> RolloutBins(int total, int gpus_per_node, int first) {
+  std::vector<BinRun> bins;
   int gpu = first;
-  while (gpu < total) {
-    const int node_end = (gpu / gpus_per_node + 1) * gpus_per_node;
-    bins.push_back(std::min(node_end, total) - gpu);
-    gpu = std::min(node_end, total);
+  if (gpu < total && gpu % gpus_per_node != 0) {
+    const int end = std::min((gpu / gpus_per_node + 1) * gpus_per_node, total);
+    bins.push_back({end - gpu, 1});
+    gpu = end;
   }
+  const int whole = (total - gpu) / gpus_per_node;
+  if (whole > 0) bins.push_back({gpus_per_node, whole});
+  gpu += whole * gpus_per_node;
+  if (gpu < total) bins.push_back({total - gpu, 1});
   return bins;
 }
 
@@ -745,7 +766,7 @@ TpCounts TpsOf(const std::vector<Segment>& segments) {
 }
 
 /// Keeps the options that pack; counts the others.
-void AddPackable(RolloutSide& side, RolloutOption option, const std::vector<int>& bins) {
+void AddPackable(RolloutSide& side, RolloutOption option, const std::vector<BinRun>& bins) {
   if (FirstFitDecreasing(option.layout, bins)) {
     side.options.push_back(std::move(option));
   } else {
@@ -1230,7 +1251,7 @@ class BudgetSearch {
       e.emplace(seg_);
       e->Free(rollout);
     }
-    const std::vector<int> bins = RolloutBins(total_, space_.gpus_per_node, first_gpu);
+    const std::vector<BinRun> bins = RolloutBins(total_, space_.gpus_per_node, first_gpu);
     std::vector<TpCounts> layouts;
     for (int m = 0; m < static_cast<int>(rollout_tps_.size()); ++m) {
       const double fastest = dp_ ? dp_->Value(m, rollout) : e->best(m);
