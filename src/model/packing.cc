@@ -76,8 +76,25 @@ struct RankClass {
   size_t end = 0;
 };
 
-/// The order of a min-heap of classes by load.
-constexpr auto kLater = [](const RankClass& a, const RankClass& b) { return a.flops > b.flops; };
+/// A min-heap of classes by load: the root moved down to its place after its load rose.
+void SiftDown(std::vector<RankClass>& heap) {
+  const RankClass root = heap.front();
+  size_t at = 0;
+  for (size_t child = 1; child < heap.size(); child = 2 * at + 1) {
+    if (child + 1 < heap.size() && heap[child + 1].flops < heap[child].flops) ++child;
+    if (!(heap[child].flops < root.flops)) break;
+    heap[at] = heap[child];
+    at = child;
+  }
+  heap[at] = root;
+}
+
+/// A class added to the heap.
+void Push(std::vector<RankClass>& heap, const RankClass& c) {
+  heap.push_back(c);
+  std::push_heap(heap.begin(), heap.end(),
+                 [](const RankClass& a, const RankClass& b) { return a.flops > b.flops; });
+}
 
 /// The batch's FLOPs (summed rank by rank, as PackEachSequence sums them) and the busiest share.
 RankShare ShareOfClasses(std::vector<RankClass> classes) {
@@ -109,27 +126,29 @@ std::optional<RankShare> PackByRankClasses(std::span<const SequenceRun> runs, in
     const auto tokens = static_cast<double>(run.tokens);
     for (auto left = static_cast<size_t>(run.count); left > 0;) {
       if (++visits > max_visits) return std::nullopt;
-      std::pop_heap(heap.begin(), heap.end(), kLater);
-      RankClass served = heap.back();
-      heap.pop_back();
-      // Two least-loaded classes would take turns rank by rank; a sequence that adds nothing
-      // leaves its rank the least loaded for the next one too.
-      if (!heap.empty() && heap.front().flops == served.flops) return std::nullopt;
-      const double load = served.flops + run.flops;
-      if (!(load > served.flops)) return std::nullopt;
-      if (left < served.end - served.begin) {
-        RankClass rest = served;
-        rest.begin = served.begin + left;
-        served.end = rest.begin;
-        heap.push_back(rest);
-        std::push_heap(heap.begin(), heap.end(), kLater);
+      RankClass& least = heap.front();
+      // Two least-loaded classes would take turns rank by rank (another class of the least load
+      // would be a child of the root); a sequence that adds nothing leaves its rank the least
+      // loaded for the next one too.
+      if ((heap.size() > 1 && heap[1].flops == least.flops) ||
+          (heap.size() > 2 && heap[2].flops == least.flops)) {
+        return std::nullopt;
       }
-      left -= served.end - served.begin;
-      served.flops = load;
+      RankClass served = least;
+      served.flops += run.flops;
+      if (!(served.flops > least.flops)) return std::nullopt;
       served.tokens += tokens;
       ++served.sequences;
-      heap.push_back(served);
-      std::push_heap(heap.begin(), heap.end(), kLater);
+      if (left < least.end - least.begin) {  // the rest stays the least loaded
+        served.end = least.begin + left;
+        least.begin = served.end;
+        left = 0;
+        Push(heap, served);
+      } else {
+        left -= least.end - least.begin;
+        least = served;
+        SiftDown(heap);
+      }
     }
   }
   return ShareOfClasses(std::move(heap));

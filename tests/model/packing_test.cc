@@ -137,6 +137,10 @@ TEST(PackingTest, RankClassesGiveUpWhereTheyWouldNotBeExact) {
   // rank, so the classes give up, and the packing places each sequence instead.
   const std::vector<SequenceRun> tie = {{2, 2.0, 1}, {1, 1.0, 3}};
   EXPECT_FALSE(PackByRankClasses(tie, 2, 1000).has_value());
+  // The same with three classes, the one tied with the least loaded the root's second child.
+  const std::vector<SequenceRun> second = {{5, 5.0, 1}, {3, 3.0, 1}, {1, 3.0, 2}};
+  EXPECT_FALSE(PackByRankClasses(second, 3, 1000).has_value());
+  ExpectSame(PackLongestFirst(second, 3), PackWithHeap(second, 3), 0);
   const RankShare share = PackLongestFirst(tie, 2);
   EXPECT_EQ(share.busiest_flops, 3);  // rank 0: 2 + 1, the first of the two at 2
   EXPECT_EQ(share.busiest_tokens, 3);
