@@ -181,16 +181,21 @@ std::vector<BinRun> RolloutBins(int total, int gpus_per_node, int first) {
 
 // ---- The rollout model on the sample -----------------------------------------------------------
 
-/// Every sampled request as the rollout model sees it on each TP size (CostOf), computed once.
+/// Every sampled request as the rollout model sees it on each TP size (CostOf), each standing for
+/// `weight` trajectories, and all of them as one load; computed once.
 class SampleCosts {
  public:
   SampleCosts(const model::CostModel& cost, std::vector<int> tps,
-              const std::vector<RequestSample>& sample)
+              const std::vector<RequestSample>& sample, double weight)
       : tps_(std::move(tps)), n_(static_cast<int>(sample.size())) {
     costs_.resize(tps_.size());
+    all_.resize(tps_.size());
     for (size_t k = 0; k < tps_.size(); ++k) {
       costs_[k].reserve(sample.size());
-      for (const RequestSample& r : sample) costs_[k].push_back(CostOf(cost, tps_[k], r));
+      for (const RequestSample& r : sample) {
+        costs_[k].push_back(CostOf(cost, tps_[k], r));
+        all_[k].Add(costs_[k].back(), weight);
+      }
     }
   }
   const std::vector<int>& tps() const { return tps_; }
@@ -203,17 +208,14 @@ class SampleCosts {
   const RequestCost& at(int k, int r) const {
     return costs_[static_cast<size_t>(k)][static_cast<size_t>(r)];
   }
-  /// Requests [j, i) on TP tps()[k], each standing for `weight` trajectories.
-  RolloutLoad Load(int k, int j, int i, double weight) const {
-    RolloutLoad load;
-    for (int r = j; r < i; ++r) load.Add(at(k, r), weight);
-    return load;
-  }
+  /// Every request on TP tps()[k].
+  const RolloutLoad& All(int k) const { return all_[static_cast<size_t>(k)]; }
 
  private:
   std::vector<int> tps_;
   int n_;
   std::vector<std::vector<RequestCost>> costs_;
+  std::vector<RolloutLoad> all_;  // by k: every request
 };
 
 /// The search's inputs, derived once.
@@ -323,13 +325,12 @@ struct Segment {
 /// the step's trajectories, in proportion to its GPUs (C-MLFQ counts load per GPU; a balancing
 /// router cannot sort trajectories by a length it does not know), so any of them may get the
 /// slowest trajectory. One share per TP size.
-std::vector<KindShare> MixedShares(const Problem& p, const SampleCosts& costs,
-                                   const TpCounts& layout) {
+std::vector<KindShare> MixedShares(const SampleCosts& costs, const TpCounts& layout) {
   int gpus = 0;
   for (const TpCount& c : layout) gpus += c.tp * c.count;
   std::vector<KindShare> out;
   for (auto c = layout.rbegin(); c != layout.rend(); ++c) {  // ascending TP
-    const RolloutLoad all = costs.Load(costs.KOf(c->tp), 0, costs.n(), p.weight);
+    const RolloutLoad& all = costs.All(costs.KOf(c->tp));
     out.push_back({c->tp, c->count, all.Share(static_cast<double>(c->tp * c->count) / gpus)});
   }
   return out;
@@ -1225,7 +1226,7 @@ class BudgetSearch {
     // Layouts with the same instances have the same rollout.
     auto it = shared_memo_.find(layout);
     if (it == shared_memo_.end()) {
-      std::vector<KindShare> kinds = MixedShares(p_, costs_, layout);
+      std::vector<KindShare> kinds = MixedShares(costs_, layout);
       const double period = Period(p_, kinds, 0);
       it = shared_memo_.emplace(layout, std::make_pair(std::move(kinds), period)).first;
     }
@@ -1266,7 +1267,7 @@ class BudgetSearch {
       if (!seen.insert(layout).second) continue;
       RolloutOption option;
       option.max_tp = layout.front().tp;
-      option.kinds = MixedShares(p_, costs_, layout);
+      option.kinds = MixedShares(costs_, layout);
       option.makespan = Period(p_, option.kinds, 0);
       option.layout = std::move(layout);
       if (option.makespan == kInf) continue;
@@ -1333,7 +1334,7 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
   SearchResult result;
   SearchTrace& trace = result.trace;
   trace.budgets = static_cast<int>(budgets.size());
-  const SampleCosts costs(cost, segment_tps, p.sample);
+  const SampleCosts costs(cost, segment_tps, p.sample, p.weight);
   const SegmentTable seg(p, costs, space.node_pattern.empty(), &trace);
   const int max_rollout = time_shared ? total : total - budgets.front();
   BudgetSearch search(space, mode, p, costs, seg, std::move(rollout_tps),
@@ -1402,9 +1403,9 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
         StrFormat("training layout %s runs out of memory (%.1f GB per GPU of %.1f)",
                   train.ToString().c_str(), e.memory_bytes / 1e9, e.memory_limit_bytes / 1e9));
   }
-  const SampleCosts costs(cost, SortedUnique(rollout_tps), p.sample);
+  const SampleCosts costs(cost, SortedUnique(rollout_tps), p.sample, p.weight);
   RolloutOption option;
-  option.kinds = MixedShares(p, costs, layout);
+  option.kinds = MixedShares(costs, layout);
   const double period = Period(p, option.kinds, 0);
   if (period == kInf) {
     return Status::InvalidArgument(
