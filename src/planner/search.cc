@@ -969,8 +969,6 @@ Result<std::vector<int>> TrainingBudgets(const SearchSpace& space) {
 
 /// A feasible training leaf against every rollout option of its budget (the budget's best so far
 /// in `best`). The tree mode first cuts leaves whose training alone cannot beat `best` ("bound").
-/// A feasible training leaf against every rollout option of its budget (the budget's best so far
-/// in `best`). The tree mode first cuts leaves whose training alone cannot beat `best` ("bound").
 void Leaf(Problem& p, int budget, int tp, int pp, int micro, const RolloutSide& side, bool bound,
           bool colocated, std::map<std::string, int>& pruned, std::optional<CandidatePlan>& best) {
   const PipelineShape& shape = *p.shape;
