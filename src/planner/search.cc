@@ -739,10 +739,9 @@ std::string LeafFilter(Problem& p, int budget, int tp, int pp, int micro) {
   return "";
 }
 
-/// A rollout layout of one budget: the fastest with a given largest TP, its instances pooled by
-/// size, and its period (unscaled) with nothing outside.
+/// A rollout layout of one budget: the fastest with a given largest TP (layout.front()), its
+/// instances pooled by size, and its period (unscaled) with nothing outside.
 struct RolloutOption {
-  int max_tp = 0;
   double makespan = 0;
   TpCounts layout;
   std::vector<KindShare> kinds;
@@ -789,8 +788,9 @@ void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
   plan.train = layout;
   plan.colocated = colocated;
   plan.rollout_s = option.makespan * shape.rollout_scale;
-  plan.train_s = train_s + (colocated ? SwitchSeconds(p, layout, option.max_tp) : 0);
-  plan.sync_s = p.cost->WeightSyncTime({shape.sync_path, layout, option.max_tp, !colocated}) /
+  const int max_tp = option.layout.front().tp;
+  plan.train_s = train_s + (colocated ? SwitchSeconds(p, layout, max_tp) : 0);
+  plan.sync_s = p.cost->WeightSyncTime({shape.sync_path, layout, max_tp, !colocated}) /
                 std::max(1, shape.sync_interval);
   plan.step_s = PlanStep(p, option.kinds, plan.rollout_s, plan.train_s, plan.sync_s, colocated,
                          &plan.paced_occupancy);
@@ -1232,8 +1232,7 @@ class BudgetSearch {
       Count(side.pruned, "rollout_oom");
       return side;
     }
-    side.options.push_back(
-        {sorted.front(), it->second.second, std::move(layout), it->second.first});
+    side.options.push_back({it->second.second, std::move(layout), it->second.first});
     return side;
   }
 
@@ -1264,7 +1263,6 @@ class BudgetSearch {
     for (TpCounts& layout : layouts) {
       if (!seen.insert(layout).second) continue;
       RolloutOption option;
-      option.max_tp = layout.front().tp;
       option.kinds = MixedShares(costs_, layout);
       option.makespan = Period(p_, option.kinds, 0);
       option.layout = std::move(layout);
@@ -1410,7 +1408,6 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
         StrFormat("a request of %lld tokens fits the KV cache of no instance of %s",
                   static_cast<long long>(p.longest), TpsString(rollout_tps).c_str()));
   }
-  option.max_tp = rollout_tps.front();
   option.makespan = period;
   option.layout = layout;
   std::optional<CandidatePlan> plan;
