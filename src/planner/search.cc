@@ -753,6 +753,19 @@ struct RolloutSide {
   std::map<std::string, int> pruned;
 };
 
+/// A budget's best plan so far and the rollout option it takes. The plan's instance list
+/// (thousands of instances at scale) is written once, when the budget is done (Expanded).
+struct BudgetBest {
+  std::optional<CandidatePlan> plan;
+  const RolloutOption* option = nullptr;  // of the RolloutSide searched; set with `plan`
+
+  /// The plan (moved out), its instance list written.
+  std::optional<CandidatePlan> Expanded() {
+    if (plan) plan->rollout_tps = Expand(option->layout);
+    return std::move(plan);
+  }
+};
+
 void Count(std::map<std::string, int>& local, const std::string& reason, int times = 1) {
   local[reason] += times;
 }
@@ -782,7 +795,7 @@ double SwitchSeconds(const Problem& p, const model::TrainLayout& layout, int rol
 
 /// Offers `option` against the budget's best so far (first of equals stays).
 void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
-           const RolloutOption& option, bool colocated, std::optional<CandidatePlan>& best) {
+           const RolloutOption& option, bool colocated, BudgetBest& best) {
   const PipelineShape& shape = *p.shape;
   CandidatePlan plan;
   plan.train = layout;
@@ -794,9 +807,9 @@ void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
                 std::max(1, shape.sync_interval);
   plan.step_s = PlanStep(p, option.kinds, plan.rollout_s, plan.train_s, plan.sync_s, colocated,
                          &plan.paced_occupancy);
-  if (best && !(plan.step_s < best->step_s)) return;
-  plan.rollout_tps = Expand(option.layout);  // thousands of instances: only the best's
-  best = std::move(plan);
+  if (best.plan && !(plan.step_s < best.plan->step_s)) return;
+  best.plan = std::move(plan);
+  best.option = &option;
 }
 
 /// `plan` (asynchronous, disaggregated) with the trainer's GPUs rolling out while it waits for
@@ -970,7 +983,7 @@ Result<std::vector<int>> TrainingBudgets(const SearchSpace& space) {
 /// A feasible training leaf against every rollout option of its budget (the budget's best so far
 /// in `best`). The tree mode first cuts leaves whose training alone cannot beat `best` ("bound").
 void Leaf(Problem& p, int budget, int tp, int pp, int micro, const RolloutSide& side, bool bound,
-          bool colocated, std::map<std::string, int>& pruned, std::optional<CandidatePlan>& best) {
+          bool colocated, std::map<std::string, int>& pruned, BudgetBest& best) {
   const PipelineShape& shape = *p.shape;
   const model::TrainLayout layout{tp, pp, budget / (tp * pp), micro};
   // Most layouts that do not fit are known before the batch is packed onto their ranks.
@@ -984,7 +997,7 @@ void Leaf(Problem& p, int budget, int tp, int pp, int micro, const RolloutSide& 
     return;
   }
   const double train_s = e.step_s * shape.train_scale;
-  if (bound && best) {
+  if (bound && best.plan) {
     double fastest_rollout = kInf;
     for (const RolloutOption& o : side.options) {
       fastest_rollout = std::min(fastest_rollout, o.makespan * shape.rollout_scale);
@@ -993,7 +1006,7 @@ void Leaf(Problem& p, int budget, int tp, int pp, int micro, const RolloutSide& 
     // (Asynchronous, the rollout side alone can be slower than the pipeline: with every allowed
     // batch in flight it may thrash its KV cache where the trainer's pace would not.)
     const double lower = colocated || shape.staleness <= 0 ? fastest_rollout + train_s : train_s;
-    if (lower >= best->step_s) {
+    if (lower >= best.plan->step_s) {
       Count(pruned, "bound");
       return;
     }
@@ -1003,12 +1016,11 @@ void Leaf(Problem& p, int budget, int tp, int pp, int micro, const RolloutSide& 
 
 /// Algorithm 1's training tree of one budget: TP nodes, PP nodes, micro-batch leaves, each
 /// pruned as soon as a filter fails.
-std::optional<CandidatePlan> TrainingTree(Problem& p, int budget, const RolloutSide& side,
-                                          bool colocated, std::map<std::string, int>& pruned,
-                                          int& nodes) {
+BudgetBest TrainingTree(Problem& p, int budget, const RolloutSide& side, bool colocated,
+                        std::map<std::string, int>& pruned, int& nodes) {
   const SearchSpace& space = *p.space;
   const int batch = p.shape->batch_trajectories;
-  std::optional<CandidatePlan> best;
+  BudgetBest best;
   for (int tp : p.train_tps) {
     ++nodes;
     if (budget % tp != 0 || tp > space.gpus_per_node || space.gpus_per_node % tp != 0) {
@@ -1047,10 +1059,9 @@ std::optional<CandidatePlan> TrainingTree(Problem& p, int budget, const RolloutS
 }
 
 /// The exhaustive mode's training side: every (TP, PP, micro-batch) leaf, filtered one by one.
-std::optional<CandidatePlan> EveryLeaf(Problem& p, int budget, const RolloutSide& side,
-                                       bool colocated, std::map<std::string, int>& pruned,
-                                       int& nodes) {
-  std::optional<CandidatePlan> best;
+BudgetBest EveryLeaf(Problem& p, int budget, const RolloutSide& side, bool colocated,
+                     std::map<std::string, int>& pruned, int& nodes) {
+  BudgetBest best;
   for (int tp : p.train_tps) {
     for (int pp : p.train_pps) {
       for (int micro : p.micro_batches) {
@@ -1182,18 +1193,16 @@ class BudgetSearch {
                              : colocated                  ? FreeSide(total_, 0)
                                                           : FreeSide(total_ - budget, budget);
     std::map<std::string, int> pruned = side.pruned;
-    std::optional<CandidatePlan> best;
+    BudgetBest found;
     if (!side.options.empty()) {
-      best = mode_ == SearchMode::kTreeDp
-                 ? TrainingTree(p_, budget, side, colocated, pruned, trace.train_nodes)
-                 : EveryLeaf(p_, budget, side, colocated, pruned, trace.train_nodes);
+      found = mode_ == SearchMode::kTreeDp
+                  ? TrainingTree(p_, budget, side, colocated, pruned, trace.train_nodes)
+                  : EveryLeaf(p_, budget, side, colocated, pruned, trace.train_nodes);
     }
+    std::optional<CandidatePlan> best = found.Expanded();
     if (best && space_.hybrid) {
-      const TpCounts chosen = CountsOf(best->rollout_tps);
-      for (const RolloutOption& o : side.options) {
-        if (o.layout != chosen) continue;
-        if (auto lending = LendTrainer(p_, *best, o.kinds, false)) best = std::move(*lending);
-        break;
+      if (auto lending = LendTrainer(p_, *best, found.option->kinds, false)) {
+        best = std::move(*lending);
       }
     }
     for (const auto& [reason, count] : pruned) trace.pruned[reason] += count;
@@ -1410,8 +1419,9 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
   }
   option.makespan = period;
   option.layout = layout;
-  std::optional<CandidatePlan> plan;
-  Offer(p, train, e.step_s * shape.train_scale, option, colocated, plan);
+  BudgetBest found;
+  Offer(p, train, e.step_s * shape.train_scale, option, colocated, found);
+  std::optional<CandidatePlan> plan = found.Expanded();
   if (lend_trainer) {
     std::optional<CandidatePlan> lending = LendTrainer(p, *plan, option.kinds, true);
     if (!lending) {
