@@ -462,6 +462,12 @@ class SegmentTable {
   mutable std::vector<Run> runs_;
 };
 
+/// Algorithm 1's rollout DP over free layouts: for every GPU count up to `max_gpus`, largest TP
+/// and prefix of the sorted sample, the fastest makespan and the instance that ends it. Rows of
+/// GPUs past the largest TP depend only on the rows one TP size back, so once `period_` (the
+/// largest TP) rows in a row equal the rows a period before, every later row repeats them: the
+/// extra GPUs only add empty instances. The DP stops there and reads later rows from that
+/// period (Row); at 8,192 GPUs and 64 requests that is after a few hundred of 8,192 rows.
 class RolloutDp {
  public:
   RolloutDp(const SegmentTable& seg, int max_gpus, int64_t* cells)
@@ -469,64 +475,25 @@ class RolloutDp {
         kinds_(static_cast<int>(seg.tps().size())),
         gpus_(max_gpus),
         n_(seg.n()),
-        window_(1 + *std::max_element(seg.tps().begin(), seg.tps().end())) {
-    const size_t size =
-        static_cast<size_t>(kinds_) * static_cast<size_t>(gpus_ + 1) * static_cast<size_t>(n_ + 1);
+        period_(*std::max_element(seg.tps().begin(), seg.tps().end())),
+        window_(period_ + 1),
+        repeats_from_(max_gpus) {
     const size_t ring =
         static_cast<size_t>(kinds_) * static_cast<size_t>(window_) * static_cast<size_t>(n_ + 1);
     e_.assign(ring, kInf);
     l_.assign(ring, kInf);
     value_.assign(Cell(kinds_, 0), kInf);
-    e_kind_.assign(size, -1);
-    e_segment_.assign(size, -1);
-    l_kind_.assign(size, -1);
-    const std::vector<int>& tps = seg.tps();
-    std::vector<int> slot_back(tps.size());  // the ring slot of g - tps[k]
+    int repeated = 0;  // rows in a row equal to the row a period before
     for (int g = 1; g <= gpus_; ++g) {
-      for (size_t k = 0; k < tps.size(); ++k) slot_back[k] = std::max(0, g - tps[k]) % window_;
-      const int slot = g % window_;
-      for (int m = 0; m < kinds_; ++m) {
-        for (int i = 0; i <= n_; ++i) {
-          double best = kInf;
-          int best_kind = -1;
-          int best_segment = -1;
-          // Larger last instance first, then its shorter segment; the first of equals stays.
-          for (int k = m; k >= 0; --k) {
-            const int tp = tps[static_cast<size_t>(k)];
-            if (tp > g) continue;
-            // Row g - tp of e (another kind last) or l (this one again; none left at 0 GPUs).
-            const double* back = k == m ? (g == tp ? nullptr : &l_[Ring(m, slot_back[k], 0)])
-                                        : &e_[Ring(m, slot_back[k], 0)];
-            for (int c = 0; c <= i; ++c) {
-              const double prev = back != nullptr ? back[i - c] : i == c ? 0.0 : kInf;
-              if (prev >= best) continue;
-              // Longer runs only bound higher, and `best` only falls.
-              if (seg_.LowerBound(k, i - c, i) >= best) break;
-              const double v = std::max(prev, seg_.Candidate(k, i - c, i, best));
-              if (v < best) {
-                best = v;
-                best_kind = k;
-                best_segment = c;
-              }
-            }
-          }
-          const size_t at = At(m, g, i);
-          const size_t here = Ring(m, slot, i);
-          e_[here] = best;
-          if (i == n_) value_[Cell(m, g)] = best;
-          e_kind_[at] = static_cast<int8_t>(best_kind);
-          e_segment_[at] = static_cast<int16_t>(best_segment);
-          // Ties keep the smaller largest TP.
-          if (m == 0 || best < l_[Ring(m - 1, slot, i)]) {
-            l_[here] = best;
-            l_kind_[at] = static_cast<int8_t>(m);
-          } else {
-            l_[here] = l_[Ring(m - 1, slot, i)];
-            l_kind_[at] = l_kind_[At(m - 1, g, i)];
-          }
-          ++*cells;
-        }
+      ComputeRow(g, cells);
+      repeated = g > 2 * period_ && RowRepeats(g) ? repeated + 1 : 0;
+      if (repeated == period_) {
+        repeats_from_ = g;
+        break;
       }
+    }
+    for (int g = repeats_from_ + 1; g <= gpus_; ++g) {
+      for (int m = 0; m < kinds_; ++m) value_[Cell(m, g)] = value_[Cell(m, Row(g))];
     }
     BuildJumps();
   }
@@ -548,10 +515,10 @@ class RolloutDp {
     while (true) {
       if (!exact) {
         if (g == 0) break;
-        m = l_kind_[At(m, g, i)];
+        m = l_kind_[At(m, Row(g), i)];
         exact = true;
       }
-      const size_t at = At(m, g, i);
+      const size_t at = At(m, Row(g), i);
       const int k = e_kind_[at];
       LIBRA_CHECK(k >= 0) << "no layout for " << g << " GPUs";
       ++count[static_cast<size_t>(k)];
@@ -569,8 +536,80 @@ class RolloutDp {
   }
 
  private:
+  /// Row g: the best over the last instance's kind and run (its TP's row back in e_ or l_).
+  void ComputeRow(int g, int64_t* cells) {
+    const std::vector<int>& tps = seg_.tps();
+    e_kind_.resize(At(0, g + 1, 0), -1);
+    e_segment_.resize(e_kind_.size(), -1);
+    l_kind_.resize(e_kind_.size(), -1);
+    std::vector<int> slot_back(tps.size());  // the ring slot of g - tps[k]
+    for (size_t k = 0; k < tps.size(); ++k) slot_back[k] = std::max(0, g - tps[k]) % window_;
+    const int slot = g % window_;
+    for (int m = 0; m < kinds_; ++m) {
+      for (int i = 0; i <= n_; ++i) {
+        double best = kInf;
+        int best_kind = -1;
+        int best_segment = -1;
+        // Larger last instance first, then its shorter segment; the first of equals stays.
+        for (int k = m; k >= 0; --k) {
+          const int tp = tps[static_cast<size_t>(k)];
+          if (tp > g) continue;
+          // Row g - tp of e (another kind last) or l (this one again; none left at 0 GPUs).
+          const double* back = k == m ? (g == tp ? nullptr : &l_[Ring(m, slot_back[k], 0)])
+                                      : &e_[Ring(m, slot_back[k], 0)];
+          for (int c = 0; c <= i; ++c) {
+            const double prev = back != nullptr ? back[i - c] : i == c ? 0.0 : kInf;
+            if (prev >= best) continue;
+            // Longer runs only bound higher, and `best` only falls.
+            if (seg_.LowerBound(k, i - c, i) >= best) break;
+            const double v = std::max(prev, seg_.Candidate(k, i - c, i, best));
+            if (v < best) {
+              best = v;
+              best_kind = k;
+              best_segment = c;
+            }
+          }
+        }
+        const size_t at = At(m, g, i);
+        const size_t here = Ring(m, slot, i);
+        e_[here] = best;
+        if (i == n_) value_[Cell(m, g)] = best;
+        e_kind_[at] = static_cast<int8_t>(best_kind);
+        e_segment_[at] = static_cast<int16_t>(best_segment);
+        // Ties keep the smaller largest TP.
+        if (m == 0 || best < l_[Ring(m - 1, slot, i)]) {
+          l_[here] = best;
+          l_kind_[at] = static_cast<int8_t>(m);
+        } else {
+          l_[here] = l_[Ring(m - 1, slot, i)];
+          l_kind_[at] = l_kind_[At(m - 1, g, i)];
+        }
+        ++*cells;
+      }
+    }
+  }
+  /// Whether row g's values equal those of row g - period_ (both still in the ring).
+  bool RowRepeats(int g) const {
+    const int now = g % window_;
+    const int before = (g - period_) % window_;
+    for (int m = 0; m < kinds_; ++m) {
+      if (!std::equal(&e_[Ring(m, now, 0)], &e_[Ring(m, now, n_)] + 1, &e_[Ring(m, before, 0)]) ||
+          !std::equal(&l_[Ring(m, now, 0)], &l_[Ring(m, now, n_)] + 1, &l_[Ring(m, before, 0)])) {
+        return false;
+      }
+    }
+    return true;
+  }
+  /// The computed row that row g repeats: g itself up to repeats_from_, then the row a whole
+  /// number of periods back in the last period computed.
+  int Row(int g) const {
+    if (g <= repeats_from_) return g;
+    const int periods = (g - repeats_from_ + period_ - 1) / period_;
+    return g - periods * period_;
+  }
+  /// Rows of GPUs first, so the DP's arrays grow a row at a time.
   size_t At(int m, int g, int i) const {
-    return (static_cast<size_t>(m) * static_cast<size_t>(gpus_ + 1) + static_cast<size_t>(g)) *
+    return (static_cast<size_t>(g) * static_cast<size_t>(kinds_) + static_cast<size_t>(m)) *
                static_cast<size_t>(n_ + 1) +
            static_cast<size_t>(i);
   }
@@ -602,7 +641,7 @@ class RolloutDp {
       for (int m = 0; m < kinds_; ++m) {
         Jump& jump = jumps_[Cell(m, g)];
         jump = {m, g, false};
-        const size_t at = At(m, g, n_);
+        const size_t at = At(m, Row(g), n_);
         const int k = e_kind_[at];
         if (g == 0 || k < 0 || e_segment_[at] != 0) continue;
         // An empty instance of kind k, then the state Tps would step to.
@@ -614,7 +653,7 @@ class RolloutDp {
             jump_count_[Cell(m, g) * static_cast<size_t>(kinds_) + static_cast<size_t>(k)] = 1;
             continue;
           }
-          next_m = l_kind_[At(m, next_g, n_)];
+          next_m = l_kind_[At(m, Row(next_g), n_)];
         }
         jump = jumps_[Cell(next_m, next_g)];
         int* counts = &jump_count_[Cell(m, g) * static_cast<size_t>(kinds_)];
@@ -630,7 +669,9 @@ class RolloutDp {
   int n_;
   std::vector<Jump> jumps_;      // by Cell(m, g)
   std::vector<int> jump_count_;  // empty instances of each kind a jump passes
+  int period_;                   // the largest TP: how far back a row reads
   int window_;                   // rows of GPUs e_ and l_ keep: one more than the largest TP
+  int repeats_from_;             // the last row computed; later rows repeat the last period
   std::vector<double> value_;    // e at every request, by Cell(m, g): Value
   std::vector<double> e_;
   std::vector<double> l_;

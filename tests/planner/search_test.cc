@@ -153,6 +153,53 @@ TEST(SearchTest, TinyCaseMatchesTheHandComputedPlan) {
   }
 }
 
+TEST(SearchTest, RolloutDpRepeatsRowsPastTheGpusItsRequestsUse) {
+  // Two or three requests on up to 15 rollout GPUs: past the GPUs the requests can use, more GPUs
+  // only add empty instances, so the DP's rows repeat with a period of its largest TP and it
+  // stops computing them (fewer cells than GPUs x largest TPs x requests). Every budget's plan
+  // still matches the exhaustive enumeration's, on both catalog cost models.
+  int repeated = 0;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    Rng rng(seed);
+    const std::string name = rng.Bernoulli(0.5) ? "roofline" : "libra-ref";
+    auto cost = Catalog(name, "A100-80G", rng.Bernoulli(0.5) ? "Qwen3-1.7B" : "Qwen3-4B", 4);
+    SearchSpace space;
+    space.nodes = 4;
+    space.gpus_per_node = 4;
+    // Without TP1 the rows of odd GPUs differ from those of even ones: a period of 2 or 4.
+    const std::vector<std::vector<int>> sizes = {{1, 2}, {1, 2, 4}, {2, 4}, {2}};
+    space.rollout_tps = sizes[static_cast<size_t>(rng.UniformInt(0, 3))];
+    space.train_tps = {1, 2, 4};
+    space.train_pps = {1};
+    space.micro_batches = {1, 2};
+    PipelineShape shape;
+    shape.batch_trajectories = 16;
+    shape.staleness = static_cast<int>(rng.UniformInt(0, 1));
+    const int requests = static_cast<int>(rng.UniformInt(2, 3));
+    std::vector<RequestSample> history;
+    for (int i = 0; i < requests; ++i) {
+      history.push_back(
+          {rng.UniformInt(100, 3000), rng.UniformInt(10, 20000), rng.UniformInt(0, 1000)});
+    }
+    SCOPED_TRACE(StrFormat("seed %d", static_cast<int>(seed)));
+    auto tree = Search(*cost, space, shape, history, SearchMode::kTreeDp);
+    auto brute = Search(*cost, space, shape, history, SearchMode::kExhaustive);
+    ASSERT_OK(tree);
+    ASSERT_OK(brute);
+    const int64_t every_row = static_cast<int64_t>(space.rollout_tps.size()) * 15 * (requests + 1);
+    if (tree->trace.dp_cells < every_row) ++repeated;
+    ASSERT_EQ(tree->top.size(), brute->top.size());
+    for (size_t i = 0; i < tree->top.size(); ++i) {
+      const CandidatePlan& a = tree->top[i];
+      const CandidatePlan& b = brute->top[i];
+      EXPECT_EQ(a.train_gpus(), b.train_gpus());
+      EXPECT_TRUE(Near(a.rollout_s, b.rollout_s)) << a.ToString() << " vs " << b.ToString();
+      EXPECT_TRUE(Near(a.step_s, b.step_s)) << a.ToString() << " vs " << b.ToString();
+    }
+  }
+  EXPECT_GE(repeated, 20);  // the rows repeat in most cases: the comparison covers them
+}
+
 TEST(SearchTest, LayoutsAreTimedAsTheRouterFillsThem) {
   // Requests of 1, 2, 9 and 10 tokens, each standing for 3 trajectories (12 a step). The DP
   // proposes a layout per largest TP from contiguous runs of the sorted requests; every proposal,
