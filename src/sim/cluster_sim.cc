@@ -170,10 +170,10 @@ Status ClusterSim::StartTurn(const backend::StartTurn& turn) {
   Seq seq;
   seq.id = turn.trajectory;
   seq.trajectory = &t;
-  seq.turn = turn.turn;
+  seq.script = &t.script.turns[static_cast<size_t>(turn.turn)];
   seq.context = turn.context_tokens;
   seq.prefill_left = turn.context_tokens;
-  seq.decode_left = t.script.turns[static_cast<size_t>(turn.turn)].generated_tokens;
+  seq.decode_left = seq.script->generated_tokens;
   seq.priority = turn.priority.value_or(kNoPriority);
   const double now = queue_.now();
   // Router setup and a KV transfer run from the start of the tool call that preceded the turn.
@@ -631,7 +631,7 @@ Status ClusterSim::Boundary(Instance& instance, double now, std::vector<backend:
       continue;
     }
     Trajectory& t = *s.trajectory;
-    const workload::TurnScript& script = t.script.turns[static_cast<size_t>(s.turn)];
+    const workload::TurnScript& script = *s.script;
     backend::TurnDone done;
     done.trajectory = s.id;
     done.instance = instance.spec.id;

@@ -82,7 +82,7 @@ class ClusterSim : public backend::Backend {
   struct Seq {
     TrajectoryId id;
     Trajectory* trajectory = nullptr;  // its entry in trajectories_ (a node: never moves)
-    int turn = 0;
+    const workload::TurnScript* script = nullptr;  // its turn in the trajectory's script
     int64_t context = 0;       // tokens in KV once prefilled (reserved at admission)
     int64_t prefill_left = 0;  // tokens still to prefill
     int64_t decode_left = 0;   // tokens still to generate
