@@ -226,6 +226,7 @@ void Coordinator::Launch() {
     const int64_t prompt = next_prompt_;
     const workload::PromptInfo info = workload_.Prompt(prompt);
     Batch& group = groups_[prompt];
+    group.Reserve(static_cast<size_t>(config_.group_size), 0);
     for (int s = 0; s < config_.group_size; ++s) {
       Trajectory t;
       t.id = TrajectoryId(next_trajectory_++);
@@ -438,6 +439,8 @@ sched::TrajectoryObservation Coordinator::ObservationOf(const Trajectory& t, boo
   observation.prompt = PromptId(t.prompt);
   observation.prompt_tokens = t.prompt_tokens;
   observation.truncated = truncated;
+  observation.turn_tokens.reserve(t.turns_done.size());
+  observation.tools.reserve(static_cast<size_t>(t.tool_calls));
   for (const Turn& turn : t.turns_done) {
     observation.turn_tokens.push_back(turn.generated_tokens);
     if (turn.end == workload::TurnEnd::kToolCall) {

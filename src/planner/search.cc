@@ -329,6 +329,7 @@ std::vector<KindShare> MixedShares(const SampleCosts& costs, const TpCounts& lay
   int gpus = 0;
   for (const TpCount& c : layout) gpus += c.tp * c.count;
   std::vector<KindShare> out;
+  out.reserve(layout.size());
   for (auto c = layout.rbegin(); c != layout.rend(); ++c) {  // ascending TP
     const RolloutLoad& all = costs.All(costs.KOf(c->tp));
     out.push_back({c->tp, c->count, all.Share(static_cast<double>(c->tp * c->count) / gpus)});
