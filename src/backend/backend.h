@@ -207,6 +207,12 @@ class Backend {
   /// Returns the next events, all at one time and in a fixed order; blocks (real backends) or
   /// advances virtual time (the simulator). Empty when nothing is in flight.
   virtual Result<std::vector<Event>> Wait() = 0;
+  /// Wait, into `events` (its contents replaced): a caller that waits in a loop keeps one vector
+  /// and its capacity. The default calls Wait.
+  virtual Status WaitInto(std::vector<Event>* events) {
+    LIBRA_ASSIGN_OR_RETURN(*events, Wait());
+    return Status();
+  }
   /// Tokens the trajectory of `turn` (its prompt, sample, version and skill) generates in all,
   /// when the backend knows the future (a simulator); nullopt on a real cluster.
   virtual std::optional<int64_t> OracleTrajectoryTokens(const StartTurn& /*turn*/) const {

@@ -122,6 +122,7 @@ Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
   if (backend_.ScoresEvaluations() && !config_.resume) LIBRA_RETURN_IF_ERROR(SubmitEvaluation(0));
 
   // After the last step only its evaluation is awaited: the turns still in flight are left.
+  std::vector<backend::Event> events;  // one vector for every wait
   while (steps_done_ < config_.steps || evals_pending_ > 0) {
     if (interrupted && interrupted()) {
       return Status::Interrupted(
@@ -129,7 +130,7 @@ Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
               ? StrFormat("interrupted after %d of %d steps", steps_done_, config_.steps)
               : StrFormat("interrupted after %d steps, while evaluating", steps_done_));
     }
-    LIBRA_ASSIGN_OR_RETURN(std::vector<backend::Event> events, backend_.Wait());
+    LIBRA_RETURN_IF_ERROR(backend_.WaitInto(&events));
     if (events.empty()) {
       return Status::Internal(StrFormat(
           "the pipeline stalled after %d of %d steps: nothing is in flight and no step can "

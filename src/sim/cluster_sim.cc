@@ -681,12 +681,18 @@ Status ClusterSim::Handle(const EventQueue<Pending>::Entry& entry,
 
 Result<std::vector<backend::Event>> ClusterSim::Wait() {
   std::vector<backend::Event> events;
-  while (!queue_.empty() && (events.empty() || queue_.next_time() == queue_.now())) {
+  LIBRA_RETURN_IF_ERROR(WaitInto(&events));
+  return events;
+}
+
+Status ClusterSim::WaitInto(std::vector<backend::Event>* events) {
+  events->clear();
+  while (!queue_.empty() && (events->empty() || queue_.next_time() == queue_.now())) {
     const auto entry = queue_.Pop();
     ++stats_.events;
-    LIBRA_RETURN_IF_ERROR(Handle(entry, &events));
+    LIBRA_RETURN_IF_ERROR(Handle(entry, events));
   }
-  return events;
+  return Status();
 }
 
 }  // namespace libra::sim

@@ -68,6 +68,7 @@ class ClusterSim : public backend::Backend {
   std::string_view Name() const override { return "sim"; }
   Status Submit(const backend::Action& action) override;
   Result<std::vector<backend::Event>> Wait() override;
+  Status WaitInto(std::vector<backend::Event>* events) override;
   std::optional<int64_t> OracleTrajectoryTokens(const backend::StartTurn& turn) const override {
     return workload_.Script(turn.prompt, turn.sample, turn.policy_version, turn.skill)
         .generated_tokens();

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace libra::backend {
@@ -57,6 +59,35 @@ TEST(LayoutTest, EqualityComparesEveryField) {
   EXPECT_NE(a, MakeLayout(4, {2, 1, 1}));
   EXPECT_NE(a, MakeLayout(2, {2, 2}));
   EXPECT_NE(a, MakeLayout(4, {2, 2}, true));
+}
+
+/// A backend whose Wait hands out `next` once, then nothing (or `error`).
+class ScriptedBackend : public Backend {
+ public:
+  std::string_view Name() const override { return "scripted"; }
+  Status Submit(const Action&) override { return Status(); }
+  Result<std::vector<Event>> Wait() override {
+    if (!error.ok()) return error;
+    return std::exchange(next, {});
+  }
+  std::vector<Event> next;
+  Status error;
+};
+
+TEST(BackendTest, WaitIntoReplacesTheVectorWithWaitsEventsOrPassesItsError) {
+  ScriptedBackend backend;
+  backend.next = {Event{2.5, SyncDone{3, 1.0}}};
+  std::vector<Event> events = {Event{0, LayoutApplied{}}, Event{1, LayoutApplied{}}};
+  ASSERT_TRUE(backend.WaitInto(&events).ok());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].at, 2.5);
+  ASSERT_TRUE(std::holds_alternative<SyncDone>(events[0].what));
+  ASSERT_TRUE(backend.WaitInto(&events).ok());
+  EXPECT_TRUE(events.empty());
+  backend.error = Status::Backend("scripted", "engine gone");
+  const Status failed = backend.WaitInto(&events);
+  EXPECT_EQ(failed.code(), StatusCode::kBackend);
+  EXPECT_EQ(failed.message(), backend.error.message());
 }
 
 }  // namespace

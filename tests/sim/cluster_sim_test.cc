@@ -314,6 +314,34 @@ TEST_F(ClusterSimTest, LoneTurnTakesOnePrefillIterationPlusOneDecodeSpan) {
   }
 }
 
+TEST_F(ClusterSimTest, WaitIntoReplacesTheVectorWithWhatWaitReturns) {
+  // The coordinator waits into one vector for the whole run: each wait replaces its contents
+  // with exactly the events Wait returns.
+  const model::RooflineCostModel cost = Roofline("H100-80G", "Qwen3-8B");
+  workload_.Add(1, {Stop(300)}, 0.75);
+  workload_.Add(2, {Stop(40)}, 0.75);
+  auto by_value = Start(MakeLayout(1, 1), &cost);
+  auto into = Start(MakeLayout(1, 1), &cost);
+  for (ClusterSim* sim : {by_value.get(), into.get()}) {
+    ASSERT_OK(sim->Submit(Turn(1, 0, 0, 500)));
+    ASSERT_OK(sim->Submit(Turn(2, 0, 0, 200)));
+  }
+  std::vector<backend::Event> events = {backend::Event{-1, backend::LayoutApplied{}}};
+  for (int wait = 0; wait < 3; ++wait) {
+    SCOPED_TRACE(wait);
+    const std::vector<backend::Event> expected = Next(*by_value);
+    ASSERT_OK(into->WaitInto(&events));
+    ASSERT_EQ(events.size(), expected.size());
+    for (size_t i = 0; i < events.size(); ++i) {
+      EXPECT_EQ(events[i].at, expected[i].at);
+      ASSERT_NE(AsTurn(events[i]), nullptr);
+      EXPECT_EQ(AsTurn(events[i])->trajectory, AsTurn(expected[i])->trajectory);
+    }
+    if (expected.empty()) break;
+  }
+  EXPECT_TRUE(events.empty());  // nothing left in flight
+}
+
 TEST_F(ClusterSimTest, IdenticalSequencesDecodeAtTheCostModelsThroughput) {
   // N identical sequences started together: one mixed iteration prefills every prompt, one span
   // decodes the rest, so the batch's tokens per second are the cost model's.
