@@ -493,14 +493,11 @@ class RolloutDp {
         break;
       }
     }
-    for (int g = repeats_from_ + 1; g <= gpus_; ++g) {
-      for (int m = 0; m < kinds_; ++m) value_[Cell(m, g)] = value_[Cell(m, Row(g))];
-    }
     BuildJumps();
   }
 
   /// The fastest makespan with `gpus` GPUs and largest TP exactly tps[m] for all requests.
-  double Value(int m, int gpus) const { return value_[Cell(m, gpus)]; }
+  double Value(int m, int gpus) const { return value_[Cell(m, Row(gpus))]; }
 
   /// That layout's instances. REQUIRES: Value(m, gpus) is finite. On ties the DP keeps the shortest
   /// run, an instance with no requests, so a budget far larger than the sample needs starts its
@@ -673,7 +670,7 @@ class RolloutDp {
   int period_;                   // the largest TP: how far back a row reads
   int window_;                   // rows of GPUs e_ and l_ keep: one more than the largest TP
   int repeats_from_;             // the last row computed; later rows repeat the last period
-  std::vector<double> value_;    // e at every request, by Cell(m, g): Value
+  std::vector<double> value_;    // e at every request, by Cell(m, g) of the rows computed
   std::vector<double> e_;
   std::vector<double> l_;
   std::vector<int8_t> e_kind_;
