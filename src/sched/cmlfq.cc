@@ -369,11 +369,14 @@ void CmlfqRouter::CountRoute(int bucket, const Pick& pick) {
   }
 }
 
-std::string CmlfqRouter::Reason(const char* base, const Pick& pick) const {
+std::string_view CmlfqRouter::Reason(Why why, const Pick& pick) {
+  static constexpr std::string_view kReasons[3][2] = {
+      {"cmlfq_initial_placement", "cmlfq_initial_placement_fallback"},
+      {"cmlfq_migration", "cmlfq_migration_fallback"},
+      {"cmlfq_reroute", "cmlfq_reroute_fallback"},
+  };
   if (pick.kind == PickKind::kGlobal) return "global_fallback";
-  std::string reason = base;
-  if (pick.kind == PickKind::kFallback) reason += "_fallback";
-  return reason;
+  return kReasons[why][pick.kind == PickKind::kFallback ? 1 : 0];
 }
 
 double CmlfqRouter::DecodeSeconds(int tp, int sequences, int64_t context, double remaining) const {
@@ -404,11 +407,11 @@ RouteDecision CmlfqRouter::Route(const RouteRequest& request,
     } else if (MovePays(request, ep, target, pick, current_ok, instances)) {
       Reassign(ep, target.bucket, pick, instances);
       ++(target.quantum ? moves_quantum_ : moves_tree_);
-      return RouteDecision{ep.instance, Reason("cmlfq_migration", pick),
+      return RouteDecision{ep.instance, Reason(kMigration, pick),
                            options_.buckets[static_cast<size_t>(target.bucket)].name};
     }
   }
-  const std::string& name = options_.buckets[static_cast<size_t>(ep.bucket)].name;
+  const std::string_view name = options_.buckets[static_cast<size_t>(ep.bucket)].name;
   if (current_ok) {
     ++routes_[static_cast<size_t>(ep.bucket)];
     return RouteDecision{ep.instance, "cmlfq_resume", name};
@@ -421,14 +424,14 @@ RouteDecision CmlfqRouter::Route(const RouteRequest& request,
   }
   Reassign(ep, ep.bucket, pick, instances);
   ++reroutes_;
-  return RouteDecision{ep.instance, Reason("cmlfq_reroute", pick), name};
+  return RouteDecision{ep.instance, Reason(kReroute, pick), name};
 }
 
 RouteDecision CmlfqRouter::PlaceNewEpisode(const RouteRequest& request,
                                            std::span<const InstanceState> instances) {
   // 1. A new episode starts in the shortest bucket.
   const int bucket = sorted_.front();
-  const std::string& name = options_.buckets[static_cast<size_t>(bucket)].name;
+  const std::string_view name = options_.buckets[static_cast<size_t>(bucket)].name;
   const Pick pick = Select(bucket, instances);
   if (pick.index == kNoPick) {
     ++failed_routes_;
@@ -454,7 +457,7 @@ RouteDecision CmlfqRouter::PlaceNewEpisode(const RouteRequest& request,
   AddLoad(ep.instance, +1);
   ++placements_;
   CountRoute(bucket, pick);
-  return RouteDecision{ep.instance, Reason("cmlfq_initial_placement", pick), name};
+  return RouteDecision{ep.instance, Reason(kInitialPlacement, pick), name};
 }
 
 CmlfqRouter::Target CmlfqRouter::TargetBucket(const RouteRequest& request, Episode& ep) {

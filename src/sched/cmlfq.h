@@ -190,7 +190,10 @@ class CmlfqRouter : public Router {
   void Commit(const Pick& pick, std::span<const InstanceState> instances);
   double DecodeSeconds(int tp, int sequences, int64_t context, double remaining) const;
   void CountRoute(int bucket, const Pick& pick);
-  std::string Reason(const char* base, const Pick& pick) const;
+  /// What a decision that picked an instance did ("cmlfq_<why>", "_fallback" appended for a
+  /// fallback pick, "global_fallback" for a global one).
+  enum Why { kInitialPlacement, kMigration, kReroute };
+  static std::string_view Reason(Why why, const Pick& pick);
 
   CmlfqOptions options_;
   const model::CostModel* cost_;

@@ -7,6 +7,16 @@ namespace {
 
 constexpr std::string_view kBucketNames[2] = {"short", "long"};
 
+/// Why a turn went to its bucket, and the same on a fallback or global-fallback instance
+/// (TpPickKind's order).
+enum Why { kPromptLength, kDemoted, kHistoryHit, kMigrated };
+constexpr std::string_view kWhy[4][3] = {
+    {"prompt length", "prompt length, fallback", "prompt length, global fallback"},
+    {"demoted", "demoted, fallback", "demoted, global fallback"},
+    {"history hit", "history hit, fallback", "history hit, global fallback"},
+    {"migrated", "migrated, fallback", "migrated, global fallback"},
+};
+
 }  // namespace
 
 Result<std::unique_ptr<Router>> LaMlfqRouter::Create(const recipe::OptionTable& options,
@@ -36,11 +46,11 @@ RouteDecision LaMlfqRouter::Route(const RouteRequest& request,
                                   std::span<const InstanceState> instances) {
   TrajectoryState& state = trajectories_[request.trajectory];
   Bucket bucket = kShort;
-  const char* reason = "prompt length";
+  Why why = kPromptLength;
   bool history_hit = false;
   if (state.demoted) {
     bucket = kLong;
-    reason = "demoted";
+    why = kDemoted;
   } else {
     auto it = history_.find(request.prompt);
     if (it != history_.end() && Expired(it->second)) {
@@ -49,7 +59,7 @@ RouteDecision LaMlfqRouter::Route(const RouteRequest& request,
     }
     if (it != history_.end()) {
       bucket = it->second.bucket;
-      reason = "history hit";
+      why = kHistoryHit;
       history_hit = true;
     } else {
       bucket = request.prompt_tokens <= options_.short_prompt_tokens ? kShort : kLong;
@@ -57,13 +67,13 @@ RouteDecision LaMlfqRouter::Route(const RouteRequest& request,
     if (options_.migrate && bucket == kShort &&
         request.generated_tokens > options_.short_max_tokens) {
       bucket = kLong;
-      reason = "migrated";
+      why = kMigrated;
       history_hit = false;
       state.demoted = true;
       ++migrations_;
     }
   }
-  const std::string bucket_name(kBucketNames[bucket]);
+  const std::string_view bucket_name = kBucketNames[bucket];
   const std::optional<TpPick> pick =
       selector_.Select(bucket == kShort ? options_.short_rule : options_.long_rule, instances);
   if (!pick) {
@@ -73,16 +83,14 @@ RouteDecision LaMlfqRouter::Route(const RouteRequest& request,
   state.last_bucket = bucket;
   ++routes_[bucket];
   if (history_hit) ++history_hits_;
-  std::string why(reason);
   if (pick->kind == TpPickKind::kFallback) {
     ++fallbacks_;
-    why += ", fallback";
   } else if (pick->kind == TpPickKind::kGlobal) {
     ++fallbacks_;
     ++global_fallbacks_;
-    why += ", global fallback";
   }
-  return RouteDecision{instances[pick->index].id, why, bucket_name};
+  return RouteDecision{instances[pick->index].id, kWhy[why][static_cast<int>(pick->kind)],
+                       bucket_name};
 }
 
 void LaMlfqRouter::OnTurnDone(const TurnObservation& observation) {

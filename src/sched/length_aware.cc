@@ -115,7 +115,7 @@ int LengthAwareRouter::Categorize(int64_t prompt_tokens) const {
 RouteDecision LengthAwareRouter::Route(const RouteRequest& request,
                                        std::span<const InstanceState> instances) {
   const int category = Categorize(request.prompt_tokens);
-  const std::string bucket(kCategoryNames[static_cast<size_t>(category)]);
+  const std::string_view bucket = kCategoryNames[static_cast<size_t>(category)];
   const std::optional<TpPick> pick =
       selector_.Select(options_.rules[static_cast<size_t>(category)], instances);
   if (!pick) {

@@ -88,7 +88,7 @@ RouteDecision OracleLengthRouter::Route(const RouteRequest& request,
                                         std::span<const InstanceState> instances) {
   if (!request.oracle_remaining_tokens) {
     ++missing_hint_;
-    return RouteDecision{std::nullopt, std::string(kOracleLengthNeedsHint), ""};
+    return RouteDecision{std::nullopt, kOracleLengthNeedsHint, ""};
   }
   const size_t level = Level(*request.oracle_remaining_tokens);
   const std::optional<TpPick> pick = selector_.Select(rules_[level], instances);

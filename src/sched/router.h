@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/ids.h"
@@ -67,10 +68,12 @@ struct RouteRequest {
 /// Where a turn goes. No instance means "not now": the coordinator retries when capacity frees.
 struct RouteDecision {
   std::optional<InstanceId> instance;
-  /// Why, for the trajectory log ("least-conn", "cap reached", ...).
-  std::string reason;
-  /// The bucket (queue level) the turn was routed as; empty for routers without buckets.
-  std::string bucket;
+  /// Why ("least-conn", "cap reached", ...), for tests and debugging. A string literal or a
+  /// string the router owns, valid while the router lives: a decision allocates nothing.
+  std::string_view reason;
+  /// The bucket (queue level) the turn was routed as, held like `reason`; empty for routers
+  /// without buckets.
+  std::string_view bucket;
   /// The turn's priority on its instance: higher runs first and may preempt lower ones. Unset:
   /// first come, first served (every router but heddle).
   std::optional<double> priority{};

@@ -64,7 +64,7 @@ RouteDecision SortedRouter::Route(const RouteRequest& request,
   auto admitted = admitted_long_.find(request.trajectory);
   if (admitted != admitted_long_.end()) {
     // An admitted trajectory is never held back: least-loaded, over the cap if need be.
-    const std::string bucket = admitted->second ? "long" : "short";
+    const std::string_view bucket = admitted->second ? "long" : "short";
     const std::optional<size_t> pick = LeastLoaded(instances, /*below_cap_only=*/false);
     if (!pick) {
       ++no_instance_;
@@ -82,7 +82,7 @@ RouteDecision SortedRouter::Route(const RouteRequest& request,
   const std::optional<double> predicted = Predict(request.prompt);
   const bool is_long = predicted.has_value() && !global_.totals.empty() &&
                        *predicted > options_.long_factor * global_.Mean();
-  const std::string bucket = is_long ? "long" : "short";
+  const std::string_view bucket = is_long ? "long" : "short";
 
   const bool capped = options_.max_active > 0;
   std::optional<size_t> pick;
