@@ -17,7 +17,9 @@ std::vector<int> RolloutTps(const backend::Layout& layout) {
   return tps;
 }
 
-double MeanTotal(std::span<const RequestSample> samples) {
+/// The mean final context of `samples` (a span or the history's deque: not copied).
+template <typename Samples>
+double MeanTotal(const Samples& samples) {
   if (samples.empty()) return 0;
   double total = 0;
   for (const RequestSample& s : samples) total += static_cast<double>(s.total());
@@ -361,7 +363,7 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   if (!options_.online || context_.cost == nullptr) return std::nullopt;
   if (o.step >= options_.warmup) recent_.push_back({o.step_s, o.wait_s, o.train_s, o.sync_s});
   while (recent_.size() > 3) recent_.pop_front();
-  const std::vector<RequestSample> step(o.trajectories.begin(), o.trajectories.end());
+  const std::span<const RequestSample> step = o.trajectories;
   Calibrate(o, step);
   const bool drifted = ObserveLengths(o, step);
   // Asynchronous: no look before the last three steps all came after the pipeline filled, so
@@ -410,7 +412,7 @@ void GrpPlanner::Calibrate(const StepObservation& o, std::span<const RequestSamp
 bool GrpPlanner::ObserveLengths(const StepObservation& o, std::span<const RequestSample> step) {
   // Drift: this step's lengths against the history before it. A drift is a change point: the
   // lengths before it no longer describe the workload, so the history starts again from here.
-  const double before = MeanTotal(History());
+  const double before = MeanTotal(history_);
   const bool drifted = o.step >= options_.warmup && before > 0 && !step.empty() &&
                        std::abs(MeanTotal(step) / before - 1) > options_.drift;
   if (drifted) history_.clear();
