@@ -16,6 +16,10 @@ constexpr std::string_view kWhy[4][3] = {
     {"history hit", "history hit, fallback", "history hit, global fallback"},
     {"migrated", "migrated, fallback", "migrated, global fallback"},
 };
+static_assert(static_cast<int>(TpPickKind::kPreferred) == 0 &&
+                  static_cast<int>(TpPickKind::kFallback) == 1 &&
+                  static_cast<int>(TpPickKind::kGlobal) == 2,
+              "kWhy's columns follow TpPickKind");
 
 }  // namespace
 
