@@ -525,25 +525,35 @@ Status Coordinator::OnToolDone(double now, const backend::ToolDone& done) {
   return RouteWaiting(now);
 }
 
-std::optional<Coordinator::Batch> Coordinator::TakeBatch(double now) {
+Status Coordinator::RejectStale(double now) {
+  if (!config_.stream_batches) return Status();
+  const int step = next_train_step_;
+  const int64_t rejected = summary_.rejected_groups;
+  for (auto it = complete_.begin(); it != complete_.end();) {
+    Batch& group = groups_.at(*it);
+    const int lag = step - group.oldest_version;
+    if (lag <= config_.staleness) {
+      ++it;
+      continue;
+    }
+    AddEvent("reject", now, now, "trainer", std::nullopt, step,
+             StrFormat("prompt %lld: lag %d > staleness %d, %zu samples dropped",
+                       static_cast<long long>(*it), lag, config_.staleness, group.done.size()));
+    groups_.erase(*it);
+    it = complete_.erase(it);
+    ++summary_.rejected_groups;
+  }
+  if (summary_.rejected_groups == rejected) return Status();
+  // Replace the rejected groups.
+  Launch();
+  return RouteWaiting(now);
+}
+
+std::optional<Coordinator::Batch> Coordinator::TakeBatch() {
   const int step = next_train_step_;
   const auto per_step = static_cast<size_t>(config_.prompts_per_step);
   std::vector<int64_t> prompts;
   if (config_.stream_batches) {
-    for (auto it = complete_.begin(); it != complete_.end();) {
-      Batch& group = groups_.at(*it);
-      const int lag = step - group.oldest_version;
-      if (lag <= config_.staleness) {
-        ++it;
-        continue;
-      }
-      AddEvent("reject", now, now, "trainer", std::nullopt, step,
-               StrFormat("prompt %lld: lag %d > staleness %d, %zu samples dropped",
-                         static_cast<long long>(*it), lag, config_.staleness, group.done.size()));
-      groups_.erase(*it);
-      it = complete_.erase(it);
-      ++summary_.rejected_groups;
-    }
     if (complete_.size() < per_step) return std::nullopt;
     prompts.assign(complete_.begin(), complete_.begin() + static_cast<ptrdiff_t>(per_step));
     complete_.erase(complete_.begin(), complete_.begin() + static_cast<ptrdiff_t>(per_step));
@@ -575,8 +585,6 @@ size_t Coordinator::CompleteInStep(int step) const {
   const auto at = static_cast<size_t>(step);
   return at < complete_in_step_.size() ? static_cast<size_t>(complete_in_step_[at]) : 0;
 }
-
-bool Coordinator::BatchReady() const { return BatchComplete() >= 1.0; }
 
 double Coordinator::BatchComplete() const {
   const auto per_step = static_cast<size_t>(config_.prompts_per_step);
@@ -623,17 +631,15 @@ Status Coordinator::Reclaim(double now) {
 
 Status Coordinator::TryTrain(double now) {
   if (trainer_busy_ || step_open_ || next_train_step_ >= config_.steps) return Status();
+  // Stale groups go (and are replaced) whether or not the trainer's GPUs are lent: a lent
+  // trainer waiting for a batch they block would wait for ever once the last step's groups
+  // have all launched.
+  LIBRA_RETURN_IF_ERROR(RejectStale(now));
   if (lent_from_) {
     // The trainer's GPUs roll out: take them back once the batch is ready.
     return !reclaiming_ && BatchComplete() >= planner_.ReclaimAt() ? Reclaim(now) : Status();
   }
-  const int64_t rejected = summary_.rejected_groups;
-  training_ = TakeBatch(now);
-  if (summary_.rejected_groups > rejected) {
-    // Replace the rejected groups.
-    Launch();
-    LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
-  }
+  training_ = TakeBatch();
   if (!training_) return Lend(now);
   trainer_busy_ = true;
   train_start_ = now;

@@ -230,10 +230,12 @@ class Coordinator {
   void Launch();
   /// Routes waiting turns, in order; those the router defers stay waiting.
   Status RouteWaiting(double now);
-  /// The batch of step `next_train_step_` when its groups are complete (rejecting stale ones).
-  std::optional<Batch> TakeBatch(double now);
-  /// Whether TakeBatch would return a batch (not counting groups it would reject).
-  bool BatchReady() const;
+  /// Stream batching: drops the complete groups too stale for step `next_train_step_` and
+  /// launches their replacements.
+  Status RejectStale(double now);
+  /// The batch of step `next_train_step_` when its groups are complete (stream batching: after
+  /// RejectStale).
+  std::optional<Batch> TakeBatch();
   /// The fraction of the next batch's groups that are complete (fresh enough to train), in [0, 1].
   double BatchComplete() const;
   /// The groups of `step` every trajectory of which is done (ordered batching).

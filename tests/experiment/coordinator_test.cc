@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "common/strings.h"
 #include "model/cost_model.h"
@@ -593,6 +595,52 @@ TEST(CoordinatorTest, LayoutChangesMidRunLoseNoTrajectory) {
     size.tool_s = 2;
     EXPECT_EQ(planner.observations[0].trajectories[0], size);
   }
+}
+
+/// FixedWorkload, but prompt 0's tool call takes 1,000 s: its group ends long after the groups
+/// launched with it have trained.
+class OneSlowPromptWorkload : public FixedWorkload {
+ public:
+  workload::TrajectoryScript Script(int64_t prompt, int sample, int version,
+                                    double skill) const override {
+    workload::TrajectoryScript s = FixedWorkload::Script(prompt, sample, version, skill);
+    if (prompt == 0) s.turns[0].tool_latency_s = 1000;
+    return s;
+  }
+};
+
+TEST(CoordinatorTest, AStaleGroupIsDroppedWhileTheTrainersGpusAreLent) {
+  // Stream batches, the waiting trainer's GPUs lent to rollout: prompt 0's group ends beyond the
+  // staleness bound while the trainer waits, lent, for the last step's batch. It is dropped and
+  // replaced then; the run used to stall there, waiting for a batch the stale group blocked.
+  auto gpu = model::FindGpu("A800-80G");
+  auto arch = model::FindModel("Qwen3-0.6B");
+  ASSERT_OK(gpu);
+  ASSERT_OK(arch);
+  auto cost = model::BuiltinCostModels().Create("roofline", model::CostModelContext{*gpu, *arch, 8},
+                                                recipe::OptionTable());
+  ASSERT_OK(cost);
+  CoordinatorConfig config = Config(3, 1);
+  config.stream_batches = true;
+  OneSlowPromptWorkload workload;
+  sim::ClusterSim sim(recipe::SimSpec(), workload, **cost);
+  planner::StaticPlanner planner(std::optional<int>(4), std::vector<int>{1}, true);
+  sched::LeastConnRouter router;
+  MemoryRecorder recorder;
+  Coordinator coordinator(config, workload, router, planner, sim, recorder);
+  auto summary = coordinator.Run({}, {});
+  ASSERT_OK(summary);
+  ASSERT_EQ(recorder.steps.size(), 3u);
+  int lends = 0;
+  std::vector<std::string> rejects;
+  for (const records::EventRecord& e : recorder.events) {
+    lends += e.kind == "lend";
+    if (e.kind == "reject") rejects.push_back(e.detail);
+  }
+  EXPECT_GT(lends, 0);
+  EXPECT_EQ(rejects, std::vector<std::string>{"prompt 0: lag 2 > staleness 1, 2 samples dropped"});
+  EXPECT_EQ(recorder.trajectories.size(), 12u);
+  for (const records::TrajectoryRecord& t : recorder.trajectories) EXPECT_NE(t.prompt, 0);
 }
 
 }  // namespace
