@@ -99,6 +99,8 @@ class TrainBatchCosts {
   /// Whether TrainStep(layout) surely runs out of memory, answered for less than TrainStep costs:
   /// true only if TrainStep(layout).oom() is; false when that is not known cheaply (the default).
   virtual bool SurelyOutOfMemory(const TrainLayout& /*layout*/) { return false; }
+  /// TrainStep(layout).oom(), which a model may answer for less than TrainStep costs.
+  virtual bool OutOfMemory(const TrainLayout& layout) { return TrainStep(layout).oom(); }
 };
 
 class CostModel {

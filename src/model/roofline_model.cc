@@ -337,6 +337,11 @@ class RooflineBatchCosts : public TrainBatchCosts {
   bool SurelyOutOfMemory(const TrainLayout& layout) override {
     return model_.OutOfMemoryWithAnyShare(layout, passes_, sorted_);
   }
+  bool OutOfMemory(const TrainLayout& layout) override {
+    // One pipeline stage holds one micro-batch whatever the packing: no need to pack.
+    if (layout.pp == 1) return model_.OutOfMemoryWithAnyShare(layout, passes_, sorted_);
+    return TrainStep(layout).oom();
+  }
 
  private:
   const RooflineCostModel& model_;

@@ -225,11 +225,13 @@ struct Problem {
   const PipelineShape* shape = nullptr;
   std::vector<RequestSample> sample;
   double weight = 1;
-  /// TrainStep on the training batch (TrainBatch) for any layout, and on it with its first
-  /// sequence replaced by the longest expected one (null when the sample already holds one as
-  /// long).
+  /// TrainStep on the training batch (TrainBatch) for any layout.
   std::unique_ptr<model::TrainBatchCosts> train;
+  /// TrainStep on it with its first sequence replaced by the longest expected one (null when
+  /// the sample already holds one as long), and with every sequence that long: a micro-batch of
+  /// m > 1 sequences can hold m of the longest together.
   std::unique_ptr<model::TrainBatchCosts> train_longest;
+  std::unique_ptr<model::TrainBatchCosts> train_all_longest;
   std::vector<int> train_tps;
   std::vector<int> train_pps;
   std::vector<int> micro_batches;
@@ -249,9 +251,11 @@ struct Problem {
     return ratio;
   }
   bool Holds(int tp) const { return cost->KvCapacityTokens(tp) >= longest; }
-  /// Whether `layout` runs out of memory on a batch holding the longest expected sequence.
+  /// Whether `layout` runs out of memory on a batch whose largest micro-batch holds the longest
+  /// expected sequences only.
   bool OutOfMemory(const model::TrainLayout& layout) const {
-    return train_longest != nullptr && train_longest->TrainStep(layout).oom();
+    const auto& batch = layout.micro_batch > 1 ? train_all_longest : train_longest;
+    return batch != nullptr && batch->OutOfMemory(layout);
   }
   InstanceSetting Setting(int tp, double outside_s, double paced_batches = 0) const {
     InstanceSetting s;
@@ -1127,10 +1131,15 @@ Problem MakeProblem(const model::CostModel& cost, const SearchSpace& space,
   p.sample = SampleHistory(history, space.max_requests, shape.batch_trajectories);
   p.weight = static_cast<double>(shape.batch_trajectories) / static_cast<double>(p.sample.size());
   std::vector<int64_t> batch = TrainBatch(p.sample, shape.batch_trajectories);
-  if (!p.sample.empty() && shape.max_sequence_tokens > p.sample.back().total()) {
-    std::vector<int64_t> longest_batch = batch;
-    longest_batch.front() = shape.max_sequence_tokens;
-    p.train_longest = cost.ForTrainBatch(shape.passes, std::move(longest_batch));
+  if (!p.sample.empty()) {
+    const int64_t longest = std::max(shape.max_sequence_tokens, p.sample.back().total());
+    if (shape.max_sequence_tokens > p.sample.back().total()) {
+      std::vector<int64_t> longest_batch = batch;
+      longest_batch.front() = longest;
+      p.train_longest = cost.ForTrainBatch(shape.passes, std::move(longest_batch));
+    }
+    p.train_all_longest =
+        cost.ForTrainBatch(shape.passes, std::vector<int64_t>(batch.size(), longest));
   }
   p.train = cost.ForTrainBatch(shape.passes, std::move(batch));
   p.train_tps = SortedUnique(space.train_tps);

@@ -325,7 +325,7 @@ TEST(RooflineCostModelTest, ABatchKnowsSomeLayoutsDoNotFitBeforePackingIt) {
   // Qwen3-32B on 80 GB: the states alone overflow one GPU and two, so those layouts are known not
   // to fit without packing the batch; a layout is never called out of memory when TrainStep fits
   // it; and with one pipeline stage (one micro-batch in flight whatever the packing) the answer
-  // is exact.
+  // is exact. OutOfMemory is TrainStep's verdict, packing the batch only with several stages.
   const RooflineCostModel m = Make("H100-80G", "Qwen3-32B", RooflineParams());
   const TrainPasses passes{true, true, false};
   const std::vector<int64_t> batch = {900, 30000, 4000, 4000, 12000, 700, 8192, 1, 2500};
@@ -344,6 +344,7 @@ TEST(RooflineCostModelTest, ABatchKnowsSomeLayoutsDoNotFitBeforePackingIt) {
         if (pp == 1) {
           EXPECT_EQ(costs->SurelyOutOfMemory(layout), oom);
         }
+        EXPECT_EQ(costs->OutOfMemory(layout), oom);  // packed only with several stages
       }
     }
   }

@@ -668,5 +668,38 @@ TEST(SearchTest, EvaluatePlanRejectsPlansThatDoNotFit) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(SearchTest, AMicroBatchOfTheLongestSequencesMustFit) {
+  // A run's micro-batch can hold its longest sequences together, so a layout of micro-batches
+  // of 8 must hold 8 of the longest expected sequences, not one of them among typical ones (the
+  // simulator ran such a plan out of memory at step 1). Micro-batches of one are unchanged.
+  const auto cost = Catalog("roofline", "A800-80G", "Qwen3-8B", 8);
+  SearchSpace space;
+  space.nodes = 2;
+  space.gpus_per_node = 8;
+  PipelineShape shape = Synchronous(64);
+  shape.max_sequence_tokens = 24000;
+  const std::vector<RequestSample> history = R2eGymHistory(256, 7);
+  const model::TrainLayout eight{2, 1, 4, 8};
+  const model::TrainLayout one{2, 1, 4, 1};
+  std::vector<int64_t> typical(64, 6000);
+  typical.front() = shape.max_sequence_tokens;
+  std::vector<int64_t> longest = typical;
+  std::fill_n(longest.begin(), 8, shape.max_sequence_tokens);
+  ASSERT_FALSE(cost->TrainStep(eight, shape.passes, typical).oom());
+  ASSERT_TRUE(cost->TrainStep(eight, shape.passes, longest).oom());
+  ASSERT_FALSE(cost->TrainStep(one, shape.passes, longest).oom());
+  auto rejected = EvaluatePlan(*cost, space, shape, history, eight, {4, 4});
+  EXPECT_EQ(rejected.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(rejected.status().message().find("runs out of memory"), std::string::npos);
+  EXPECT_OK(EvaluatePlan(*cost, space, shape, history, one, {4, 4}));
+  auto result = Search(*cost, space, shape, history);
+  ASSERT_OK(result);
+  for (const CandidatePlan& plan : result->top) {
+    std::vector<int64_t> worst = typical;
+    std::fill_n(worst.begin(), std::min(64, plan.train.micro_batch), shape.max_sequence_tokens);
+    EXPECT_FALSE(cost->TrainStep(plan.train, shape.passes, worst).oom()) << plan.ToString();
+  }
+}
+
 }  // namespace
 }  // namespace libra::planner
