@@ -11,6 +11,7 @@ Result<std::unique_ptr<Planner>> ColocatedPlanner::Create(const recipe::OptionTa
 
 Result<Plan> ColocatedPlanner::Initial(const PlanContext& context) {
   LIBRA_RETURN_IF_ERROR(CheckRolloutTps(rollout_tps_, context.gpus_per_node));
+  LIBRA_RETURN_IF_ERROR(CheckInstancesHold(context, rollout_tps_));
   LIBRA_ASSIGN_OR_RETURN(
       auto instances, PackInstances(context.gpus_per_node, 0, context.total_gpus(), rollout_tps_));
   LIBRA_ASSIGN_OR_RETURN(model::TrainLayout train_layout,

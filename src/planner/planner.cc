@@ -98,6 +98,21 @@ Status CheckRolloutTps(const std::vector<int>& pattern, int gpus_per_node) {
   return Status();
 }
 
+Status CheckInstancesHold(const PlanContext& context, const std::vector<int>& tps) {
+  if (context.cost == nullptr) return Status();
+  for (int tp : tps) {
+    const int64_t capacity = context.cost->KvCapacityTokens(tp);
+    if (capacity < context.max_sequence_tokens) {
+      return Status::Unschedulable(StrFormat(
+          "a TP-%d rollout instance of %s holds %lld tokens of KV cache, fewer than the longest "
+          "context to expect (%lld tokens; an engine would not start): raise rollout_tp",
+          tp, context.cost->arch().name.c_str(), static_cast<long long>(capacity),
+          static_cast<long long>(context.max_sequence_tokens)));
+    }
+  }
+  return Status();
+}
+
 std::vector<model::TrainLayout> TrainLayoutCandidates(int gpus, int gpus_per_node) {
   std::vector<model::TrainLayout> layouts;
   for (int tp : {1, 2, 4, 8}) {

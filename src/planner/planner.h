@@ -193,6 +193,11 @@ std::vector<int> ReadTpList(recipe::OptionReader& reader, const std::string& key
 /// kUnschedulable unless every TP of `pattern` fits a node.
 Status CheckRolloutTps(const std::vector<int>& pattern, int gpus_per_node);
 
+/// kUnschedulable when an instance of one of `tps` cannot hold the longest context to expect
+/// (PlanContext::max_sequence_tokens) in its KV cache, as an engine refuses to start with a
+/// context limit its cache cannot hold; OK without a cost model.
+Status CheckInstancesHold(const PlanContext& context, const std::vector<int>& tps);
+
 /// Every training layout of `gpus` GPUs: TP 1/2/4/8 within a node, PP 1/2/4, the rest data
 /// parallel, micro-batch 1; by TP, then PP, ascending.
 std::vector<model::TrainLayout> TrainLayoutCandidates(int gpus, int gpus_per_node);

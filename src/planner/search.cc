@@ -237,7 +237,9 @@ struct Problem {
   std::vector<int> micro_batches;
   std::map<int, double> tp_comm_ratio;   // memo
   const ToolLatencies* tools = nullptr;  // the shape's; null when it has none
-  /// The history's longest context: any instance may get it, so every instance must hold it.
+  /// The longest context, the history's or the shape's max_sequence_tokens: any instance may get
+  /// it, so every instance must hold it (an engine refuses to start with a context limit its KV
+  /// cache cannot hold).
   int64_t longest = 0;
 
   /// tp_comm_s / compute_s of one replica {tp, pp 1, dp 1} at the smallest micro-batch.
@@ -1146,6 +1148,7 @@ Problem MakeProblem(const model::CostModel& cost, const SearchSpace& space,
   p.train_pps = SortedUnique(space.train_pps);
   p.micro_batches = SortedUnique(space.micro_batches);
   p.tools = shape.tool_latencies.get();
+  p.longest = shape.max_sequence_tokens;
   for (const RequestSample& r : history) p.longest = std::max(p.longest, r.total());
   return p;
 }

@@ -128,8 +128,9 @@ struct PipelineShape {
   /// Steps between weight syncs: the sync's time is spread over them. Default: 1.
   int sync_interval = 1;
   model::TrainPasses passes;
-  /// The longest sequence training must hold in memory (a context cap, or the longest expected);
-  /// 0: the longest of the sampled history. Default: 0.
+  /// The longest sequence training must hold in memory and every rollout instance in its KV
+  /// cache (a context cap, or the longest expected); 0: the longest of the sampled history.
+  /// Default: 0.
   int64_t max_sequence_tokens = 0;
   /// What the engines do with a context while its trajectory waits for a tool, and the
   /// latencies of individual tool calls (rollout_model.h; shared, since a planner asks many

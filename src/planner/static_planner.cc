@@ -43,6 +43,7 @@ Result<Plan> StaticPlanner::Initial(const PlanContext& context) {
         StrFormat("train_gpus = %d leaves no GPU for rollout (the cluster has %d)", train, total));
   }
   LIBRA_RETURN_IF_ERROR(CheckRolloutTps(rollout_tps_, context.gpus_per_node));
+  LIBRA_RETURN_IF_ERROR(CheckInstancesHold(context, rollout_tps_));
   LIBRA_ASSIGN_OR_RETURN(auto instances,
                          PackInstances(context.gpus_per_node, 0, total - train, rollout_tps_));
   LIBRA_ASSIGN_OR_RETURN(model::TrainLayout train_layout, ChooseTrainLayout(context, train));

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "model/catalog.h"
+#include "model/cost_model.h"
 #include "support/test_util.h"
 
 namespace libra::planner {
@@ -70,6 +72,25 @@ TEST(ColocatedPlannerTest, TpMustDivideGpusPerNode) {
             Status::Unschedulable("rollout_tp = 4 does not divide gpus_per_node = 6"));
   EXPECT_EQ((*planner)->Initial(Cluster(1, 2)).status(),
             Status::Unschedulable("rollout_tp = 4 does not divide gpus_per_node = 2"));
+}
+
+TEST(ColocatedPlannerTest, InstancesMustHoldTheLongestContext) {
+  // As the static planner: a TP-1 instance of Qwen3-30B-A3B cannot hold 100,000 tokens.
+  const model::CostModelContext mc{model::FindGpu("A800-80G").value(),
+                                   model::FindModel("Qwen3-30B-A3B").value(), 8};
+  const auto cost = model::BuiltinCostModels().Create("roofline", mc, recipe::OptionTable());
+  ASSERT_OK(cost);
+  PlanContext context = Cluster(2, 8);
+  context.batch_trajectories = 64;
+  context.cost = cost->get();
+  context.max_sequence_tokens = 100000;
+  auto tp1 = ColocatedPlanner::Create(Options({}));
+  ASSERT_OK(tp1);
+  EXPECT_EQ((*tp1)->Initial(context).status(), CheckInstancesHold(context, {1}));
+  EXPECT_EQ((*tp1)->Initial(context).status().code(), StatusCode::kUnschedulable);
+  auto tp2 = ColocatedPlanner::Create(Options({{"rollout_tp", 2}}));
+  ASSERT_OK(tp2);
+  EXPECT_OK((*tp2)->Initial(context));
 }
 
 TEST(ColocatedPlannerTest, RejectsBadOptions) {

@@ -153,6 +153,29 @@ TEST(SearchTest, TinyCaseMatchesTheHandComputedPlan) {
   }
 }
 
+TEST(SearchTest, EveryInstanceHoldsTheLongestContextToExpect) {
+  // The same requests, all within a TP1's 9 tokens, but contexts of up to 10 tokens to expect
+  // (the shape's cap): as with a 10-token request, no layout may have a TP1 (an engine whose KV
+  // cache cannot hold its context limit does not start; the simulator stopped the run).
+  FakeCost cost;
+  cost.kv_tp1 = 9;
+  const std::vector<RequestSample> history = Decodes({8, 2, 1, 3});
+  PipelineShape shape = Synchronous(4);
+  shape.max_sequence_tokens = 10;
+  auto result = Search(cost, HandSpace(), shape, history);
+  ASSERT_OK(result);
+  ASSERT_TRUE(result->best);
+  for (const CandidatePlan& plan : result->top) {
+    EXPECT_EQ(std::count(plan.rollout_tps.begin(), plan.rollout_tps.end(), 1), 0)
+        << plan.ToString();
+  }
+  EXPECT_EQ(result->trace.pruned.at("rollout_oom"), 2);
+  auto evaluated = EvaluatePlan(cost, HandSpace(), shape, history, {1, 1, 2, 1}, {1, 1});
+  EXPECT_EQ(evaluated.status().code(), StatusCode::kInvalidArgument);
+  shape.max_sequence_tokens = 9;
+  EXPECT_OK(EvaluatePlan(cost, HandSpace(), shape, history, {1, 1, 2, 1}, {1, 1}));
+}
+
 TEST(SearchTest, RolloutDpRepeatsRowsPastTheGpusItsRequestsUse) {
   // Two or three requests on up to 15 rollout GPUs: past the GPUs the requests can use, more GPUs
   // only add empty instances, so the DP's rows repeat with a period of its largest TP and it

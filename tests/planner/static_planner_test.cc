@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "model/catalog.h"
+#include "model/cost_model.h"
 #include "support/test_util.h"
 
 namespace libra::planner {
@@ -174,6 +176,25 @@ TEST(StaticPlannerTest, UnschedulableClusters) {
     ASSERT_FALSE(plan.ok());
     EXPECT_EQ(plan.status(), Status::Unschedulable(c.message));
   }
+}
+
+TEST(StaticPlannerTest, InstancesMustHoldTheLongestContext) {
+  // A rollout TP whose KV cache cannot hold the longest context to expect is unschedulable (an
+  // engine would not start), rather than a run that fails when that context comes.
+  const model::CostModelContext mc{model::FindGpu("A800-80G").value(),
+                                   model::FindModel("Qwen3-30B-A3B").value(), 8};
+  const auto cost = model::BuiltinCostModels().Create("roofline", mc, recipe::OptionTable());
+  ASSERT_OK(cost);
+  PlanContext context = Cluster(4, 8);
+  context.cost = cost->get();
+  context.max_sequence_tokens = 100000;
+  auto tp1 = StaticPlanner::Create(Options({}));
+  ASSERT_OK(tp1);
+  EXPECT_EQ((*tp1)->Initial(context).status(), CheckInstancesHold(context, {1}));
+  EXPECT_EQ((*tp1)->Initial(context).status().code(), StatusCode::kUnschedulable);
+  auto tp2 = StaticPlanner::Create(Options({{"rollout_tp", 2}}));
+  ASSERT_OK(tp2);
+  EXPECT_OK((*tp2)->Initial(context));
 }
 
 TEST(StaticPlannerTest, RejectsBadOptions) {
