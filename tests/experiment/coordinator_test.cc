@@ -13,6 +13,7 @@
 #include "planner/static_planner.h"
 #include "sched/least_conn.h"
 #include "sim/cluster_sim.h"
+#include "support/components.h"
 #include "support/fake_backend.h"
 #include "support/test_util.h"
 
@@ -542,20 +543,14 @@ TEST(CoordinatorTest, LayoutChangesMidRunLoseNoTrajectory) {
   // step 2, synchronous and asynchronous: the leaving instances drain first (the simulator
   // refuses a layout that drops an instance with work on it), every trajectory trains exactly
   // once, the steps record the split in force and the planner's predictions.
-  auto gpu = model::FindGpu("A800-80G");
-  auto arch = model::FindModel("Qwen3-0.6B");
-  ASSERT_OK(gpu);
-  ASSERT_OK(arch);
-  auto cost = model::BuiltinCostModels().Create("roofline", model::CostModelContext{*gpu, *arch, 8},
-                                                recipe::OptionTable());
-  ASSERT_OK(cost);
+  const auto cost = test::Roofline("A800-80G", "Qwen3-0.6B");
   for (int staleness : {0, 1}) {
     SCOPED_TRACE(staleness);
     CoordinatorConfig config = Config(5, staleness);
     config.prompts_per_step = 8;
     config.plan.batch_trajectories = 16;
     FixedWorkload workload;
-    sim::ClusterSim sim(recipe::SimSpec(), workload, **cost);
+    sim::ClusterSim sim(recipe::SimSpec(), workload, *cost);
     ScriptedPlanner planner;
     sched::LeastConnRouter router;
     MemoryRecorder recorder;
@@ -613,17 +608,11 @@ TEST(CoordinatorTest, AStaleGroupIsDroppedWhileTheTrainersGpusAreLent) {
   // Stream batches, the waiting trainer's GPUs lent to rollout: prompt 0's group ends beyond the
   // staleness bound while the trainer waits, lent, for the last step's batch. It is dropped and
   // replaced then; the run used to stall there, waiting for a batch the stale group blocked.
-  auto gpu = model::FindGpu("A800-80G");
-  auto arch = model::FindModel("Qwen3-0.6B");
-  ASSERT_OK(gpu);
-  ASSERT_OK(arch);
-  auto cost = model::BuiltinCostModels().Create("roofline", model::CostModelContext{*gpu, *arch, 8},
-                                                recipe::OptionTable());
-  ASSERT_OK(cost);
+  const auto cost = test::Roofline("A800-80G", "Qwen3-0.6B");
   CoordinatorConfig config = Config(3, 1);
   config.stream_batches = true;
   OneSlowPromptWorkload workload;
-  sim::ClusterSim sim(recipe::SimSpec(), workload, **cost);
+  sim::ClusterSim sim(recipe::SimSpec(), workload, *cost);
   planner::StaticPlanner planner(std::optional<int>(4), std::vector<int>{1}, true);
   sched::LeastConnRouter router;
   MemoryRecorder recorder;

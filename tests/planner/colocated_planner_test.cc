@@ -5,8 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "model/catalog.h"
-#include "model/cost_model.h"
+#include "support/components.h"
 #include "support/test_util.h"
 
 namespace libra::planner {
@@ -76,13 +75,10 @@ TEST(ColocatedPlannerTest, TpMustDivideGpusPerNode) {
 
 TEST(ColocatedPlannerTest, InstancesMustHoldTheLongestContext) {
   // As the static planner: a TP-1 instance of Qwen3-30B-A3B cannot hold 100,000 tokens.
-  const model::CostModelContext mc{model::FindGpu("A800-80G").value(),
-                                   model::FindModel("Qwen3-30B-A3B").value(), 8};
-  const auto cost = model::BuiltinCostModels().Create("roofline", mc, recipe::OptionTable());
-  ASSERT_OK(cost);
+  const auto cost = test::Roofline("A800-80G", "Qwen3-30B-A3B");
   PlanContext context = Cluster(2, 8);
   context.batch_trajectories = 64;
-  context.cost = cost->get();
+  context.cost = cost.get();
   context.max_sequence_tokens = 100000;
   auto tp1 = ColocatedPlanner::Create(Options({}));
   ASSERT_OK(tp1);

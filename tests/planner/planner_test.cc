@@ -6,8 +6,7 @@
 #include <tuple>
 #include <vector>
 
-#include "model/catalog.h"
-#include "model/cost_model.h"
+#include "support/components.h"
 #include "support/test_util.h"
 
 namespace libra::planner {
@@ -110,15 +109,12 @@ TEST(PackSizesTest, LargestFirstIntoNodesInGpuOrder) {
 
 TEST(CheckInstancesHoldTest, EveryTpSizeMustHoldTheLongestContext) {
   // Qwen3-30B-A3B on an A800: a TP1 instance holds 87,263 tokens of KV cache, a TP2 far more.
-  const model::CostModelContext mc{model::FindGpu("A800-80G").value(),
-                                   model::FindModel("Qwen3-30B-A3B").value(), 8};
-  const auto cost = model::BuiltinCostModels().Create("roofline", mc, recipe::OptionTable());
-  ASSERT_OK(cost);
-  ASSERT_EQ((*cost)->KvCapacityTokens(1), 87263);
+  const auto cost = test::Roofline("A800-80G", "Qwen3-30B-A3B");
+  ASSERT_EQ(cost->KvCapacityTokens(1), 87263);
   PlanContext context;
   context.max_sequence_tokens = 87264;
   EXPECT_OK(CheckInstancesHold(context, {1}));  // no cost model: nothing to check
-  context.cost = cost->get();
+  context.cost = cost.get();
   EXPECT_EQ(CheckInstancesHold(context, {2, 1}),
             Status::Unschedulable("a TP-1 rollout instance of Qwen3-30B-A3B holds 87263 tokens of "
                                   "KV cache, fewer than the longest context to expect (87264 "

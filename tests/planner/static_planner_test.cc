@@ -6,8 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model/catalog.h"
-#include "model/cost_model.h"
+#include "support/components.h"
 #include "support/test_util.h"
 
 namespace libra::planner {
@@ -181,12 +180,9 @@ TEST(StaticPlannerTest, UnschedulableClusters) {
 TEST(StaticPlannerTest, InstancesMustHoldTheLongestContext) {
   // A rollout TP whose KV cache cannot hold the longest context to expect is unschedulable (an
   // engine would not start), rather than a run that fails when that context comes.
-  const model::CostModelContext mc{model::FindGpu("A800-80G").value(),
-                                   model::FindModel("Qwen3-30B-A3B").value(), 8};
-  const auto cost = model::BuiltinCostModels().Create("roofline", mc, recipe::OptionTable());
-  ASSERT_OK(cost);
+  const auto cost = test::Roofline("A800-80G", "Qwen3-30B-A3B");
   PlanContext context = Cluster(4, 8);
-  context.cost = cost->get();
+  context.cost = cost.get();
   context.max_sequence_tokens = 100000;
   auto tp1 = StaticPlanner::Create(Options({}));
   ASSERT_OK(tp1);
