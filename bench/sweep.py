@@ -15,7 +15,8 @@ or partial rollout overridden, or a bare router and planner. Then, per mode:
          (docs/planner.md).
   check  `libra plan --check` on each, with system `libra` or `libra-homogeneous`: the step and
          phase errors of the planner's prediction against a simulation of its plan, and how many
-         fall outside the limits of the fidelity gate (step 10%, each phase 15%).
+         fall outside the limits of the fidelity gate (step 10%, each phase 15%), then those
+         outside counted by workload, system, KV policy and pipeline (sync or async).
 
 Usage: bench/sweep.py --libra build/libra {runs|check} [--count N] [--seed S] [--work DIR]
 Exit status 1 when a run fails unexpectedly (runs) or a check cannot run (check).
@@ -29,6 +30,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 PRESETS = ["libra", "libra-no-ehp", "libra-ref", "libra-homogeneous", "verl-sync",
            "disagg-static", "verl-dynamic", "areal-async", "sortedrl", "heddle"]
@@ -144,7 +146,34 @@ def sweep_check(args, rng, work):
               f"outside 15%")
     for path, p in outside:
         print(f"  {path}: " + ", ".join(f"{k} {100 * v:+.1f}%" for k, v in p.items()))
+    if rows:
+        print_breakdown(rows)
     return 1 if errors else 0
+
+
+def traits(path):
+    """What a drawn recipe is, for the breakdown: workload, system, KV policy, pipeline."""
+    with open(path, "rb") as f:
+        r = tomllib.load(f)
+    workload = r.get("workload", {})
+    return {
+        "workload": workload.get("preset", workload.get("kind", "?")),
+        "system": r.get("system", {}).get("preset", r.get("system", {}).get("name", "?")),
+        "kv_policy": r.get("sim", {}).get("kv_policy", "cache"),
+        "pipeline": "async" if r.get("rl", {}).get("staleness", 0) > 0 else "sync",
+    }
+
+
+def print_breakdown(rows):
+    """Plans outside the gate's 10% on the step, counted by each trait of their recipes."""
+    counts = {}
+    for path, p in rows:
+        for key, value in traits(path).items():
+            out, total = counts.setdefault(key, {}).get(value, (0, 0))
+            counts[key][value] = (out + (abs(p["step"]) > 0.10), total + 1)
+    for key, by_value in counts.items():
+        print(f"outside 10% by {key}: " + ", ".join(
+            f"{value} {out} of {total}" for value, (out, total) in sorted(by_value.items())))
 
 
 def main():
