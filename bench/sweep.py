@@ -17,9 +17,13 @@ or partial rollout overridden, or a bare router and planner. Then, per mode:
          phase errors of the planner's prediction against a simulation of its plan, and how many
          fall outside the limits of the fidelity gate (step 10%, each phase 15%), then those
          outside counted by workload, system, KV policy and pipeline (sync or async).
+  regret `libra_regret_bench` on the same kind of recipes: how much slower, simulated, the plan
+         the planner chooses is than the best layout of its search space; those above 5% listed
+         and counted by the same traits.
 
-Usage: bench/sweep.py --libra build/libra {runs|check} [--count N] [--seed S] [--work DIR]
-Exit status 1 when a run fails unexpectedly (runs) or a check cannot run (check).
+Usage: bench/sweep.py [--libra build/libra] [--regret-bench build/bench/libra_regret_bench]
+                      {runs|check|regret} [--count N] [--seed S] [--work DIR]
+Exit status 1 when a run fails unexpectedly (runs) or a check or benchmark cannot run.
 """
 import argparse
 import csv
@@ -40,6 +44,8 @@ PLANNERS = ["colocated", "grp", "heddle", "libra-ref", "no-ehp", "static"]
 MODELS = ["Qwen3-0.6B", "Qwen3-1.7B", "Qwen3-8B", "Qwen3-14B", "Qwen3-30B-A3B"]
 WORKLOADS = ["search-r1", "r2e-gym", "dapo-math", "swe-long"]
 KNOWN = re.compile(r"run 1 \((.*)\) failed: sim: train step 0 runs out of memory")
+REGRET = re.compile(r"chosen: (.*), [0-9.]+ s a step\n  best: +(.*), [0-9.]+ s a step\n"
+                    r"  regret: (-?[0-9.]+)%")
 
 
 def draw(rng, name, check):
@@ -146,8 +152,37 @@ def sweep_check(args, rng, work):
               f"outside 15%")
     for path, p in outside:
         print(f"  {path}: " + ", ".join(f"{k} {100 * v:+.1f}%" for k, v in p.items()))
-    if rows:
-        print_breakdown(rows)
+    print_breakdown("outside 10%", [(path, abs(p["step"]) > 0.10) for path, p in rows])
+    return 1 if errors else 0
+
+
+def sweep_regret(args, rng, work):
+    rows = []
+    errors = []
+    for i in range(args.count):
+        path = os.path.join(work, f"g{i}.toml")
+        with open(path, "w") as f:
+            f.write(draw(rng, f"g{i}", True))
+        rc, out, err = run([args.regret_bench, path], args.timeout)
+        found = REGRET.search(out)
+        if rc == 0 and found:
+            rows.append((path, float(found.group(3)) / 100, found.group(1), found.group(2)))
+        elif "no feasible plan" in err or "no plan fits" in err:
+            continue  # nothing to compare: the recipe fits no plan
+        else:
+            errors.append(f"{path}: exit {rc}: {(out + err).strip()[-300:]}")
+    regrets = sorted(r for _, r, _, _ in rows)
+    above = [row for row in rows if row[1] > 0.05]
+    if regrets:
+        print(f"{len(rows)} recipes (seed {args.seed}): regret median "
+              f"{100 * regrets[len(regrets) // 2]:.1f}%, mean "
+              f"{100 * sum(regrets) / len(regrets):.1f}%, max {100 * regrets[-1]:.1f}%; "
+              f"{len(above)} above 5%")
+    for path, regret, chosen, best in above:
+        print(f"  {path}: {100 * regret:.1f}%: chose {chosen}, best {best}")
+    print_breakdown("above 5%", [(path, regret > 0.05) for path, regret, _, _ in rows])
+    for e in errors:
+        print("  " + e)
     return 1 if errors else 0
 
 
@@ -164,22 +199,23 @@ def traits(path):
     }
 
 
-def print_breakdown(rows):
-    """Plans outside the gate's 10% on the step, counted by each trait of their recipes."""
+def print_breakdown(label, rows):
+    """Of `rows` (recipe path, whether it counts), how many count, by each trait of the recipes."""
     counts = {}
-    for path, p in rows:
+    for path, counted in rows:
         for key, value in traits(path).items():
-            out, total = counts.setdefault(key, {}).get(value, (0, 0))
-            counts[key][value] = (out + (abs(p["step"]) > 0.10), total + 1)
+            n, total = counts.setdefault(key, {}).get(value, (0, 0))
+            counts[key][value] = (n + counted, total + 1)
     for key, by_value in counts.items():
-        print(f"outside 10% by {key}: " + ", ".join(
-            f"{value} {out} of {total}" for value, (out, total) in sorted(by_value.items())))
+        print(f"{label} by {key}: " + ", ".join(
+            f"{value} {n} of {total}" for value, (n, total) in sorted(by_value.items())))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["runs", "check"])
+    parser.add_argument("mode", choices=["runs", "check", "regret"])
     parser.add_argument("--libra", default="build/libra")
+    parser.add_argument("--regret-bench", default="build/bench/libra_regret_bench")
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=int, default=600, help="seconds per command")
@@ -189,7 +225,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     rng = random.Random(args.seed)
     print(f"recipes in {work}")
-    sys.exit((sweep_runs if args.mode == "runs" else sweep_check)(args, rng, work))
+    modes = {"runs": sweep_runs, "check": sweep_check, "regret": sweep_regret}
+    sys.exit(modes[args.mode](args, rng, work))
 
 
 if __name__ == "__main__":
