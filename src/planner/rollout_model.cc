@@ -139,7 +139,7 @@ struct Operating {
       const auto seen = slowest.begin() + distinct;
       if (std::none_of(slowest.begin(), seen,
                        [&](const RequestCost* other) { return SameBound(*other, c); })) {
-        others_decode[static_cast<size_t>(distinct)] = std::max(0.0, load.decode - c.decode);
+        others_decode[static_cast<size_t>(distinct)] = load.OthersDecode(c.decode);
         slowest[static_cast<size_t>(distinct++)] = &c;
       }
     }
@@ -433,8 +433,16 @@ void RolloutLoad::Add(const RequestCost& r, double weight) {
   if (r.prefill_s + r.miss_s > slowest[2].prefill_s + slowest[2].miss_s) slowest[2] = r;
 }
 
+double RolloutLoad::OthersDecode(double own) const {
+  if (share >= 1) return std::max(0.0, decode - own);
+  const double mix = trajectories / share;  // the whole mix's trajectories
+  if (trajectories <= 1 || mix <= 1) return 0;
+  return (trajectories - 1) * std::max(0.0, decode / share - own) / (mix - 1);
+}
+
 RolloutLoad RolloutLoad::Share(double f) const {
   RolloutLoad out = *this;
+  out.share = share * f;
   out.trajectories *= f;
   out.decode *= f;
   out.decode_context *= f;

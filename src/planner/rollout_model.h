@@ -161,8 +161,17 @@ struct RolloutLoad {
   /// Candidates for the slowest trajectory: the most decode, the most tool time, the most
   /// prefill (one trajectory each, not weighted).
   RequestCost slowest[3];
+  /// The part of a mix these sums are (Share's factors multiplied; 1 for a run of the sample).
+  /// An instance given a share of the mix holds whichever trajectory is slowest beside as many
+  /// others as its share holds, not beside its share less that one: with few trajectories an
+  /// instance, that is more (OthersDecode).
+  double share = 1;
 
   void Add(const RequestCost& request, double weight);
+  /// Tokens the others decode on the instance that holds a trajectory decoding `decode` tokens:
+  /// the rest of a run; for a share of a mix, its trajectories less one, each decoding the mean
+  /// of the mix's others.
+  double OthersDecode(double decode) const;
   /// Sums times `factor` (an instance's even share of a pool), candidates unchanged.
   RolloutLoad Share(double factor) const;
   /// `a` and `b` together.

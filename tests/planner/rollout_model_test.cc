@@ -251,6 +251,27 @@ TEST(RolloutModelTest, SharesAndMergesAreAdditive) {
   EXPECT_DOUBLE_EQ(half.slowest[0].decode, 3000);  // any share may get the slowest
 }
 
+TEST(RolloutModelTest, TheSlowestHoldsItsShareOfOthers) {
+  // A run of the sample is what its instance holds: beside the 3,000-token trajectory, the
+  // other 1,000 tokens. A quarter of a mix of 12 trajectories (18,000 tokens) holds 3: the
+  // slowest beside 2 others of the mix's mean, (18,000 - 3,000) / 11 tokens, not beside its
+  // 4,500 tokens less the slowest's 3,000. An instance with one trajectory or less holds it alone.
+  AffineCost cost;
+  const RolloutLoad run = LoadOf(cost, {TrajectorySize{0, 1000, 0}, TrajectorySize{0, 3000, 0}}, 1);
+  EXPECT_DOUBLE_EQ(run.OthersDecode(3000), 1000);
+  const RolloutLoad mix = LoadOf(cost,
+                                 {TrajectorySize{0, 500, 0}, TrajectorySize{0, 1000, 0},
+                                  TrajectorySize{0, 1500, 0}, TrajectorySize{0, 3000, 0}},
+                                 3);  // 12 trajectories, 18,000 tokens
+  EXPECT_DOUBLE_EQ(mix.OthersDecode(3000), 15000);
+  const RolloutLoad quarter = mix.Share(0.25);
+  EXPECT_DOUBLE_EQ(quarter.decode, 4500);
+  EXPECT_DOUBLE_EQ(quarter.OthersDecode(3000), 2 * 15000.0 / 11);
+  EXPECT_GT(quarter.OthersDecode(3000), quarter.decode - 3000);
+  EXPECT_DOUBLE_EQ(mix.Share(1.0 / 12).OthersDecode(3000), 0);
+  EXPECT_DOUBLE_EQ(mix.Share(0.5).Share(0.5).OthersDecode(3000), quarter.OthersDecode(3000));
+}
+
 TEST(RolloutModelTest, CatalogModelPeriodsAreFiniteAndFallWithTp) {
   // Qwen3-14B on A800: a long-tailed batch is faster per step on TP 8 than on TP 1.
   const model::CostModelContext context{model::FindGpu("A800-80G").value(),
