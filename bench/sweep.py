@@ -88,6 +88,21 @@ def draw(rng, name, check):
     return "\n".join(lines) + "\n"
 
 
+def drawn(args, rng, work, prefix, check):
+    """Draws --count recipes into `work` as PREFIX0.toml, PREFIX1.toml, ...: (path, text) each."""
+    for i in range(args.count):
+        path = os.path.join(work, f"{prefix}{i}.toml")
+        recipe = draw(rng, f"{prefix}{i}", check)
+        with open(path, "w") as f:
+            f.write(recipe)
+        yield path, recipe
+
+
+def fits_no_plan(stderr):
+    """Whether libra refused the recipe because no plan fits its cluster (nothing to compare)."""
+    return "no feasible plan" in stderr or "no plan fits" in stderr
+
+
 def run(cmd, timeout):
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -99,11 +114,7 @@ def run(cmd, timeout):
 def sweep_runs(args, rng, work):
     ok = refused = known = 0
     failures = []
-    for i in range(args.count):
-        path = os.path.join(work, f"r{i}.toml")
-        recipe = draw(rng, f"r{i}", False)
-        with open(path, "w") as f:
-            f.write(recipe)
+    for path, recipe in drawn(args, rng, work, "r", False):
         db = os.path.join(work, "sweep.db")
         if os.path.exists(db):
             os.remove(db)
@@ -127,15 +138,12 @@ def sweep_runs(args, rng, work):
 def sweep_check(args, rng, work):
     rows = []
     errors = 0
-    for i in range(args.count):
-        path = os.path.join(work, f"c{i}.toml")
-        with open(path, "w") as f:
-            f.write(draw(rng, f"c{i}", True))
+    for path, _ in drawn(args, rng, work, "c", True):
         rc, out, err = run([args.libra, "plan", "--check", path, "--format", "csv", "--table",
                             "check"], args.timeout)
         if rc not in (0, 1) or not out.startswith("system,"):
-            if "no feasible plan" in err or "no plan fits" in err:
-                continue  # nothing to check: the recipe fits no plan
+            if fits_no_plan(err):
+                continue
             errors += 1
             print(f"  {path}: exit {rc}: {(out + err).strip()[-300:]}")
             continue
@@ -159,17 +167,12 @@ def sweep_check(args, rng, work):
 def sweep_regret(args, rng, work):
     rows = []
     errors = []
-    for i in range(args.count):
-        path = os.path.join(work, f"g{i}.toml")
-        with open(path, "w") as f:
-            f.write(draw(rng, f"g{i}", True))
+    for path, _ in drawn(args, rng, work, "c", True):  # the recipes `check` draws
         rc, out, err = run([args.regret_bench, path], args.timeout)
         found = REGRET.search(out)
         if rc == 0 and found:
             rows.append((path, float(found.group(3)) / 100, found.group(1), found.group(2)))
-        elif "no feasible plan" in err or "no plan fits" in err:
-            continue  # nothing to compare: the recipe fits no plan
-        else:
+        elif not fits_no_plan(err):
             errors.append(f"{path}: exit {rc}: {(out + err).strip()[-300:]}")
     regrets = sorted(r for _, r, _, _ in rows)
     above = [row for row in rows if row[1] > 0.05]

@@ -435,8 +435,8 @@ void RolloutLoad::Add(const RequestCost& r, double weight) {
 
 double RolloutLoad::OthersDecode(double own) const {
   if (share >= 1) return std::max(0.0, decode - own);
-  const double mix = trajectories / share;  // the whole mix's trajectories
-  if (trajectories <= 1 || mix <= 1) return 0;
+  if (trajectories <= 1) return 0;
+  const double mix = trajectories / share;  // the whole mix's trajectories, more than these
   return (trajectories - 1) * std::max(0.0, decode / share - own) / (mix - 1);
 }
 
@@ -458,6 +458,7 @@ RolloutLoad RolloutLoad::Share(double f) const {
 
 RolloutLoad RolloutLoad::Merge(const RolloutLoad& a, const RolloutLoad& b) {
   RolloutLoad out = a;
+  out.share = std::min(1.0, a.share + b.share);
   out.trajectories += b.trajectories;
   out.decode += b.decode;
   out.decode_context += b.decode_context;

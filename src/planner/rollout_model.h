@@ -174,7 +174,7 @@ struct RolloutLoad {
   double OthersDecode(double decode) const;
   /// Sums times `factor` (an instance's even share of a pool), candidates unchanged.
   RolloutLoad Share(double factor) const;
-  /// `a` and `b` together.
+  /// `a` and `b` together (two shares of one mix, or two runs of the sample).
   static RolloutLoad Merge(const RolloutLoad& a, const RolloutLoad& b);
   bool empty() const { return trajectories <= 0; }
 };
