@@ -866,10 +866,10 @@ void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
 /// side carries the rest, and its batches wait for that drain and the switch back too. The
 /// period: the smallest P with P >= the trainer's cycle and >= the rollout side's period with
 /// its share at P (bisection: a longer period lends longer). nullopt when the pipeline cannot lend
-/// (synchronous, time-shared, instances that do not pack) or, unless `always`, when lending does
-/// not make the step shorter.
+/// (synchronous, time-shared, instances that do not pack) or when the lent step is not below
+/// `beat` (kInf: always lend), found out from the rollout side at P = `beat` before bisecting.
 std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& plan,
-                                         const std::vector<KindShare>& kinds, bool always) {
+                                         const std::vector<KindShare>& kinds, double beat) {
   const PipelineShape& shape = *p.shape;
   if (plan.colocated || shape.staleness <= 0 || kinds.empty()) return std::nullopt;
   const int tp = plan.rollout_tps.front();
@@ -908,27 +908,32 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
           ? p.cost->PrefillTime(tp, std::max<int64_t>(1, std::llround(held / trajectories)), 0)
           : 0;
   const double rollout_gpus = plan.rollout_gpus();
+  // The period the rollout side needs when a step of `at` seconds lends the trainer's GPUs for
+  // all of it but `outside` (the drain, the switches and the trainer's cycle).
+  auto needs = [&](double outside, double at) {
+    const double lent_s = std::max(0.0, at - outside - in);
+    const double share = 1 - continued * lent * lent_s / (rollout_gpus * at + lent * lent_s);
+    std::vector<KindShare> scaled = kinds;
+    for (KindShare& k : scaled) {
+      const double moved = k.load.trajectories * (1 - share);
+      k.load = k.load.Share(share);
+      k.load.prefill_s += moved * moved_prefill;
+    }
+    return std::max(outside,
+                    shape.rollout_scale * Period(p, scaled, outside / shape.rollout_scale));
+  };
+  const double cycle = plan.train_s + plan.sync_s;
+  // A step below `beat` needs a rollout side that keeps up at `beat` (a longer step lends longer).
+  if (beat < kInf && needs(drain + out + cycle, beat) > beat) return std::nullopt;
   // The step at a given trainer cycle (train + sync, 0 for rollout alone).
   auto period = [&](double trainer_s) {
     const double outside = drain + out + trainer_s;
-    auto needs = [&](double at) {
-      const double lent_s = std::max(0.0, at - outside - in);
-      const double share = 1 - continued * lent * lent_s / (rollout_gpus * at + lent * lent_s);
-      std::vector<KindShare> scaled = kinds;
-      for (KindShare& k : scaled) {
-        const double moved = k.load.trajectories * (1 - share);
-        k.load = k.load.Share(share);
-        k.load.prefill_s += moved * moved_prefill;
-      }
-      return std::max(outside,
-                      shape.rollout_scale * Period(p, scaled, outside / shape.rollout_scale));
-    };
     double lo = outside;
-    double hi = needs(lo);
+    double hi = needs(outside, lo);
     if (hi <= lo) return lo;
     for (int k = 0; k < 40 && hi - lo > 1e-6 * hi; ++k) {
       const double mid = (lo + hi) / 2;
-      if (needs(mid) <= mid) {
+      if (needs(outside, mid) <= mid) {
         hi = mid;
       } else {
         lo = mid;
@@ -942,9 +947,9 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
   lending.train_s = plan.train_s + out;
   // When the trainer's wait is too short for the drain and the switches, the lent GPUs barely
   // serve: the step is at worst the plan's own, plus the switch back that every reclaim costs.
-  lending.step_s = std::min(period(plan.train_s + plan.sync_s), plan.step_s + out);
+  lending.step_s = std::min(period(cycle), plan.step_s + out);
+  if (beat < kInf && !(lending.step_s < beat)) return std::nullopt;
   lending.rollout_s = std::min(period(0), plan.rollout_s + out);
-  if (!always && !(lending.step_s < plan.step_s)) return std::nullopt;
   return lending;
 }
 
@@ -1250,12 +1255,9 @@ class BudgetSearch {
                   ? TrainingTree(p_, budget, side, colocated, pruned, trace.train_nodes)
                   : EveryLeaf(p_, budget, side, colocated, pruned, trace.train_nodes);
     }
+    const RolloutOption* option = found.option;
     std::optional<CandidatePlan> best = found.Expanded();
-    if (best && space_.hybrid) {
-      if (auto lending = LendTrainer(p_, *best, found.option->kinds, false)) {
-        best = std::move(*lending);
-      }
-    }
+    if (best && space_.hybrid) best = BestLent(std::move(*best), *option, side);
     for (const auto& [reason, count] : pruned) trace.pruned[reason] += count;
     const std::string what = colocated
                                  ? StrFormat("time-shared %d", total_)
@@ -1270,6 +1272,25 @@ class BudgetSearch {
   }
 
  private:
+  /// `plan` (the budget's best, taking `chosen`), or a rollout option of `side` with the trainer's
+  /// GPUs lent while it waits when that makes the step shorter. Lending changes which option is
+  /// fastest: the trainer's GPUs join as instances of the option's largest TP and take over part
+  /// of the turns, so an option too small to keep up alone may be the best one lent. Each option
+  /// is tried with the plan's training layout; `chosen` first, then the first of equals stays.
+  CandidatePlan BestLent(CandidatePlan plan, const RolloutOption& chosen, const RolloutSide& side) {
+    if (plan.colocated) return plan;  // nothing waits to lend
+    std::optional<CandidatePlan> best = LendTrainer(p_, plan, chosen.kinds, plan.step_s);
+    for (const RolloutOption& option : side.options) {
+      if (&option == &chosen) continue;
+      BudgetBest alone;
+      Offer(p_, plan.train, plan.train_s, option, plan.colocated, alone);
+      std::optional<CandidatePlan> lending =
+          LendTrainer(p_, *alone.Expanded(), option.kinds, best ? best->step_s : plan.step_s);
+      if (lending) best = std::move(lending);
+    }
+    return best ? std::move(*best) : std::move(plan);
+  }
+
   /// The one rollout layout node_pattern gives `budget`.
   RolloutSide PatternSide(int budget) {
     RolloutSide side;
@@ -1474,7 +1495,7 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
   Offer(p, train, e.step_s * shape.train_scale, option, colocated, found);
   std::optional<CandidatePlan> plan = found.Expanded();
   if (lend_trainer) {
-    std::optional<CandidatePlan> lending = LendTrainer(p, *plan, option.kinds, true);
+    std::optional<CandidatePlan> lending = LendTrainer(p, *plan, option.kinds, kInf);
     if (!lending) {
       return Status::InvalidArgument(
           "the trainer's GPUs cannot be lent: the plan is synchronous or time-shared, or "

@@ -114,7 +114,7 @@ struct SearchSpace {
   /// true.
   bool time_shared = true;
   /// Also consider lending the waiting trainer's GPUs to rollout (asynchronous pipelines): each
-  /// budget's best plan, with and without. Default: true.
+  /// budget's best plan without, and each of its rollout options with. Default: true.
   bool hybrid = true;
 };
 
