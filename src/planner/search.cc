@@ -55,10 +55,15 @@ std::vector<RequestSample> SampleHistory(std::span<const RequestSample> history,
   return sample;
 }
 
-/// The training batch: `batch` sequences whose lengths cycle through the sample's totals.
+/// The training batch: `batch` sequences at evenly spaced ranks of the (sorted) sample's totals,
+/// each request batch / n times when that is whole, so that a batch smaller than the sample spans
+/// it up to its longest request, as a batch of the workload does (cycling through the sample
+/// took its shortest `batch` requests only).
 std::vector<int64_t> TrainBatch(const std::vector<RequestSample>& sample, int batch) {
-  std::vector<int64_t> tokens(static_cast<size_t>(batch));
-  for (size_t k = 0; k < tokens.size(); ++k) tokens[k] = sample[k % sample.size()].total();
+  const size_t n = sample.size();
+  const size_t b = static_cast<size_t>(batch);
+  std::vector<int64_t> tokens(b);
+  for (size_t k = 0; k < b; ++k) tokens[k] = sample[(2 * k + 1) * n / (2 * b)].total();
   return tokens;
 }
 

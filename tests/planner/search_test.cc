@@ -749,6 +749,25 @@ TEST(SearchTest, EvaluatePlanRejectsPlansThatDoNotFit) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(SearchTest, ABatchSmallerThanTheSampleSpansIt) {
+  // Totals 1,000 to 8,000 and batches of 4: the sample leaves out the longest (a batch of 4 holds
+  // the longest of 5 on average) and the training batch takes every other rank of the rest up to
+  // its longest, not the 4 shortest (which under-predicted small batches' training by up to 45%).
+  const auto cost = Catalog("roofline", "A800-80G", "Qwen3-1.7B", 8);
+  SearchSpace space = HandSpace();
+  space.max_requests = 8;
+  PipelineShape shape = Synchronous(4);
+  std::vector<RequestSample> history;
+  for (int64_t k = 1; k <= 8; ++k) history.push_back({0, 1000 * k, 0});
+  const model::TrainLayout layout{1, 1, 2, 1};
+  auto plan = EvaluatePlan(*cost, space, shape, history, layout, {1, 1});
+  ASSERT_OK(plan);
+  const std::vector<int64_t> spanning = {1000, 3000, 5000, 7000};
+  EXPECT_DOUBLE_EQ(plan->train_s, cost->TrainStep(layout, shape.passes, spanning).step_s);
+  const std::vector<int64_t> shortest = {1000, 2000, 3000, 4000};
+  EXPECT_LT(cost->TrainStep(layout, shape.passes, shortest).step_s, plan->train_s);
+}
+
 TEST(SearchTest, AMicroBatchOfTheLongestSequencesMustFit) {
   // A run's micro-batch can hold its longest sequences together, so a layout of micro-batches
   // of 8 must hold 8 of the longest expected sequences, not one of them among typical ones (the
