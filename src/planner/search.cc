@@ -913,8 +913,7 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
           ? p.cost->PrefillTime(tp, std::max<int64_t>(1, std::llround(held / trajectories)), 0)
           : 0;
   const double rollout_gpus = plan.rollout_gpus();
-  // The period the rollout side needs when a step of `at` seconds lends the trainer's GPUs for
-  // all of it but `outside` (the drain, the switches and the trainer's cycle).
+  // The rollout side's period when a step of `at` s lends the trainer all but `outside` of it.
   auto needs = [&](double outside, double at) {
     const double lent_s = std::max(0.0, at - outside - in);
     const double share = 1 - continued * lent * lent_s / (rollout_gpus * at + lent * lent_s);
