@@ -1287,7 +1287,7 @@ class BudgetSearch {
     for (const RolloutOption& option : side.options) {
       if (&option == &chosen) continue;
       BudgetBest alone;
-      Offer(p_, plan.train, plan.train_s, option, plan.colocated, alone);
+      Offer(p_, plan.train, plan.train_s, option, /*colocated=*/false, alone);
       std::optional<CandidatePlan> lending =
           LendTrainer(p_, *alone.Expanded(), option.kinds, best ? best->step_s : plan.step_s);
       if (lending) best = std::move(lending);
