@@ -303,6 +303,12 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
       "%s search over %d training budgets: rollout %.1f s, train %.1f s, sync %.1f s per step",
       options_.mode == SearchMode::kTreeDp ? "Algorithm 1" : "exhaustive", result.trace.budgets,
       result.best->rollout_s, result.best->train_s, result.best->sync_s);
+  if (result.top.size() > 1 && result.top[1].step_s < result.best->step_s) {
+    plan.reason += StrFormat(
+        "; a near-tie (within %.0f%% of the fastest), chosen for the shortest step with rollout "
+        "%.0f%% slower",
+        100 * kNearTie, 100 * kRolloutDoubt);
+  }
   for (size_t i = 0; i < result.top.size() && i < 5; ++i) {
     plan.candidates.push_back(Describe(result.top[i], context.gpus_per_node));
   }

@@ -308,13 +308,13 @@ double Period(const Problem& p, const std::vector<KindShare>& kinds, double outs
 /// slower of the trainer and the rollout side, whose batches also wait for the trainer's step
 /// within their staleness + 1 periods (rollout_model.h). `rollout_s` (every allowed batch in
 /// flight) does not bound it: a KV cache that thrashes with all of them may keep up with fewer.
+/// `scale` is the rollout side's (measured over modelled; PipelineShape::rollout_scale).
 /// `occupancy` receives the paced instances' largest InstanceEstimate::paced_occupancy.
 double PlanStep(const Problem& p, const std::vector<KindShare>& kinds, double rollout_s,
-                double train_s, double sync_s, bool colocated, double* occupancy) {
+                double train_s, double sync_s, bool colocated, double scale, double* occupancy) {
   const PipelineShape& shape = *p.shape;
   if (colocated || shape.staleness <= 0) return rollout_s + train_s + sync_s;
   const double outside = train_s + sync_s;
-  const double scale = shape.rollout_scale;
   // When the trainer sets the pace, each batch launches a whole step after the one before it
   // completes, so at most `staleness` batches are in flight and they arrive no faster than the
   // trainer takes them: if the rollout side keeps up with that (far less KV pressure than with
@@ -856,7 +856,7 @@ void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
   plan.sync_s = p.cost->WeightSyncTime({shape.sync_path, layout, max_tp, !colocated}) /
                 std::max(1, shape.sync_interval);
   plan.step_s = PlanStep(p, option.kinds, plan.rollout_s, plan.train_s, plan.sync_s, colocated,
-                         &plan.paced_occupancy);
+                         shape.rollout_scale, &plan.paced_occupancy);
   if (best.plan && !(plan.step_s < best.plan->step_s)) return;
   best.plan = std::move(plan);
   best.option = &option;
@@ -873,8 +873,10 @@ void Offer(const Problem& p, const model::TrainLayout& layout, double train_s,
 /// its share at P (bisection: a longer period lends longer). nullopt when the pipeline cannot lend
 /// (synchronous, time-shared, instances that do not pack) or when the lent step is not below
 /// `beat` (kInf: always lend), found out from the rollout side at P = `beat` before bisecting.
+/// `scale` is the rollout side's (PlanStep).
 std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& plan,
-                                         const std::vector<KindShare>& kinds, double beat) {
+                                         const std::vector<KindShare>& kinds, double beat,
+                                         double scale) {
   const PipelineShape& shape = *p.shape;
   if (plan.colocated || shape.staleness <= 0 || kinds.empty()) return std::nullopt;
   const int tp = plan.rollout_tps.front();
@@ -923,8 +925,7 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
       k.load = k.load.Share(share);
       k.load.prefill_s += moved * moved_prefill;
     }
-    return std::max(outside,
-                    shape.rollout_scale * Period(p, scaled, outside / shape.rollout_scale));
+    return std::max(outside, scale * Period(p, scaled, outside / scale));
   };
   const double cycle = plan.train_s + plan.sync_s;
   // A step below `beat` needs a rollout side that keeps up at `beat` (a longer step lends longer).
@@ -955,6 +956,40 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
   if (beat < kInf && !(lending.step_s < beat)) return std::nullopt;
   lending.rollout_s = std::min(period(0), plan.rollout_s + out);
   return lending;
+}
+
+/// The step of `unlent` (lending the trainer when `lend`) were its rollout side kRolloutDoubt
+/// slower than the model says (CandidatePlan::doubted_step_s).
+double DoubtedStep(const Problem& p, const CandidatePlan& unlent,
+                   const std::vector<KindShare>& kinds, bool lend) {
+  const double doubt = 1 + kRolloutDoubt;
+  const double scale = p.shape->rollout_scale * doubt;
+  CandidatePlan slower = unlent;
+  slower.rollout_s *= doubt;
+  slower.step_s = PlanStep(p, kinds, slower.rollout_s, slower.train_s, slower.sync_s,
+                           slower.colocated, scale, nullptr);
+  if (!lend) return slower.step_s;
+  const std::optional<CandidatePlan> lent = LendTrainer(p, slower, kinds, kInf, scale);
+  return lent ? lent->step_s : slower.step_s;
+}
+
+/// Brings to the front of `top` (sorted by predicted step) the near-tie (within kNearTie of the
+/// first) with the shortest doubted step, the first of equals; says so in `trace` when that is
+/// not the first.
+void ChooseAmongNearTies(std::vector<CandidatePlan>& top, SearchTrace& trace) {
+  if (top.empty()) return;
+  const double limit = top.front().step_s * (1 + kNearTie);
+  auto chosen = top.begin();
+  for (auto it = top.begin(); it != top.end() && it->step_s <= limit; ++it) {
+    if (it->doubted_step_s < chosen->doubted_step_s) chosen = it;
+  }
+  if (chosen == top.begin()) return;
+  trace.lines.push_back(StrFormat(
+      "near-tie: the plan of train %d at %.3f s a step (%.3f s were rollout %.0f%% slower) is "
+      "chosen over the fastest predicted, train %d at %.3f s (%.3f s)",
+      chosen->train_gpus(), chosen->step_s, chosen->doubted_step_s, 100 * kRolloutDoubt,
+      top.front().train_gpus(), top.front().step_s, top.front().doubted_step_s));
+  std::rotate(top.begin(), chosen, chosen + 1);
 }
 
 std::string PrunedString(const std::map<std::string, int>& pruned) {
@@ -1261,7 +1296,12 @@ class BudgetSearch {
     }
     const RolloutOption* option = found.option;
     std::optional<CandidatePlan> best = found.Expanded();
-    if (best && space_.hybrid) best = BestLent(std::move(*best), *option, side);
+    if (best) {
+      Kept kept = space_.hybrid ? BestLent(*best, *option, side) : Kept{*best, *best, option};
+      kept.plan.doubted_step_s =
+          DoubtedStep(p_, kept.unlent, kept.option->kinds, kept.plan.lend_trainer);
+      best = std::move(kept.plan);
+    }
     for (const auto& [reason, count] : pruned) trace.pruned[reason] += count;
     const std::string what = colocated
                                  ? StrFormat("time-shared %d", total_)
@@ -1276,23 +1316,35 @@ class BudgetSearch {
   }
 
  private:
+  /// A budget's best plan, the plan it lends the trainer from (itself when it does not lend)
+  /// and the rollout option of both.
+  struct Kept {
+    CandidatePlan plan;
+    CandidatePlan unlent;
+    const RolloutOption* option = nullptr;
+  };
+
   /// `plan` (the budget's best, taking `chosen`), or a rollout option of `side` with the trainer's
   /// GPUs lent while it waits when that makes the step shorter. Lending changes which option is
   /// fastest: the trainer's GPUs join as instances of the option's largest TP and take over part
   /// of the turns, so an option too small to keep up alone may be the best one lent. Each option
   /// is tried with the plan's training layout; `chosen` first, then the first of equals stays.
-  CandidatePlan BestLent(CandidatePlan plan, const RolloutOption& chosen, const RolloutSide& side) {
-    if (plan.colocated) return plan;  // nothing waits to lend
-    std::optional<CandidatePlan> best = LendTrainer(p_, plan, chosen.kinds, plan.step_s);
+  Kept BestLent(const CandidatePlan& plan, const RolloutOption& chosen, const RolloutSide& side) {
+    Kept kept{plan, plan, &chosen};
+    if (plan.colocated) return kept;  // nothing waits to lend
+    const double scale = p_.shape->rollout_scale;
+    if (std::optional<CandidatePlan> lent = LendTrainer(p_, plan, chosen.kinds, plan.step_s, scale))
+      kept.plan = std::move(*lent);
     for (const RolloutOption& option : side.options) {
       if (&option == &chosen) continue;
       BudgetBest alone;
       Offer(p_, plan.train, plan.train_s, option, /*colocated=*/false, alone);
-      std::optional<CandidatePlan> lending =
-          LendTrainer(p_, *alone.Expanded(), option.kinds, best ? best->step_s : plan.step_s);
-      if (lending) best = std::move(lending);
+      CandidatePlan unlent = *alone.Expanded();
+      std::optional<CandidatePlan> lent =
+          LendTrainer(p_, unlent, option.kinds, kept.plan.step_s, scale);
+      if (lent) kept = {std::move(*lent), std::move(unlent), &option};
     }
-    return best ? std::move(*best) : std::move(plan);
+    return kept;
   }
 
   /// The one rollout layout node_pattern gives `budget`.
@@ -1426,6 +1478,7 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
       result.top.begin(), result.top.end(), [](const CandidatePlan& a, const CandidatePlan& b) {
         return std::make_pair(a.step_s, a.train_gpus()) < std::make_pair(b.step_s, b.train_gpus());
       });
+  ChooseAmongNearTies(result.top, trace);
   if (!result.top.empty()) result.best = result.top.front();
   const std::string outcome =
       result.best ? "best: " + result.best->ToString() : std::string("no feasible plan");
@@ -1498,8 +1551,10 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
   BudgetBest found;
   Offer(p, train, e.step_s * shape.train_scale, option, colocated, found);
   std::optional<CandidatePlan> plan = found.Expanded();
+  plan->doubted_step_s = DoubtedStep(p, *plan, option.kinds, lend_trainer);
   if (lend_trainer) {
-    std::optional<CandidatePlan> lending = LendTrainer(p, *plan, option.kinds, kInf);
+    std::optional<CandidatePlan> lending =
+        LendTrainer(p, *plan, option.kinds, kInf, shape.rollout_scale);
     if (!lending) {
       return Status::InvalidArgument(
           "the trainer's GPUs cannot be lent: the plan is synchronous or time-shared, or "

@@ -168,6 +168,9 @@ struct CandidatePlan {
   /// that the contexts in flight fill at the trainer's pace (InstanceEstimate::paced_occupancy;
   /// above kPacedHeadroom the model takes the instance to thrash). 0 when not asked.
   double paced_occupancy = 0;
+  /// The step were the rollout side kRolloutDoubt slower than the model says: what decides
+  /// between plans whose predicted steps are a near-tie (kNearTie). 0 when not asked.
+  double doubted_step_s = 0;
 
   int train_gpus() const { return train.gpus(); }
   int rollout_gpus() const;
@@ -205,7 +208,9 @@ struct SearchTrace {
 struct SearchResult {
   /// The best plan; nullopt when nothing is feasible.
   std::optional<CandidatePlan> best;
-  /// The best plan of each feasible training budget, best first (ties: fewer training GPUs).
+  /// The best plan of each feasible training budget, by predicted step (ties: fewer training
+  /// GPUs), except that the chosen one comes first: among the near-ties (kNearTie) the one with
+  /// the shortest doubted step (first of equals).
   std::vector<CandidatePlan> top;
   SearchTrace trace;
 
@@ -219,6 +224,14 @@ enum class SearchMode {
   /// For cross-checks on small problems only.
   kExhaustive,
 };
+
+/// Plans whose predicted steps are within kNearTie of the best are a near-tie: the startup
+/// profile's sampling moves a prediction by about that much (docs/planner.md). Among them the
+/// search picks the one whose step holds best were rollout kRolloutDoubt slower than predicted
+/// (the fidelity gate's tolerance; the rollout model is the uncertain one, training's
+/// predictions are exact), so a plan with room on its rollout side beats one bound by it.
+inline constexpr double kNearTie = 0.02;
+inline constexpr double kRolloutDoubt = 0.10;
 
 /// Largest problem the exhaustive mode accepts: GPUs, sampled requests, and rollout layouts x
 /// request splits to enumerate over all budgets.

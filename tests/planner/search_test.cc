@@ -391,6 +391,60 @@ TEST(SearchTest, LendingIsTriedOnEveryRolloutOptionOfABudget) {
   EXPECT_GE(lent, 10);  // lending is in play, so the comparison is not vacuous
 }
 
+TEST(SearchTest, ANearTieGoesToThePlanWhoseStepHoldsBestWithSlowerRollout) {
+  // Among the budgets' plans within kNearTie of the fastest predicted step, the search keeps the
+  // one with the shortest step were rollout kRolloutDoubt slower; the rest keep their order.
+  // Randomised small multi-turn cases, synchronous and asynchronous, time-shared or not.
+  int chosen_over_fastest = 0;
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
+    Rng rng(seed);
+    auto cost = Catalog("roofline", "H100-80G", rng.Bernoulli(0.5) ? "Qwen3-8B" : "Qwen3-4B", 4);
+    SearchSpace space;
+    space.nodes = 2;
+    space.gpus_per_node = 4;
+    space.rollout_tps = {1, 2, 4};
+    space.train_tps = {1, 2, 4};
+    space.train_pps = {1, 2};
+    space.micro_batches = {1};
+    space.time_shared = rng.Bernoulli(0.5);
+    space.max_requests = 8;
+    PipelineShape shape;
+    shape.batch_trajectories = 16;
+    shape.staleness = static_cast<int>(rng.UniformInt(0, 2));
+    std::vector<RequestSample> history;
+    for (int i = 0; i < 8; ++i) {
+      RequestSample r{rng.UniformInt(1000, 4000), rng.UniformInt(2000, 30000),
+                      rng.UniformInt(5000, 60000)};
+      r.turns = static_cast<int>(rng.UniformInt(4, 40));
+      r.tool_s = 10 + 200 * rng.Uniform();
+      history.push_back(r);
+    }
+    SCOPED_TRACE(StrFormat("seed %d", static_cast<int>(seed)));
+    auto result = Search(*cost, space, shape, history);
+    ASSERT_OK(result);
+    ASSERT_TRUE(result->best.has_value());
+    const std::vector<CandidatePlan>& top = result->top;
+    EXPECT_EQ(*result->best, top.front());
+    double fastest = top.front().step_s;
+    for (const CandidatePlan& c : top) {
+      fastest = std::min(fastest, c.step_s);
+      EXPECT_GE(c.doubted_step_s, c.step_s * (1 - 1e-9)) << c.ToString();
+    }
+    for (size_t i = 2; i < top.size(); ++i) EXPECT_LE(top[i - 1].step_s, top[i].step_s);
+    EXPECT_LE(top.front().step_s, fastest * (1 + kNearTie));
+    for (const CandidatePlan& c : top) {
+      if (c.step_s <= fastest * (1 + kNearTie)) {
+        EXPECT_LE(top.front().doubted_step_s, c.doubted_step_s) << c.ToString();
+      }
+    }
+    const bool says = std::any_of(result->trace.lines.begin(), result->trace.lines.end(),
+                                  [](const std::string& l) { return l.starts_with("near-tie:"); });
+    EXPECT_EQ(says, top.front().step_s > fastest);
+    chosen_over_fastest += top.front().step_s > fastest ? 1 : 0;
+  }
+  EXPECT_GE(chosen_over_fastest, 2);  // the rule is in play (3 of the 400), so not vacuous
+}
+
 TEST(SearchTest, EveryPruneReasonIsCounted) {
   // Small spaces that trip each filter of the training tree and each way a rollout side fails.
   FakeCost cost;
