@@ -173,13 +173,16 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
   sizes.typical = std::max<int64_t>(1, static_cast<int64_t>(total / kSamples));
   // A sample can miss the tail; a capped context bounds it for sure.
   if (const std::optional<int64_t> cap = workload.MaxContextTokens()) sizes.max = *cap;
-  // The startup profile: prompts far beyond any run's, at the initial policy.
-  constexpr int kProfile = 256;
+  // The startup profile: prompts far beyond any run's, at the initial policy, one trajectory
+  // each. A prompt sets its samples' difficulty, so the recipe's groups would make it a sample of
+  // kProfile / group_size prompts; 1,024 keep the predicted step within a few percent from one
+  // seed to the next (docs/planner.md, "The startup profile").
+  constexpr int kProfile = 1024;
   constexpr int64_t kFirstProfilePrompt = int64_t{1} << 40;
   for (int i = 0; i < kProfile; ++i) {
-    const int64_t prompt = kFirstProfilePrompt + i / group;
+    const int64_t prompt = kFirstProfilePrompt + i;
     const workload::TrajectoryScript script =
-        workload.Script(prompt, i % group, 0, workload.skill_params().initial);
+        workload.Script(prompt, 0, 0, workload.skill_params().initial);
     planner::TrajectorySize size{workload.Prompt(prompt).prompt_tokens, script.generated_tokens(),
                                  script.tool_output_tokens()};
     size.turns = static_cast<int>(script.turns.size());
