@@ -76,6 +76,39 @@ std::unique_ptr<model::CostModel> Catalog(const std::string& name, const std::st
   return model::BuiltinCostModels().Create(name, context, recipe::OptionTable()).value();
 }
 
+/// A small asynchronous-or-not multi-turn problem drawn from `rng`: 2 nodes x 4 H100, Qwen3-8B or
+/// 4B, TP 1-4, 16 trajectories a step, 8 requests of 4-40 turns with 10 + up to `max_tool_s` of
+/// tools each, staleness from `min_staleness` to 2, time-shared layouts only when
+/// `maybe_time_shared` (then drawn).
+struct SmallCase {
+  std::unique_ptr<model::CostModel> cost;
+  SearchSpace space;
+  PipelineShape shape;
+  std::vector<RequestSample> history;
+};
+SmallCase DrawSmallCase(Rng& rng, bool maybe_time_shared, int min_staleness, double max_tool_s) {
+  SmallCase c;
+  c.cost = Catalog("roofline", "H100-80G", rng.Bernoulli(0.5) ? "Qwen3-8B" : "Qwen3-4B", 4);
+  c.space.nodes = 2;
+  c.space.gpus_per_node = 4;
+  c.space.rollout_tps = {1, 2, 4};
+  c.space.train_tps = {1, 2, 4};
+  c.space.train_pps = {1, 2};
+  c.space.micro_batches = {1};
+  c.space.time_shared = maybe_time_shared && rng.Bernoulli(0.5);
+  c.space.max_requests = 8;
+  c.shape.batch_trajectories = 16;
+  c.shape.staleness = static_cast<int>(rng.UniformInt(min_staleness, 2));
+  for (int i = 0; i < 8; ++i) {
+    RequestSample r{rng.UniformInt(1000, 4000), rng.UniformInt(2000, 30000),
+                    rng.UniformInt(5000, 60000)};
+    r.turns = static_cast<int>(rng.UniformInt(4, 40));
+    r.tool_s = 10 + max_tool_s * rng.Uniform();
+    c.history.push_back(r);
+  }
+  return c;
+}
+
 /// Requests that only decode: `generated` tokens each, no prompt, no tool output.
 std::vector<RequestSample> Decodes(const std::vector<int64_t>& generated) {
   std::vector<RequestSample> out;
@@ -348,27 +381,7 @@ TEST(SearchTest, LendingIsTriedOnEveryRolloutOptionOfABudget) {
   int compared = 0;
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     Rng rng(seed);
-    auto cost = Catalog("roofline", "H100-80G", rng.Bernoulli(0.5) ? "Qwen3-8B" : "Qwen3-4B", 4);
-    SearchSpace space;
-    space.nodes = 2;
-    space.gpus_per_node = 4;
-    space.rollout_tps = {1, 2, 4};
-    space.train_tps = {1, 2, 4};
-    space.train_pps = {1, 2};
-    space.micro_batches = {1};
-    space.time_shared = false;
-    space.max_requests = 8;
-    PipelineShape shape;
-    shape.batch_trajectories = 16;
-    shape.staleness = static_cast<int>(rng.UniformInt(1, 2));
-    std::vector<RequestSample> history;
-    for (int i = 0; i < 8; ++i) {
-      RequestSample r{rng.UniformInt(1000, 4000), rng.UniformInt(2000, 30000),
-                      rng.UniformInt(5000, 60000)};
-      r.turns = static_cast<int>(rng.UniformInt(4, 40));
-      r.tool_s = 10 + 2000 * rng.Uniform();
-      history.push_back(r);
-    }
+    const auto [cost, space, shape, history] = DrawSmallCase(rng, false, 1, 2000);
     SCOPED_TRACE(StrFormat("seed %d", static_cast<int>(seed)));
     auto result = Search(*cost, space, shape, history);
     ASSERT_OK(result);
@@ -398,27 +411,7 @@ TEST(SearchTest, ANearTieGoesToThePlanWhoseStepHoldsBestWithSlowerRollout) {
   int chosen_over_fastest = 0;
   for (uint64_t seed = 1; seed <= 400; ++seed) {
     Rng rng(seed);
-    auto cost = Catalog("roofline", "H100-80G", rng.Bernoulli(0.5) ? "Qwen3-8B" : "Qwen3-4B", 4);
-    SearchSpace space;
-    space.nodes = 2;
-    space.gpus_per_node = 4;
-    space.rollout_tps = {1, 2, 4};
-    space.train_tps = {1, 2, 4};
-    space.train_pps = {1, 2};
-    space.micro_batches = {1};
-    space.time_shared = rng.Bernoulli(0.5);
-    space.max_requests = 8;
-    PipelineShape shape;
-    shape.batch_trajectories = 16;
-    shape.staleness = static_cast<int>(rng.UniformInt(0, 2));
-    std::vector<RequestSample> history;
-    for (int i = 0; i < 8; ++i) {
-      RequestSample r{rng.UniformInt(1000, 4000), rng.UniformInt(2000, 30000),
-                      rng.UniformInt(5000, 60000)};
-      r.turns = static_cast<int>(rng.UniformInt(4, 40));
-      r.tool_s = 10 + 200 * rng.Uniform();
-      history.push_back(r);
-    }
+    const auto [cost, space, shape, history] = DrawSmallCase(rng, true, 0, 200);
     SCOPED_TRACE(StrFormat("seed %d", static_cast<int>(seed)));
     auto result = Search(*cost, space, shape, history);
     ASSERT_OK(result);
