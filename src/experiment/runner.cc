@@ -176,7 +176,7 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
   // The startup profile: prompts far beyond any run's, at the initial policy, one trajectory
   // each. A prompt sets its samples' difficulty, so the recipe's groups would make it a sample of
   // kProfile / group_size prompts; 1,024 keep the predicted step within a few percent from one
-  // seed to the next (docs/planner.md, "The startup profile").
+  // seed to the next (docs/planner.md, "The startup profile was 32 prompts").
   constexpr int kProfile = 1024;
   constexpr int64_t kFirstProfilePrompt = int64_t{1} << 40;
   for (int i = 0; i < kProfile; ++i) {
