@@ -1551,7 +1551,6 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
   BudgetBest found;
   Offer(p, train, e.step_s * shape.train_scale, option, colocated, found);
   std::optional<CandidatePlan> plan = found.Expanded();
-  plan->doubted_step_s = DoubtedStep(p, *plan, option.kinds, lend_trainer);
   if (lend_trainer) {
     std::optional<CandidatePlan> lending =
         LendTrainer(p, *plan, option.kinds, kInf, shape.rollout_scale);

@@ -169,7 +169,8 @@ struct CandidatePlan {
   /// above kPacedHeadroom the model takes the instance to thrash). 0 when not asked.
   double paced_occupancy = 0;
   /// The step were the rollout side kRolloutDoubt slower than the model says: what decides
-  /// between plans whose predicted steps are a near-tie (kNearTie).
+  /// between plans whose predicted steps are a near-tie (kNearTie). Search sets it; 0 from
+  /// EvaluatePlan, which chooses nothing.
   double doubted_step_s = 0;
 
   int train_gpus() const { return train.gpus(); }
