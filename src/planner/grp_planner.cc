@@ -272,19 +272,34 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
   }
   const std::vector<RequestSample> history = History();
   homogeneous_tp_.reset();
-  // Homogeneous: one search per TP size, and the best of their bests.
+  // Homogeneous: one search per TP size, their budgets' bests ranked together as one search
+  // ranks its own (near-ties included).
   std::vector<std::optional<int>> sizes = {std::nullopt};
   if (options_.homogeneous) sizes.assign(options_.rollout_tps.begin(), options_.rollout_tps.end());
-  std::optional<SearchResult> found;
+  SearchResult result;
   for (const std::optional<int>& tp : sizes) {
     homogeneous_tp_ = tp;
     LIBRA_ASSIGN_OR_RETURN(SearchResult one, Search(*context.cost, Space(false, nullptr), Shape(),
                                                     history, options_.mode));
-    if (!found || (one.best && (!found->best || one.best->step_s < found->best->step_s))) {
-      found = std::move(one);
+    if (sizes.size() == 1) {
+      result = std::move(one);
+      break;
     }
+    SearchTrace& trace = result.trace;
+    trace.budgets = one.trace.budgets;
+    trace.train_nodes += one.trace.train_nodes;
+    trace.dp_cells += one.trace.dp_cells;
+    trace.segment_evaluations += one.trace.segment_evaluations;
+    trace.segment_estimates += one.trace.segment_estimates;
+    for (const auto& [why, count] : one.trace.pruned) trace.pruned[why] += count;
+    trace.lines.push_back(StrFormat("rollout TP %d only:", *tp));
+    trace.lines.insert(trace.lines.end(), one.trace.lines.begin(), one.trace.lines.end());
+    result.top.insert(result.top.end(), one.top.begin(), one.top.end());
   }
-  SearchResult result = std::move(*found);
+  if (sizes.size() > 1) {
+    RankPlans(result.top, result.trace);
+    if (!result.top.empty()) result.best = result.top.front();
+  }
   homogeneous_tp_ = options_.homogeneous && result.best
                         ? std::optional<int>(result.best->rollout_tps.front())
                         : std::nullopt;

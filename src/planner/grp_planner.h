@@ -70,7 +70,8 @@ struct GrpOptions {
   std::vector<int> rollout_tps = {1, 2, 4, 8};
   std::vector<int> rollout_pattern;
   /// Every rollout instance has one TP size: the initial plan searches each allowed size alone
-  /// and keeps the best; re-planning keeps that size ("libra-homogeneous").
+  /// and ranks their plans together (RankPlans); re-planning keeps that size
+  /// ("libra-homogeneous").
   bool homogeneous = false;
   /// Consider the time-shared layout (every GPU rolls out, then trains) at the start.
   bool time_shared = true;

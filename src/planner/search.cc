@@ -1474,11 +1474,7 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
                       std::move(pattern_layouts), max_rollout, result);
   for (int budget : budgets) search.PlanBudget(budget, false);
   if (time_shared) search.PlanBudget(total, true);
-  std::stable_sort(
-      result.top.begin(), result.top.end(), [](const CandidatePlan& a, const CandidatePlan& b) {
-        return std::make_pair(a.step_s, a.train_gpus()) < std::make_pair(b.step_s, b.train_gpus());
-      });
-  ChooseAmongNearTies(result.top, trace);
+  RankPlans(result.top, trace);
   if (!result.top.empty()) result.best = result.top.front();
   const std::string outcome =
       result.best ? "best: " + result.best->ToString() : std::string("no feasible plan");
@@ -1490,6 +1486,13 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
       static_cast<long long>(trace.dp_cells), static_cast<long long>(trace.segment_evaluations), n,
       history.size(), p.weight, outcome.c_str()));
   return result;
+}
+
+void RankPlans(std::vector<CandidatePlan>& top, SearchTrace& trace) {
+  std::stable_sort(top.begin(), top.end(), [](const CandidatePlan& a, const CandidatePlan& b) {
+    return std::make_pair(a.step_s, a.train_gpus()) < std::make_pair(b.step_s, b.train_gpus());
+  });
+  ChooseAmongNearTies(top, trace);
 }
 
 Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpace& space,

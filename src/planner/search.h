@@ -257,6 +257,11 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
                             const PipelineShape& shape, std::span<const RequestSample> history,
                             SearchMode mode = SearchMode::kTreeDp);
 
+/// Orders plans as Search orders SearchResult::top: by predicted step (ties: fewer training GPUs),
+/// then the near-tie with the shortest doubted step first (kNearTie), which `trace` notes. The
+/// plans of several searches (one per rollout TP size, `homogeneous`) are ranked together by it.
+void RankPlans(std::vector<CandidatePlan>& top, SearchTrace& trace);
+
 /// The predicted times of one given plan (the current one, to compare against), with the search's
 /// model: the history sampled as in Search; the instances of each TP size share one contiguous run
 /// of the sorted sample evenly (a router balances identical instances), smaller sizes taking

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "common/rng.h"
+#include "common/strings.h"
 #include "model/catalog.h"
 #include "model/cost_model.h"
 #include "support/test_util.h"
@@ -282,6 +286,69 @@ TEST(GrpPlannerTest, PlansTimeSharedLayoutsAndKeepsThem) {
   ASSERT_TRUE(d.has_value());
   EXPECT_FALSE(d->layout.has_value());
   EXPECT_NE(d->reason.find("time-shared"), std::string::npos);
+}
+
+TEST(GrpPlannerTest, HomogeneousRanksEverySizesPlansTogetherAsOneSearchWould) {
+  // One search per rollout TP size; their budgets' plans are ranked together, near-ties
+  // included (RankPlans), so a plan of one size within kNearTie of another size's fastest
+  // competes on its doubted step as it would within one search. Randomised multi-turn
+  // profiles on the paper's cluster, synchronous and asynchronous.
+  int across_sizes = 0;
+  for (uint64_t seed = 141; seed <= 180; ++seed) {
+    SCOPED_TRACE(StrFormat("seed %d", static_cast<int>(seed)));
+    Rng rng(seed);
+    Fixture f(static_cast<int>(rng.UniformInt(0, 2)));
+    f.context.history.clear();
+    for (int i = 0; i < 64; ++i) {
+      TrajectorySize t{rng.UniformInt(1000, 3000), rng.UniformInt(500, 12000),
+                       rng.UniformInt(0, 4000)};
+      t.turns = static_cast<int>(rng.UniformInt(1, 20));
+      t.tool_s = (t.turns - 1) * 20 * rng.Uniform();
+      f.context.history.push_back(t);
+    }
+    auto plan = Make(Options({{"homogeneous", BoolValue(true)}}))->Initial(f.context);
+    ASSERT_OK(plan);
+    std::vector<CandidatePlan> all;
+    int fastest_tp = 0;
+    double fastest = std::numeric_limits<double>::infinity();
+    for (int tp : {1, 2, 4, 8}) {
+      SearchSpace space;
+      space.nodes = 6;
+      space.rollout_tps = {tp};
+      PipelineShape shape;
+      shape.batch_trajectories = 256;
+      shape.staleness = f.context.staleness;
+      shape.max_sequence_tokens = f.context.max_sequence_tokens;
+      auto searched = Search(*f.cost, space, shape, f.context.history);
+      ASSERT_OK(searched);
+      for (const CandidatePlan& c : searched->top) {
+        if (c.step_s < fastest) fastest_tp = tp;
+        fastest = std::min(fastest, c.step_s);
+      }
+      all.insert(all.end(), searched->top.begin(), searched->top.end());
+    }
+    ASSERT_TRUE(plan->predicted_step_s.has_value());
+    EXPECT_LE(*plan->predicted_step_s, fastest * (1 + kNearTie));
+    // The plan is one size's, and no near-tie of any size holds its step better were rollout
+    // slower.
+    const int tp = plan->layout.instances.front().tp;
+    for (const backend::InstanceSpec& i : plan->layout.instances) EXPECT_EQ(i.tp, tp);
+    double doubted = std::numeric_limits<double>::infinity();
+    for (const CandidatePlan& c : all) {
+      if (c.step_s == *plan->predicted_step_s && c.rollout_tps.front() == tp) {
+        doubted = std::min(doubted, c.doubted_step_s);
+      }
+    }
+    for (const CandidatePlan& c : all) {
+      if (c.step_s <= fastest * (1 + kNearTie)) {
+        EXPECT_GE(c.doubted_step_s, doubted) << c.ToString();
+      }
+    }
+    across_sizes += tp != fastest_tp ? 1 : 0;
+  }
+  // The ranking is in play across sizes: in one of these profiles (seed 154; 2 of seeds 1-400)
+  // the plan is another size's than the fastest predicted.
+  EXPECT_GE(across_sizes, 1);
 }
 
 TEST(GrpPlannerTest, ASearchThatFailsOnlineIsNamedInTheDecision) {
