@@ -71,8 +71,12 @@ Result<std::unique_ptr<ClusterBackend>> ClusterBackend::Create(const recipe::Rec
   LIBRA_ASSIGN_OR_RETURN(backend->transport_,
                          HttpTransport::Create(backend->loop_.get(), transport));
   // Every tool call makes and removes a folder and a few files: on tmpfs that is memory, on
-  // ext4 it was half the controller's cost per turn (inode allocation).
-  std::string scratch_template = "/dev/shm/libra-scratch-XXXXXX";
+  // ext4 it was half the controller's cost per turn (inode allocation). The scratch folder is
+  // named after this process, so that a later libra removes it, and the carried supervisor in
+  // it (sandbox.h), if this one dies without cleaning up.
+  RemoveFoldersOfDeadLibras("/dev/shm", "libra-scratch-");
+  std::string scratch_template =
+      StrFormat("/dev/shm/libra-scratch-%d-XXXXXX", static_cast<int>(getpid()));
   if (access("/dev/shm", W_OK) == 0 && mkdtemp(scratch_template.data()) != nullptr) {
     backend->scratch_dir_ = scratch_template;
   } else {

@@ -1,8 +1,6 @@
 #include "cluster/launcher.h"
 
-#include <signal.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,32 +52,6 @@ Status SshError(const std::string& what) {
   return Status::InvalidArgument("ssh launcher: " + what);
 }
 
-/// Removes the control-socket folders (`libra-ssh-<pid>-*` in `tmp`) this user's libras left
-/// when they died without cleaning up (SIGKILL, OOM): those whose pid no longer runs.
-void SweepStaleControlDirs(const std::string& tmp) {
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(tmp, error)) {
-    const std::string name = entry.path().filename().string();
-    constexpr std::string_view kPrefix = "libra-ssh-";
-    if (!name.starts_with(kPrefix)) continue;
-    const size_t dash = name.find('-', kPrefix.size());
-    if (dash == std::string::npos) continue;
-    const std::string digits = name.substr(kPrefix.size(), dash - kPrefix.size());
-    if (digits.empty() || digits.size() > 9 ||
-        digits.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    struct stat st {};
-    if (lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
-      continue;
-    }
-    const auto pid = static_cast<pid_t>(std::stol(digits));
-    if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;
-    std::error_code ignored;
-    std::filesystem::remove_all(entry.path(), ignored);
-  }
-}
-
 }  // namespace
 
 Result<ProcessSpec> LocalLauncher::Wrap(const ProcessSpec& spec) const {
@@ -107,7 +79,7 @@ Result<std::unique_ptr<SshLauncher>> SshLauncher::Create(SshTarget target, SshOp
   if (error || tmp.size() > kMaxTmpDir) tmp = "/tmp";
   // Named after this process, so that a later libra removes it if this one dies without
   // cleaning up.
-  SweepStaleControlDirs(tmp);
+  RemoveFoldersOfDeadLibras(tmp, "libra-ssh-");
   std::string pattern = tmp + StrFormat("/libra-ssh-%d-XXXXXX", static_cast<int>(getpid()));
   if (mkdtemp(pattern.data()) == nullptr) {
     return Status::Backend("ssh launcher", StrFormat("cannot create a folder for the control "

@@ -642,4 +642,27 @@ void ShutdownSignals::OnReadable() {
   for (const int signo : received) on_signal(signo);
 }
 
+void RemoveFoldersOfDeadLibras(const std::string& parent, std::string_view prefix) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(parent, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const size_t dash = name.find('-', prefix.size());
+    if (dash == std::string::npos) continue;
+    const std::string digits = name.substr(prefix.size(), dash - prefix.size());
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    struct stat st {};
+    if (lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+      continue;
+    }
+    const auto pid = static_cast<pid_t>(std::stol(digits));
+    if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    std::filesystem::remove_all(entry.path(), ignored);
+  }
+}
+
 }  // namespace libra::cluster

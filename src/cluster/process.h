@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cluster/event_loop.h"
@@ -103,6 +104,11 @@ using ProcessId = StrongId<struct ProcessIdTag>;
 /// file of that name on the child's PATH. kBackend "<name>: cannot start '<program>': not found
 /// on PATH (...)" otherwise. REQUIRES: `spec.argv` is not empty.
 Result<std::string> ResolveProgram(const ProcessSpec& spec);
+
+/// Removes the folders `<prefix><pid>-*` in `parent` that this user's libras left when they died
+/// without cleaning up (SIGKILL, OOM): those whose pid no longer runs. A libra names such a
+/// folder after its own pid (`<prefix><getpid()>-XXXXXX`) and sweeps before making its own.
+void RemoveFoldersOfDeadLibras(const std::string& parent, std::string_view prefix);
 
 /// The children of one run, all watched on one event loop.
 class ProcessSet {

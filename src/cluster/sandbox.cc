@@ -1,16 +1,11 @@
 #include "cluster/sandbox.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,9 +16,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "cluster/supervisor.h"
 #include "common/strings.h"
 
 namespace libra::cluster {
@@ -38,7 +35,37 @@ constexpr double kMaxTimeoutS = 365.0 * 24 * 3600;
 // How long a supervisor asked to stop its call gets before its process group is killed.
 constexpr std::chrono::milliseconds kStopGrace{2000};
 
+// A call's supervisor when the carried one cannot run: libra itself again (supervisor.h).
+constexpr char kLibraItself[] = "/proc/self/exe";
+
 std::string Errno() { return std::strerror(errno); }
+
+}  // namespace
+}  // namespace libra::cluster
+
+// The libra_supervisor program (CMakeLists.txt, stripped and static), carried in the read-only
+// data of every program that links the sandbox.
+asm(".pushsection .rodata\n"
+    ".balign 16\n"
+    ".globl libra_carried_supervisor_begin\n"
+    ".hidden libra_carried_supervisor_begin\n"
+    "libra_carried_supervisor_begin:\n"
+    ".incbin \"" LIBRA_SUPERVISOR_IMAGE
+    "\"\n"
+    ".globl libra_carried_supervisor_end\n"
+    ".hidden libra_carried_supervisor_end\n"
+    "libra_carried_supervisor_end:\n"
+    ".popsection\n");
+extern "C" const char libra_carried_supervisor_begin[];
+extern "C" const char libra_carried_supervisor_end[];
+
+namespace libra::cluster {
+namespace {
+
+std::string_view CarriedSupervisor() {
+  return {libra_carried_supervisor_begin,
+          static_cast<size_t>(libra_carried_supervisor_end - libra_carried_supervisor_begin)};
+}
 
 Status ValidateLimits(const std::string& name, const SandboxLimits& limits) {
   if (!std::isfinite(limits.timeout_s) || limits.timeout_s <= 0 ||
@@ -168,284 +195,6 @@ void RemoveCallDir(const std::string& dir, const std::string& name) {
   RemoveTree(dir);
 }
 
-// --- The supervisor ------------------------------------------------------------------------------
-//
-// Every call runs under a supervisor: this program again (/proc/self/exe), started with
-// kSupervisorFlag, which the constructor at the end of this file turns into Supervise() before
-// main runs. A fresh process, it may do what a forked child of libra may not (allocate, read
-// /proc). It
-//  1. becomes the child subreaper of the call (PR_SET_CHILD_SUBREAPER): whatever the tool starts
-//     and orphans, even in a session of its own (setsid), becomes its child instead of init's;
-//  2. hides the other calls' folders from the tool where the platform allows a mount namespace
-//     (root, or unprivileged user namespaces): the scratch folder holds only the call's own;
-//  3. starts the tool under the call's limits: CPU, memory, open files, file size, and processes
-//     (RLIMIT_NPROC over the processes its user already runs; the kernel does not apply it to
-//     root, whose calls the supervisor counts every kPollMs instead);
-//  4. when the tool exits, or libra asks it to stop (SIGTERM), or libra dies (the parent-death
-//     signal), or the call runs too many processes: freezes and kills every process left under
-//     it, reaps them, removes the call's folder if libra is gone, and exits as the tool did.
-
-constexpr char kSupervisorFlag[] = "--libra-sandbox-supervisor";
-// Arguments of the supervisor before "--": libra's pid, the call's folder, the scratch folder,
-// then the limits: CPU seconds, address space, open files, file size, processes.
-constexpr int kSupervisorArgs = 8;
-// How often a supervisor of root counts the call's processes.
-constexpr int kPollMs = 20;
-// Exit code of a call stopped for running too many processes.
-constexpr int kTooManyProcesses = 125;
-
-void Say(const std::string& text) {
-  const std::string line = "libra sandbox: " + text + "\n";
-  if (write(STDERR_FILENO, line.data(), line.size()) < 0) {
-    // Nothing to do: stderr is the call's log.
-  }
-}
-
-// The pids of `pid`'s children, from /proc/<pid>/task/*/children.
-std::vector<pid_t> ChildrenOf(pid_t pid) {
-  std::vector<pid_t> children;
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  DIR* dir = opendir(tasks.c_str());
-  if (dir == nullptr) return children;
-  while (const dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] == '.') continue;
-    const int fd = open((tasks + "/" + entry->d_name + "/children").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    std::string text;
-    char buffer[4096];
-    ssize_t n = 0;
-    while ((n = read(fd, buffer, sizeof(buffer))) > 0) text.append(buffer, static_cast<size_t>(n));
-    close(fd);
-    for (const std::string& field : StrSplit(text, ' ')) {
-      if (!field.empty()) children.push_back(static_cast<pid_t>(std::atol(field.c_str())));
-    }
-  }
-  closedir(dir);
-  return children;
-}
-
-// Every process under this one: its children, theirs, and so on.
-std::vector<pid_t> Descendants() {
-  std::vector<pid_t> all = ChildrenOf(getpid());
-  for (size_t i = 0; i < all.size() && all.size() < 100000; ++i) {
-    for (const pid_t child : ChildrenOf(all[i])) all.push_back(child);
-  }
-  return all;
-}
-
-// Reaps every exited child; records the tool's status.
-void Reap(pid_t tool, int* tool_status, bool* tool_done) {
-  int status = 0;
-  pid_t pid = 0;
-  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-    if (pid == tool) {
-      *tool_status = status;
-      *tool_done = true;
-    }
-  }
-}
-
-// Stops, then kills, everything under this process, and reaps it: whatever forks in between is
-// orphaned to this process (the subreaper) and caught by the next round.
-void KillEverything(pid_t tool, int* tool_status, bool* tool_done) {
-  for (int round = 0; round < 1000; ++round) {
-    const std::vector<pid_t> left = Descendants();
-    if (left.empty()) break;
-    for (const pid_t pid : left) kill(pid, SIGSTOP);
-    for (const pid_t pid : Descendants()) kill(pid, SIGKILL);
-    for (const pid_t pid : left) kill(pid, SIGKILL);
-    Reap(tool, tool_status, tool_done);
-    usleep(round < 10 ? 100 : 2000);
-    Reap(tool, tool_status, tool_done);
-  }
-  Reap(tool, tool_status, tool_done);
-}
-
-bool WriteText(const std::string& path, const std::string& text) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  close(fd);
-  return ok;
-}
-
-// Shows the tool only its own folder of the scratch folder: a private mount namespace with an
-// empty tmpfs over `scratch`, and `dir` bound back into it. Best effort: where no mount namespace
-// can be made (no privilege, no unprivileged user namespaces), the other calls' folders stay
-// visible (mode 0700, but the same user's). Returns whether the folder is isolated.
-bool IsolateScratch(const std::string& dir, const std::string& scratch) {
-  const uid_t uid = getuid();
-  const gid_t gid = getgid();
-  if (unshare(CLONE_NEWNS) != 0) {
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return false;
-    // In a user namespace of its own, mapped onto libra's user: files stay libra's user's.
-    if (!WriteText("/proc/self/setgroups", "deny") ||
-        !WriteText("/proc/self/uid_map", StrFormat("%u %u 1", uid, uid)) ||
-        !WriteText("/proc/self/gid_map", StrFormat("%u %u 1", gid, gid))) {
-      return false;
-    }
-  }
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
-  const int own = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (own < 0) return false;
-  bool isolated = false;
-  if (mount("libra-scratch", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-            "mode=0700,size=64k") == 0) {
-    const std::string target = scratch + "/" + fs::path(dir).filename().string();
-    isolated = mkdir(target.c_str(), 0700) == 0 &&
-               mount(StrFormat("/proc/self/fd/%d", own).c_str(), target.c_str(), nullptr,
-                     MS_BIND | MS_REC, nullptr) == 0;
-    if (!isolated) umount2(scratch.c_str(), MNT_DETACH);
-  }
-  close(own);
-  return isolated;
-}
-
-// Processes of this user now (their /proc folders are theirs).
-int64_t ProcessesOfUser(uid_t uid) {
-  int64_t count = 0;
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return 0;
-  while (const dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    struct stat st {};
-    if (stat((std::string("/proc/") + entry->d_name).c_str(), &st) == 0 && st.st_uid == uid) {
-      ++count;
-    }
-  }
-  closedir(dir);
-  return count;
-}
-
-[[noreturn]] void ExitAs(int status) {
-  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
-  const int signo = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-  // Die of the tool's signal, so that libra reports it (SIGXCPU, SIGXFSZ), without a core file.
-  const rlimit no_core{0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);
-  signal(signo, SIG_DFL);
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, signo);
-  sigprocmask(SIG_UNBLOCK, &mask, nullptr);
-  raise(signo);
-  _exit(128 + signo);
-}
-
-// Forks and execs the tool under `limits`, its signals unblocked; says why when it cannot start
-// (the exit code is then 127). -1 when the supervisor cannot fork.
-pid_t StartTool(char** tool_argv, char** envp, const std::vector<std::pair<int, rlimit>>& limits) {
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) return -1;
-  const pid_t tool = fork();
-  if (tool < 0) {
-    Say(std::string("cannot fork: ") + std::strerror(errno));
-    return -1;
-  }
-  if (tool == 0) {
-    close(report[0]);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) _exit(127);
-    for (const auto& [resource, value] : limits) {
-      setrlimit(static_cast<__rlimit_resource_t>(resource), &value);
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(tool_argv[0], tool_argv, envp);
-    const int error = errno;
-    if (write(report[1], &error, sizeof(error)) < 0) {
-      // The supervisor then reports exit code 127 without a reason.
-    }
-    _exit(127);
-  }
-  close(report[1]);
-  int exec_error = 0;
-  if (read(report[0], &exec_error, sizeof(exec_error)) == sizeof(exec_error)) {
-    Say(StrFormat("cannot start '%s': %s", tool_argv[0], std::strerror(exec_error)));
-  }
-  close(report[0]);
-  return tool;
-}
-
-int Supervise(int argc, char** argv, char** envp) {
-  // argv: self, flag, libra, dir, scratch, cpu, memory, files, file size, processes, --, tool...
-  if (argc < 3 + kSupervisorArgs + 1 || std::string(argv[2 + kSupervisorArgs]) != "--") {
-    Say("bad supervisor arguments");
-    return 126;
-  }
-  const pid_t libra = static_cast<pid_t>(std::atol(argv[2]));
-  const std::string dir = argv[3];
-  const std::string scratch = argv[4];
-  const int64_t cpu = std::atoll(argv[5]);
-  const int64_t memory = std::atoll(argv[6]);
-  const int64_t files = std::atoll(argv[7]);
-  const int64_t file_size = std::atoll(argv[8]);
-  const int64_t processes = std::atoll(argv[9]);
-  char** tool_argv = argv + 3 + kSupervisorArgs;
-
-  sigset_t watched;
-  sigemptyset(&watched);
-  for (const int signo : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&watched, signo);
-  sigprocmask(SIG_BLOCK, &watched, nullptr);
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
-    Say(std::string("cannot become the call's subreaper: ") + std::strerror(errno));
-    return 126;
-  }
-  IsolateScratch(dir, scratch);
-  // The kernel counts RLIMIT_NPROC per user, and not at all for root.
-  const bool count_processes = processes > 0 && getuid() == 0;
-  std::vector<std::pair<int, rlimit>> limits;
-  const auto limit = [&](int resource, int64_t soft, int64_t hard) {
-    if (soft > 0)
-      limits.emplace_back(resource, rlimit{static_cast<rlim_t>(soft), static_cast<rlim_t>(hard)});
-  };
-  limit(RLIMIT_CPU, cpu, cpu + 1);
-  limit(RLIMIT_AS, memory, memory);
-  limit(RLIMIT_NOFILE, files, files);
-  limit(RLIMIT_FSIZE, file_size, file_size);
-  if (processes > 0 && !count_processes) {
-    const int64_t nproc = ProcessesOfUser(getuid()) + processes;
-    limit(RLIMIT_NPROC, nproc, nproc);
-  }
-  const pid_t tool = StartTool(tool_argv, envp, limits);
-  if (tool < 0) return 126;
-
-  int tool_status = 0;
-  bool tool_done = false;
-  bool stop = false;
-  bool too_many = false;
-  const timespec tick{0, kPollMs * 1000000L};
-  while (!tool_done && !stop && !too_many) {
-    siginfo_t info{};
-    const int signo = sigtimedwait(&watched, &info, count_processes ? &tick : nullptr);
-    if (signo == SIGCHLD) {
-      Reap(tool, &tool_status, &tool_done);
-    } else if (signo == SIGTERM || signo == SIGINT || signo == SIGHUP) {
-      stop = true;
-    }
-    if (count_processes && static_cast<int64_t>(Descendants().size()) > processes) {
-      too_many = true;
-    }
-  }
-  KillEverything(tool, &tool_status, &tool_done);
-  if (getppid() != libra) {
-    // libra is gone, and with it whoever would have removed the call's folder.
-    umount2(scratch.c_str(), MNT_DETACH);
-    std::error_code error;
-    fs::remove_all(dir, error);
-    rmdir(scratch.c_str());  // the last call of a dead libra takes the scratch folder too
-  }
-  if (too_many) {
-    Say(StrFormat("the call ran more than %lld processes at once; it was stopped",
-                  static_cast<long long>(processes)));
-    return kTooManyProcesses;
-  }
-  // Stopped by libra: the wait status of a process killed by SIGTERM is the signal's number.
-  if (stop) ExitAs(SIGTERM);
-  ExitAs(tool_status);
-}
-
 // Runs before main in any program that links the sandbox, so that /proc/self/exe, started with
 // kSupervisorFlag, is the supervisor (glibc passes argc, argv and envp to constructors).
 __attribute__((constructor)) void RunSupervisorIfAsked(int argc, char** argv, char** envp) {
@@ -468,11 +217,42 @@ bool StopSupervisor(pid_t pid, std::chrono::milliseconds grace) {
 
 }  // namespace
 
-Sandbox::Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir, int max_running)
+Sandbox::Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir, int max_running,
+                 bool carried_supervisor)
     : loop_(loop),
       processes_(processes),
       scratch_dir_(fs::absolute(scratch_dir).lexically_normal().string()),
+      carried_supervisor_(carried_supervisor),
       max_running_(max_running) {}
+
+void Sandbox::PrepareSupervisor() {
+  supervisor_ = kLibraItself;
+  struct statvfs fs_info {};
+  if (!carried_supervisor_ || statvfs(scratch_dir_.c_str(), &fs_info) != 0 ||
+      (fs_info.f_flag & ST_NOEXEC) != 0) {
+    return;
+  }
+  // Written whole under a temporary name, then renamed: a call never starts a partial program.
+  const std::string path = scratch_dir_ + "/" + kSupervisorFile;
+  std::string temporary = path + ".XXXXXX";
+  UniqueFd fd(mkostemp(temporary.data(), O_CLOEXEC));
+  if (!fd.valid()) return;
+  const std::string_view image = CarriedSupervisor();
+  size_t written = 0;
+  while (written < image.size()) {
+    const ssize_t n = write(fd.get(), image.data() + written, image.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  const bool ready = written == image.size() && fchmod(fd.get(), 0500) == 0;
+  fd = UniqueFd();  // closed before it can run: an open writer makes exec fail (ETXTBSY)
+  if (ready && rename(temporary.c_str(), path.c_str()) == 0) {
+    supervisor_ = path;
+  } else {
+    unlink(temporary.c_str());
+  }
+}
 
 Sandbox::~Sandbox() {
   for (auto& [id, call] : calls_) {
@@ -486,6 +266,8 @@ Sandbox::~Sandbox() {
     }
     if (!call.dir.empty()) RemoveTree(call.dir);
   }
+  // The carried supervisor's file goes with the sandbox (a running supervisor keeps its copy).
+  if (!supervisor_.empty() && supervisor_ != kLibraItself) unlink(supervisor_.c_str());
 }
 
 void Sandbox::Run(const SandboxCall& call, Callback done) {
@@ -527,6 +309,7 @@ void Sandbox::Start(uint64_t id, const SandboxCall& call) {
     fs::create_directories(scratch_dir_, error);
     dir = pattern;
     made = !error && mkdtemp(dir.data()) != nullptr;
+    supervisor_.clear();  // gone with the folder it was in
   }
   if (!made) {
     const std::string why = error ? error.message() : Errno();
@@ -549,7 +332,8 @@ void Sandbox::Start(uint64_t id, const SandboxCall& call) {
   spec.log_dir = dir;
   // The supervisor (above) runs the tool under the call's limits; it runs under none itself.
   const SandboxLimits& limits = call.limits;
-  spec.argv = {"/proc/self/exe",
+  if (supervisor_.empty()) PrepareSupervisor();
+  spec.argv = {supervisor_,
                kSupervisorFlag,
                std::to_string(getpid()),
                dir,

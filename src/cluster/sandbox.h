@@ -70,8 +70,12 @@ class Sandbox {
   /// Each call gets its own fresh empty working directory (mode 0700) under `scratch_dir`
   /// (created if missing), removed after the call together with its input and output files.
   /// At most `max_running` calls run at once (0: no limit); later ones wait their turn, and
-  /// their timeout starts when they start. REQUIRES: `loop` and `processes` outlive the sandbox.
-  Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir, int max_running = 0);
+  /// their timeout starts when they start. Each call runs under the supervisor libra carries
+  /// (supervisor.h), written into the scratch folder when the first call starts, or, with
+  /// `carried_supervisor` false or where the scratch folder's file system cannot run programs
+  /// (noexec), under libra itself again. REQUIRES: `loop` and `processes` outlive the sandbox.
+  Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir, int max_running = 0,
+          bool carried_supervisor = true);
   /// Kills the calls still running and waits for them to be gone (blocking, at most a couple of
   /// seconds), removing their directories; their callbacks never run.
   ~Sandbox();
@@ -91,6 +95,9 @@ class Sandbox {
   void Run(const SandboxCall& call, Callback done);
   /// Calls whose `done` has not run yet (waiting to start included).
   size_t running() const { return calls_.size(); }
+  /// The program the calls started so far run under: the carried supervisor's file in the
+  /// scratch folder, or /proc/self/exe; "" before the first call.
+  const std::string& supervisor() const { return supervisor_; }
 
  private:
   struct Call {
@@ -122,7 +129,13 @@ class Sandbox {
 
   EventLoop* loop_;
   ProcessSet* processes_;
+  // Writes the carried supervisor into the scratch folder when it is not there; sets
+  // supervisor_ to it, or to /proc/self/exe where it cannot be written or run.
+  void PrepareSupervisor();
+
   std::string scratch_dir_;
+  bool carried_supervisor_ = true;
+  std::string supervisor_;  // "" until a call starts, and again when the scratch folder is made
   uint64_t next_id_ = 0;
   std::map<uint64_t, Call> calls_;
   int max_running_ = 0;

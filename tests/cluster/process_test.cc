@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "cluster/cluster_test_util.h"
@@ -411,6 +412,28 @@ TEST(ProcessShutdownSignalsTest, SignalsBecomeLoopCallbacks) {
   struct sigaction after {};
   sigaction(SIGTERM, nullptr, &after);
   EXPECT_EQ(after.sa_handler, before.sa_handler);
+}
+
+TEST(RemoveFoldersOfDeadLibrasTest, RemovesOnlyTheFoldersOfPidsThatNoLongerRun) {
+  // A child that has exited and been reaped: its pid runs no more (until reused, which a test
+  // this short does not meet).
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  test::ScopedTempDir parent;
+  const std::string gone = parent.File("libra-x-" + std::to_string(dead) + "-a1b2c3");
+  const std::string alive = parent.File("libra-x-" + std::to_string(getpid()) + "-d4e5f6");
+  const std::string other = parent.File("libra-x-notapid-123");
+  const std::string file = parent.File("libra-x-" + std::to_string(dead) + "-file");
+  for (const std::string& dir : {gone, alive, other}) {
+    std::filesystem::create_directories(dir + "/inside");
+  }
+  test::WriteFile(file, "not a folder");
+  RemoveFoldersOfDeadLibras(parent.path().string(), "libra-x-");
+  EXPECT_FALSE(std::filesystem::exists(gone));
+  EXPECT_TRUE(std::filesystem::exists(alive + "/inside"));
+  EXPECT_TRUE(std::filesystem::exists(other));
+  EXPECT_TRUE(std::filesystem::exists(file));
 }
 
 }  // namespace

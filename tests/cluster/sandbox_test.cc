@@ -1,6 +1,7 @@
 #include "cluster/sandbox.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "cluster/cluster_test_util.h"
+#include "cluster/supervisor.h"
 #include "common/strings.h"
 #include "support/test_util.h"
 
@@ -52,10 +54,14 @@ class SandboxTest : public ::testing::Test {
     return Call(name, {"sh", "-c", script});
   }
 
-  // Whether the scratch folder holds nothing (every call's folder removed).
+  // Whether the scratch folder holds nothing but the carried supervisor (every call's folder
+  // removed).
   bool ScratchIsEmpty() const {
     std::error_code error;
-    return fs::is_empty(scratch_.File("calls"), error) || !fs::exists(scratch_.File("calls"));
+    for (const auto& entry : fs::directory_iterator(scratch_.File("calls"), error)) {
+      if (entry.path().filename() != kSupervisorFile) return false;
+    }
+    return true;
   }
 
   test::ScopedTempDir scratch_;
@@ -78,13 +84,15 @@ TEST_F(SandboxTest, EchoesStdinToStdout) {
 }
 
 TEST_F(SandboxTest, AScratchFolderRemovedBetweenCallsIsMadeAgain) {
-  // The scratch folder is made on first use; a call that finds it gone makes it again.
+  // The scratch folder is made on first use; a call that finds it gone makes it again, and
+  // the carried supervisor in it.
   ASSERT_OK(RunCall(Call("first", {"/bin/true"})));
   EXPECT_TRUE(fs::is_directory(scratch_.File("calls")));
   fs::remove_all(scratch_.File("calls"));
-  const auto result = RunCall(Shell("second", "pwd"));
+  const auto result = RunCall(Shell("second", "pwd; readlink /proc/$PPID/exe"));
   ASSERT_OK(result);
   EXPECT_EQ(result->rfind(scratch_.File("calls") + "/second.", 0), 0u) << *result;
+  EXPECT_TRUE(result->ends_with("/calls/" + std::string(kSupervisorFile) + "\n")) << *result;
   EXPECT_TRUE(ScratchIsEmpty());
   EXPECT_TRUE(fs::is_directory(scratch_.File("calls")));
 }
@@ -286,6 +294,33 @@ TEST_F(SandboxTest, AtMostMaxRunningCallsRunAndTheRestWait) {
   EXPECT_EQ(ok, 4);
   EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(4000));
   EXPECT_TRUE(ScratchIsEmpty());
+}
+
+TEST_F(SandboxTest, CallsRunUnderTheCarriedSupervisorOrElseUnderLibraItself) {
+  // The supervisor libra carries is written into the scratch folder at the first call, whole and
+  // executable only; the tool's parent is it. Without it, the tool's parent is this program
+  // again. Either way the call's result is the same, and the sandbox takes its file away.
+  const SandboxCall parent = Shell("parent", "readlink /proc/$PPID/exe");
+  EXPECT_EQ(sandbox_->supervisor(), "");
+  const auto carried = RunCall(parent);
+  ASSERT_OK(carried);
+  const std::string file = scratch_.File("calls") + "/" + kSupervisorFile;
+  EXPECT_EQ(sandbox_->supervisor(), file);
+  EXPECT_EQ(*carried, file + "\n");
+  struct stat st {};
+  ASSERT_EQ(stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0500u);
+  EXPECT_TRUE(ScratchIsEmpty());
+  sandbox_.reset();
+  EXPECT_FALSE(fs::exists(file));
+
+  sandbox_ =
+      std::make_unique<Sandbox>(loop_.get(), processes_.get(), scratch_.File("calls"), 0, false);
+  const auto itself = RunCall(parent);
+  ASSERT_OK(itself);
+  EXPECT_EQ(sandbox_->supervisor(), "/proc/self/exe");
+  EXPECT_EQ(*itself, fs::read_symlink("/proc/self/exe").string() + "\n");
+  EXPECT_FALSE(fs::exists(file));
 }
 
 TEST_F(SandboxTest, SpawnFailureNamesTheProgram) {
