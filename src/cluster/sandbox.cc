@@ -347,8 +347,15 @@ void Sandbox::Start(uint64_t id, const SandboxCall& call) {
                *program};
   spec.argv.insert(spec.argv.end(), call.argv.begin() + 1, call.argv.end());
   spec.die_with_libra = true;
-  const Result<ProcessId> process =
-      processes_->Spawn(spec, [this, id](const ExitStatus& status) { OnExit(id, status); });
+  const auto on_exit = [this, id](const ExitStatus& status) { OnExit(id, status); };
+  Result<ProcessId> process = processes_->Spawn(spec, on_exit);
+  if (!process.ok() && supervisor_ != kLibraItself) {
+    // The carried supervisor did not start (a file system or policy that runs no program from
+    // there): libra itself is the supervisor from now on.
+    unlink(supervisor_.c_str());
+    supervisor_ = spec.argv[0] = kLibraItself;
+    process = processes_->Spawn(spec, on_exit);
+  }
   if (!process.ok()) return FailLater(id, process.status());
   entry.process = *process;
   entry.timer = loop_->AddTimer(std::chrono::duration_cast<EventLoop::Clock::duration>(

@@ -72,8 +72,9 @@ class Sandbox {
   /// At most `max_running` calls run at once (0: no limit); later ones wait their turn, and
   /// their timeout starts when they start. Each call runs under the supervisor libra carries
   /// (supervisor.h), written into the scratch folder when the first call starts, or, with
-  /// `carried_supervisor` false or where the scratch folder's file system cannot run programs
-  /// (noexec), under libra itself again. REQUIRES: `loop` and `processes` outlive the sandbox.
+  /// `carried_supervisor` false, where the scratch folder's file system cannot run programs
+  /// (noexec) or where the carried one does not start, under libra itself again.
+  /// REQUIRES: `loop` and `processes` outlive the sandbox.
   Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir, int max_running = 0,
           bool carried_supervisor = true);
   /// Kills the calls still running and waits for them to be gone (blocking, at most a couple of
