@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cluster/supervisor.h"
+#include "common/files.h"
 #include "common/strings.h"
 
 namespace libra::cluster {
@@ -232,25 +233,11 @@ void Sandbox::PrepareSupervisor() {
       (fs_info.f_flag & ST_NOEXEC) != 0) {
     return;
   }
-  // Written whole under a temporary name, then renamed: a call never starts a partial program.
+  // Written whole (through a temporary file, renamed): a call never starts a partial program.
   const std::string path = scratch_dir_ + "/" + kSupervisorFile;
-  std::string temporary = path + ".XXXXXX";
-  UniqueFd fd(mkostemp(temporary.data(), O_CLOEXEC));
-  if (!fd.valid()) return;
-  const std::string_view image = CarriedSupervisor();
-  size_t written = 0;
-  while (written < image.size()) {
-    const ssize_t n = write(fd.get(), image.data() + written, image.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    written += static_cast<size_t>(n);
-  }
-  const bool ready = written == image.size() && fchmod(fd.get(), 0500) == 0;
-  fd = UniqueFd();  // closed before it can run: an open writer makes exec fail (ETXTBSY)
-  if (ready && rename(temporary.c_str(), path.c_str()) == 0) {
+  if (WriteFileAtomically(path, std::string(CarriedSupervisor()), "carried supervisor").ok() &&
+      chmod(path.c_str(), 0500) == 0) {
     supervisor_ = path;
-  } else {
-    unlink(temporary.c_str());
   }
 }
 
