@@ -60,16 +60,6 @@ bool IsValidEnvName(const std::string& name) {
 
 bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
-// The child's environment: the allow-listed variables of ours, then the spec's.
-std::map<std::string, std::string> ChildEnv(const ProcessSpec& spec) {
-  std::map<std::string, std::string> env;
-  for (const char* name : kInheritedEnv) {
-    if (const char* value = std::getenv(name)) env[name] = value;
-  }
-  for (const auto& [name, value] : spec.env) env[name] = value;
-  return env;
-}
-
 // The program to exec: argv[0] itself when it holds a '/', else the first executable file of
 // that name on the child's PATH.
 Result<std::string> FindProgram(const ProcessSpec& spec,
@@ -339,8 +329,17 @@ Result<pid_t> ForkChild(const ProcessSpec& spec, const ChildSetup& setup) {
 
 }  // namespace
 
+std::map<std::string, std::string> ChildEnvironment(const ProcessSpec& spec) {
+  std::map<std::string, std::string> env;
+  for (const char* name : kInheritedEnv) {
+    if (const char* value = std::getenv(name)) env[name] = value;
+  }
+  for (const auto& [name, value] : spec.env) env[name] = value;
+  return env;
+}
+
 Result<std::string> ResolveProgram(const ProcessSpec& spec) {
-  return FindProgram(spec, ChildEnv(spec));
+  return FindProgram(spec, ChildEnvironment(spec));
 }
 
 Status ValidateProcessSpec(const ProcessSpec& spec) {
@@ -367,9 +366,11 @@ Status ValidateProcessSpec(const ProcessSpec& spec) {
       limits.file_size_bytes < 0) {
     return Status::InvalidArgument(spec.name + ": a resource limit is negative");
   }
-  if (!spec.stdin_file.empty() && spec.stop_by == StopBy::kCloseStdin) {
-    return Status::InvalidArgument(spec.name +
-                                   ": a stdin file and StopBy::kCloseStdin exclude each other");
+  const int stdins =
+      !spec.stdin_file.empty() + (spec.stop_by == StopBy::kCloseStdin) + (spec.stdio_fd >= 0);
+  if (stdins > 1) {
+    return Status::InvalidArgument(
+        spec.name + ": a stdin file, a stdio fd and StopBy::kCloseStdin exclude each other");
   }
   return Status();
 }
@@ -380,7 +381,7 @@ namespace {
 // /dev/null, the stdin file or a pipe, and no other fd of ours.
 Result<Spawned> SpawnChild(const ProcessSpec& spec) {
   LIBRA_RETURN_IF_ERROR(ValidateProcessSpec(spec));
-  const std::map<std::string, std::string> env = ChildEnv(spec);
+  const std::map<std::string, std::string> env = ChildEnvironment(spec);
   LIBRA_ASSIGN_OR_RETURN(const std::string program, FindProgram(spec, env));
   if (!spec.log_dir.empty()) {
     std::error_code error;
@@ -390,7 +391,10 @@ Result<Spawned> SpawnChild(const ProcessSpec& spec) {
                                                   spec.log_dir.c_str(), error.message().c_str()));
     }
   }
-  LIBRA_ASSIGN_OR_RETURN(UniqueFd out, OpenLog(spec, ".out"));
+  UniqueFd out;
+  if (spec.stdio_fd < 0) {
+    LIBRA_ASSIGN_OR_RETURN(out, OpenLog(spec, ".out"));
+  }
   LIBRA_ASSIGN_OR_RETURN(UniqueFd err, OpenLog(spec, ".err"));
 
   UniqueFd stdin_read;
@@ -402,7 +406,7 @@ Result<Spawned> SpawnChild(const ProcessSpec& spec) {
     }
     stdin_read.reset(fds[0]);
     stdin_write.reset(fds[1]);
-  } else {
+  } else if (spec.stdio_fd < 0) {
     const std::string path = spec.stdin_file.empty() ? "/dev/null" : spec.stdin_file;
     stdin_read.reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!stdin_read.valid()) {
@@ -425,7 +429,8 @@ Result<Spawned> SpawnChild(const ProcessSpec& spec) {
   setup.program = program.c_str();
   setup.argv = argv.data();
   setup.envp = envp.data();
-  setup.stdio = {stdin_read.get(), out.get(), err.get()};
+  setup.stdio = spec.stdio_fd >= 0 ? std::array<int, 3>{spec.stdio_fd, spec.stdio_fd, err.get()}
+                                   : std::array<int, 3>{stdin_read.get(), out.get(), err.get()};
   if (!spec.cwd.empty()) setup.cwd = spec.cwd.c_str();
   setup.limits = Rlimits(spec.limits);
   rlimit open_files{};

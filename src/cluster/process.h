@@ -1,9 +1,9 @@
-// Child processes of the cluster backend: rollout engines, trainers, tools, and the ssh clients
-// that run them on other nodes. Each child runs in its own process group (so that stopping it
-// stops everything it started, and a Ctrl-C in the terminal reaches libra alone, which then stops
-// its children in order), writes its output to log files, and gets an environment built
-// explicitly: a short allow-list from libra's own plus what the caller gives, so no secret in
-// libra's environment leaks into a child by accident.
+// Child processes of the cluster backend: rollout engines, trainers, the sandbox server that runs
+// the tools (sandbox_server.h), and the ssh clients that run them on other nodes. Each child runs
+// in its own process group (so that stopping it stops everything it started, and a Ctrl-C in the
+// terminal reaches libra alone, which then stops its children in order), writes its output to log
+// files, and gets an environment built explicitly: a short allow-list from libra's own plus what
+// the caller gives, so no secret in libra's environment leaks into a child by accident.
 //
 // ProcessSet owns the children it starts and stops every one of them: on Stop, on StopAll (error
 // paths, shutdown) and in its destructor, so that none outlives the run. ShutdownSignals turns
@@ -90,15 +90,23 @@ struct ProcessSpec {
   bool die_with_libra = false;
   /// Default: SIGTERM.
   StopBy stop_by = StopBy::kSigterm;
+  /// An fd of the caller's (a socket) that becomes the child's stdin and stdout; the caller keeps
+  /// its own copy. The logs then hold stderr only. Excludes stdin_file and StopBy::kCloseStdin.
+  /// Default: -1, none.
+  int stdio_fd = -1;
   bool operator==(const ProcessSpec&) const = default;
 };
 
 /// Checks what Spawn would refuse before trying: kInvalidArgument for a bad name, an empty argv,
-/// a bad variable name, a NUL byte in an argument or value, a negative limit, or a stdin_file
-/// with StopBy::kCloseStdin.
+/// a bad variable name, a NUL byte in an argument or value, a negative limit, or a stdin_file or
+/// a stdio_fd with StopBy::kCloseStdin, or both.
 Status ValidateProcessSpec(const ProcessSpec& spec);
 
 using ProcessId = StrongId<struct ProcessIdTag>;
+
+/// The environment Spawn gives the child of `spec`: the variables of kInheritedEnv that libra has,
+/// then the spec's own.
+std::map<std::string, std::string> ChildEnvironment(const ProcessSpec& spec);
 
 /// The program Spawn would run for `spec`: argv[0] when it holds a '/', else the first executable
 /// file of that name on the child's PATH. kBackend "<name>: cannot start '<program>': not found

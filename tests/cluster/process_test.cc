@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,6 +180,26 @@ TEST_F(ProcessSetTest, StdinComesFromTheStdinFile) {
   EXPECT_EQ(Log("cat-null", ".out"), "");
 }
 
+TEST_F(ProcessSetTest, AStdioFdIsTheChildsStdinAndStdout) {
+  // The child reads and writes the caller's socket; its stderr still goes to its log, and no
+  // .out log is made.
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  const UniqueFd ours(fds[0]);
+  UniqueFd theirs(fds[1]);
+  ProcessSpec spec = Shell("echo", "read line; echo \"got $line\"; echo note >&2", dir_.path());
+  spec.stdio_fd = theirs.get();
+  const ProcessId id = Start(spec);
+  theirs.reset();
+  ASSERT_EQ(write(ours.get(), "ping\n", 5), 5);
+  EXPECT_TRUE(RunToExit(id).success());
+  char reply[64] = {};
+  EXPECT_EQ(read(ours.get(), reply, sizeof(reply) - 1), 9);
+  EXPECT_STREQ(reply, "got ping\n");
+  EXPECT_EQ(Log("echo", ".err"), "note\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("echo.out")));
+}
+
 TEST_F(ProcessSetTest, MissingStdinFileIsAClearError) {
   // A stdin file that cannot be opened fails at Spawn, naming the file.
   ProcessSpec spec = Shell("reader", "cat");
@@ -353,12 +374,16 @@ TEST_F(ProcessSetTest, InvalidSpecsAreRefused) {
   ProcessSpec stdin_twice = Shell("x", "true");
   stdin_twice.stdin_file = "/dev/null";
   stdin_twice.stop_by = StopBy::kCloseStdin;
+  ProcessSpec stdio_and_file = Shell("x", "true");
+  stdio_and_file.stdin_file = "/dev/null";
+  stdio_and_file.stdio_fd = 0;
   const std::vector<Case> cases = {{"bad name", bad_name},
                                    {"empty argv", empty_argv},
                                    {"bad env", bad_env},
                                    {"nul in argument", nul_arg},
                                    {"negative limit", negative_limit},
-                                   {"stdin file and kCloseStdin", stdin_twice}};
+                                   {"stdin file and kCloseStdin", stdin_twice},
+                                   {"stdio fd and stdin file", stdio_and_file}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const auto id = processes_->Spawn(c.spec, [](const ExitStatus&) {});
