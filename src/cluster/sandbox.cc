@@ -3,9 +3,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,13 +33,14 @@ namespace {
 namespace fs = std::filesystem;
 
 // How much of the tool's stderr an error message quotes.
-constexpr size_t kStderrTailBytes = 300;
+constexpr size_t kQuotedStderrBytes = 300;
 // The longest timeout accepted: a year.
 constexpr double kMaxTimeoutS = 365.0 * 24 * 3600;
-// How long a supervisor asked to stop its call gets before its process group is killed.
-constexpr std::chrono::milliseconds kStopGrace{2000};
+// How long the server gets to stop its calls and exit (sandbox_server.h: the grace, then SIGKILL
+// and as long again).
+constexpr std::chrono::milliseconds kServerStopWait{2 * kStopGraceMs + 1000};
 
-// A call's supervisor when the carried one cannot run: libra itself again (supervisor.h).
+// The server and supervisor when the carried one cannot run: libra itself again.
 constexpr char kLibraItself[] = "/proc/self/exe";
 
 std::string Errno() { return std::strerror(errno); }
@@ -81,55 +85,12 @@ Status ValidateLimits(const std::string& name, const SandboxLimits& limits) {
   return Status();
 }
 
-// Writes all of `text` into the new file `path`, readable by its owner only.
-Status WriteNewFile(const std::string& name, const std::string& path, const std::string& text) {
-  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  size_t written = 0;
-  while (fd.valid() && written < text.size()) {
-    const ssize_t n = write(fd.get(), text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    written += static_cast<size_t>(n);
-  }
-  if (!fd.valid() || written < text.size()) {
-    return Status::Backend(
-        name, StrFormat("cannot write the input %s: %s", path.c_str(), Errno().c_str()));
-  }
-  return Status();
-}
-
-// Up to `limit` bytes of the file from `offset` on; "" when it cannot be read.
-std::string ReadFrom(const std::string& path, int64_t offset, int64_t limit) {
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  std::string text;
-  if (!fd.valid()) return text;
-  text.resize(static_cast<size_t>(limit));
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = pread(fd.get(), text.data() + got, text.size() - got,
-                            static_cast<off_t>(offset + static_cast<int64_t>(got)));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  text.resize(got);
-  return text;
-}
-
-int64_t FileSize(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
-}
-
-// The last line(s) of the stderr log, at most kStderrTailBytes, whole lines when they fit, lines
-// joined with " | ".
-std::string StderrTail(const std::string& path) {
-  const int64_t size = FileSize(path);
-  const int64_t offset = std::max<int64_t>(0, size - 4096);
-  std::string text = ReadFrom(path, offset, size - offset);
+// The last line(s) of the end of a stderr log, at most kQuotedStderrBytes, whole lines when they
+// fit, lines joined with " | ".
+std::string QuotedStderr(std::string text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  if (text.size() > kStderrTailBytes) {
-    text.erase(0, text.size() - kStderrTailBytes);
+  if (text.size() > kQuotedStderrBytes) {
+    text.erase(0, text.size() - kQuotedStderrBytes);
     const size_t newline = text.find('\n');
     if (newline != std::string::npos) {
       // Drop the cut line.
@@ -157,61 +118,37 @@ std::string StderrTail(const std::string& path) {
   return joined;
 }
 
-// Makes every folder of the tree under `path` (not following links) accessible to its owner, so
-// that a tool that took the permissions off its folders cannot keep them from being removed.
-void MakeRemovable(const fs::path& path) {
-  std::error_code error;
-  if (!fs::is_directory(fs::symlink_status(path, error))) return;
-  fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, error);
-  for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
-    MakeRemovable(it->path());
+ExitStatus FromWaitStatus(int64_t wait_status) {
+  const int status = static_cast<int>(wait_status);
+  ExitStatus exit;
+  if (WIFEXITED(status)) {
+    exit.code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    exit.signal = WTERMSIG(status);
   }
-}
-
-// Removes the call's folder and everything the tool left in it.
-void RemoveTree(const std::string& path) {
-  std::error_code error;
-  fs::remove_all(path, error);
-  if (!error) return;
-  MakeRemovable(path);
-  fs::remove_all(path, error);
-}
-
-// What a call's folder holds: the tool's working directory, its input, and the logs ProcessSet
-// writes into its log_dir.
-std::string WorkIn(const std::string& dir) { return dir + "/work"; }
-std::string InputIn(const std::string& dir) { return dir + "/input"; }
-std::string LogIn(const std::string& dir, const std::string& name, const char* suffix) {
-  return dir + "/" + name + suffix;
-}
-
-// Removes a finished call's folder: the files the sandbox made there and the two folders, and
-// the whole tree (RemoveTree, which looks at every entry) only when the tool left something.
-void RemoveCallDir(const std::string& dir, const std::string& name) {
-  for (const std::string& file :
-       {InputIn(dir), LogIn(dir, name, ".out"), LogIn(dir, name, ".err")}) {
-    unlink(file.c_str());
-  }
-  if (rmdir(WorkIn(dir).c_str()) == 0 && rmdir(dir.c_str()) == 0) return;
-  RemoveTree(dir);
+  return exit;
 }
 
 // Runs before main in any program that links the sandbox, so that /proc/self/exe, started with
-// kSupervisorFlag, is the supervisor (glibc passes argc, argv and envp to constructors).
-__attribute__((constructor)) void RunSupervisorIfAsked(int argc, char** argv, char** envp) {
+// kServerFlag or kSupervisorFlag, is the server or a supervisor (glibc passes argc, argv and
+// envp to constructors).
+__attribute__((constructor)) void RunSandboxProgramIfAsked(int argc, char** argv, char** envp) {
+  if (argc > 1 && argv != nullptr && std::strcmp(argv[1], kServerFlag) == 0) {
+    _exit(ServeSandbox(argc, argv, envp));
+  }
   if (argc > 1 && argv != nullptr && std::strcmp(argv[1], kSupervisorFlag) == 0) {
     _exit(Supervise(argc, argv, envp));
   }
 }
 
-// Asks the supervisor of a running call to stop its call (SIGTERM to it alone) and waits up to
-// `grace` for it to exit; true when it did.
-bool StopSupervisor(pid_t pid, std::chrono::milliseconds grace) {
+// Asks a process to stop (SIGTERM to it alone) and waits up to `wait` for it to exit; true when
+// it did.
+bool StopAndWait(pid_t pid, std::chrono::milliseconds wait) {
   const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (fd < 0) return false;
   kill(pid, SIGTERM);
   pollfd exit_fd{fd, POLLIN, 0};
-  const bool exited = ::poll(&exit_fd, 1, static_cast<int>(grace.count())) == 1;
+  const bool exited = ::poll(&exit_fd, 1, static_cast<int>(wait.count())) == 1;
   close(fd);
   return exited;
 }
@@ -229,11 +166,13 @@ Sandbox::Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir
 void Sandbox::PrepareSupervisor() {
   supervisor_ = kLibraItself;
   struct statvfs fs_info {};
+  std::error_code error;
+  fs::create_directories(scratch_dir_, error);
   if (!carried_supervisor_ || statvfs(scratch_dir_.c_str(), &fs_info) != 0 ||
       (fs_info.f_flag & ST_NOEXEC) != 0) {
     return;
   }
-  // Written whole (through a temporary file, renamed): a call never starts a partial program.
+  // Written whole (through a temporary file, renamed): a server never starts a partial program.
   const std::string path = scratch_dir_ + "/" + kSupervisorFile;
   if (WriteFileAtomically(path, std::string(CarriedSupervisor()), "carried supervisor").ok() &&
       chmod(path.c_str(), 0500) == 0) {
@@ -244,16 +183,9 @@ void Sandbox::PrepareSupervisor() {
 Sandbox::~Sandbox() {
   for (auto& [id, call] : calls_) {
     if (call.timer != 0) loop_->CancelTimer(call.timer);
-    if (call.process.has_value()) {
-      // The supervisor kills the call's processes, wherever they went; then its group goes.
-      if (const std::optional<pid_t> pid = processes_->pid(*call.process)) {
-        StopSupervisor(*pid, kStopGrace);
-      }
-      processes_->Kill(*call.process);
-    }
-    if (!call.dir.empty()) RemoveTree(call.dir);
   }
-  // The carried supervisor's file goes with the sandbox (a running supervisor keeps its copy).
+  StopServer();
+  // The carried supervisor's file goes with the sandbox (a running program keeps its copy).
   if (!supervisor_.empty() && supervisor_ != kLibraItself) unlink(supervisor_.c_str());
 }
 
@@ -284,70 +216,192 @@ void Sandbox::Start(uint64_t id, const SandboxCall& call) {
   if (!valid.ok()) return FailLater(id, valid);
   const Result<std::string> program = ResolveProgram(spec);
   if (!program.ok()) return FailLater(id, program.status());
+  const Status server = StartServer();
+  if (!server.ok()) return FailLater(id, server);
 
-  // The call's own folder, made private and unique by mkdtemp, holds the tool's input, its logs
-  // and its working directory work/, which thus starts empty. The scratch folder is made when a
-  // call finds it missing (the first call, or after someone removed it), not checked every time.
-  const std::string pattern = scratch_dir_ + "/" + call.name + ".XXXXXX";
-  std::string dir = pattern;
-  std::error_code error;
-  bool made = mkdtemp(dir.data()) != nullptr;
-  if (!made && errno == ENOENT) {
-    fs::create_directories(scratch_dir_, error);
-    dir = pattern;
-    made = !error && mkdtemp(dir.data()) != nullptr;
-    supervisor_.clear();  // gone with the folder it was in
+  SandboxStart start;
+  start.id = id;
+  start.name = call.name;
+  start.argv = call.argv;
+  start.argv[0] = *program;
+  for (const auto& [name, value] : ChildEnvironment(spec)) {
+    if (name != "HOME" && name != "TMPDIR") start.env.push_back(name + "=" + value);
   }
-  if (!made) {
-    const std::string why = error ? error.message() : Errno();
-    return FailLater(id, Status::Backend(call.name, StrFormat("cannot create a folder in %s: %s",
-                                                              scratch_dir_.c_str(), why.c_str())));
-  }
-  entry.dir = dir;
-  const std::string work = WorkIn(dir);
-  if (mkdir(work.c_str(), 0700) != 0) {
-    return FailLater(id, Status::Backend(call.name, StrFormat("cannot create %s: %s", work.c_str(),
-                                                              Errno().c_str())));
-  }
-  spec.stdin_file = InputIn(dir);
-  const Status written = WriteNewFile(call.name, spec.stdin_file, call.input);
-  if (!written.ok()) return FailLater(id, written);
-
-  spec.env["HOME"] = work;
-  spec.env["TMPDIR"] = work;
-  spec.cwd = work;
-  spec.log_dir = dir;
-  // The supervisor (above) runs the tool under the call's limits; it runs under none itself.
+  start.input = call.input;
   const SandboxLimits& limits = call.limits;
-  if (supervisor_.empty()) PrepareSupervisor();
-  spec.argv = {supervisor_,
-               kSupervisorFlag,
-               std::to_string(getpid()),
-               dir,
-               scratch_dir_,
-               std::to_string(limits.cpu_seconds),
-               std::to_string(limits.memory_bytes),
-               std::to_string(limits.open_files),
-               std::to_string(limits.file_size_bytes),
-               std::to_string(limits.max_processes),
-               "--",
-               *program};
-  spec.argv.insert(spec.argv.end(), call.argv.begin() + 1, call.argv.end());
+  start.cpu_seconds = limits.cpu_seconds;
+  start.memory_bytes = limits.memory_bytes;
+  start.open_files = limits.open_files;
+  start.file_size_bytes = limits.file_size_bytes;
+  start.max_processes = limits.max_processes;
+  start.max_output_bytes = limits.max_output_bytes;
+  std::string frame;
+  AppendFrame(start, frame);
+  Send(frame);
+  entry.at_server = true;
+  entry.timer = loop_->AddTimer(std::chrono::duration_cast<EventLoop::Clock::duration>(
+                                    std::chrono::duration<double>(call.limits.timeout_s)),
+                                [this, id] { OnTimeout(id); });
+}
+
+Status Sandbox::StartServer() {
+  if (server_.has_value()) return Status();
+  if (supervisor_.empty() || (supervisor_ != kLibraItself && access(supervisor_.c_str(), F_OK))) {
+    PrepareSupervisor();
+  }
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return Status::Backend("sandbox-server", "cannot create its socket: " + Errno());
+  }
+  UniqueFd ours(fds[0]);
+  const UniqueFd theirs(fds[1]);
+  ProcessSpec spec;
+  spec.name = "sandbox-server";
+  spec.argv = {supervisor_, kServerFlag, std::to_string(getpid()), scratch_dir_};
+  spec.stdio_fd = theirs.get();
   spec.die_with_libra = true;
-  const auto on_exit = [this, id](const ExitStatus& status) { OnExit(id, status); };
+  const auto on_exit = [this](const ExitStatus& status) {
+    server_.reset();
+    OnServerGone("the sandbox server exited: " + status.ToString());
+  };
   Result<ProcessId> process = processes_->Spawn(spec, on_exit);
   if (!process.ok() && supervisor_ != kLibraItself) {
-    // The carried supervisor did not start (a file system or policy that runs no program from
-    // there): libra itself is the supervisor from now on.
+    // The carried program did not start (a file system or policy that runs no program from
+    // there): libra itself is the server and the supervisors from now on.
     unlink(supervisor_.c_str());
     supervisor_ = spec.argv[0] = kLibraItself;
     process = processes_->Spawn(spec, on_exit);
   }
-  if (!process.ok()) return FailLater(id, process.status());
-  entry.process = *process;
-  entry.timer = loop_->AddTimer(std::chrono::duration_cast<EventLoop::Clock::duration>(
-                                    std::chrono::duration<double>(call.limits.timeout_s)),
-                                [this, id] { OnTimeout(id); });
+  if (!process.ok()) return process.status();
+  fcntl(ours.get(), F_SETFL, fcntl(ours.get(), F_GETFL) | O_NONBLOCK);
+  const Status watched =
+      loop_->WatchFd(ours.get(), EPOLLIN, [this](uint32_t events) { OnServerReady(events); });
+  if (!watched.ok()) {
+    processes_->Kill(*process);
+    return watched;
+  }
+  server_ = *process;
+  socket_ = std::move(ours);
+  return Status();
+}
+
+void Sandbox::Send(std::string_view frame) {
+  outbox_.append(frame);
+  Flush();
+}
+
+void Sandbox::Flush() {
+  // Without a socket (the server is exiting) the calls fail when its exit comes.
+  if (!socket_.valid()) return;
+  size_t sent = 0;
+  while (sent < outbox_.size()) {
+    const ssize_t n =
+        send(socket_.get(), outbox_.data() + sent, outbox_.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      // Full (the rest goes when it is writable again), or the server is gone (its exit is on
+      // the way).
+      break;
+    }
+  }
+  outbox_.erase(0, sent);
+  loop_->ModifyFd(socket_.get(), outbox_.empty() ? EPOLLIN : EPOLLIN | EPOLLOUT);
+}
+
+void Sandbox::OnServerReady(uint32_t events) {
+  if ((events & EPOLLOUT) != 0) Flush();
+  if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) == 0) return;
+  const std::weak_ptr<int> alive = alive_;
+  bool malformed = false;
+  if (ReadReplies(alive, &malformed) || alive.expired()) return;
+  if (!malformed) {
+    // End-of-file: it is exiting, and its exit (ProcessSet) finishes its calls.
+    loop_->UnwatchFd(socket_.get());
+    socket_.reset();
+    return;
+  }
+  processes_->Kill(*server_);
+  server_.reset();
+  OnServerGone("the sandbox server sent a malformed reply");
+}
+
+bool Sandbox::ReadReplies(const std::weak_ptr<int>& alive, bool* malformed) {
+  bool open = true;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = read(socket_.get(), buffer, sizeof(buffer));
+    if (n > 0) {
+      inbox_.append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    open = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    break;
+  }
+  // Every whole reply first, then the callbacks, which may start calls or destroy the sandbox.
+  std::vector<std::pair<uint64_t, Result<std::string>>> finished;
+  size_t used = 0;
+  while (const size_t length = WholeFrame(std::string_view(inbox_).substr(used))) {
+    const std::optional<SandboxDone> done =
+        DecodeDone(std::string_view(inbox_).substr(used, length));
+    used += length;
+    if (!done.has_value()) {
+      if (malformed != nullptr) *malformed = true;
+      open = false;
+      break;
+    }
+    const auto it = calls_.find(done->id);
+    if (it == calls_.end() || !it->second.started) continue;
+    finished.emplace_back(done->id, Outcome(it->second, *done));
+  }
+  inbox_.erase(0, used);
+  for (auto& [id, result] : finished) {
+    if (calls_.count(id) == 0) continue;
+    Finish(id, std::move(result));
+    if (alive.expired()) return false;
+  }
+  return open;
+}
+
+void Sandbox::OnServerGone(const std::string& why) {
+  // What it answered before it went still counts.
+  const std::weak_ptr<int> alive = alive_;
+  if (socket_.valid()) {
+    ReadReplies(alive, nullptr);
+    if (alive.expired()) return;
+    loop_->UnwatchFd(socket_.get());
+    socket_.reset();
+  }
+  outbox_.clear();
+  inbox_.clear();
+  std::vector<uint64_t> lost;
+  for (const auto& [id, call] : calls_) {
+    if (call.at_server) lost.push_back(id);
+  }
+  for (const uint64_t id : lost) {
+    const auto it = calls_.find(id);
+    if (it == calls_.end()) continue;
+    if (it->second.timer != 0) loop_->CancelTimer(it->second.timer);
+    it->second.timer = 0;
+    Finish(id, Status::Backend(it->second.name, why));
+    if (alive.expired()) return;
+  }
+}
+
+void Sandbox::StopServer() {
+  if (!server_.has_value()) return;
+  if (socket_.valid()) loop_->UnwatchFd(socket_.get());
+  // End-of-file on its stdin, and SIGTERM: it stops every call, removes their folders and exits.
+  socket_.reset();
+  if (const std::optional<pid_t> pid = processes_->pid(*server_)) {
+    StopAndWait(*pid, kServerStopWait);
+  }
+  // Reaps it, or kills it if it is still there; its on_exit never runs.
+  processes_->Kill(*server_);
+  server_.reset();
 }
 
 void Sandbox::FailLater(uint64_t id, Status status) {
@@ -361,30 +415,22 @@ void Sandbox::OnTimeout(uint64_t id) {
   Call& call = calls_.at(id);
   call.timer = 0;
   call.timed_out = true;
-  // SIGTERM to its group: the supervisor then kills every process of the call, wherever it
-  // went, and exits; SIGKILL to the group only if it has not within kStopGrace. The result comes
-  // once it is gone.
-  processes_->Stop(*call.process, kStopGrace);
+  // The server sends its supervisor SIGTERM, which kills every process of the call, wherever it
+  // went; SIGKILL to its group only if it has not exited within the grace. The result comes once
+  // it is gone.
+  std::string frame;
+  AppendFrame(SandboxStop{id}, frame);
+  Send(frame);
 }
 
-void Sandbox::OnExit(uint64_t id, const ExitStatus& status) {
-  Call& call = calls_.at(id);
-  call.process.reset();
-  if (call.timer != 0) {
-    loop_->CancelTimer(call.timer);
-    call.timer = 0;
-  }
+Result<std::string> Sandbox::Outcome(const Call& call, const SandboxDone& done) const {
+  if (!done.error.empty()) return Status::Backend(call.name, done.error);
   if (call.timed_out) {
-    return Finish(
-        id, Status(StatusCode::kTimeout, StrFormat("%s: timed out after %g s", call.name.c_str(),
-                                                   call.limits.timeout_s)));
+    return Status(StatusCode::kTimeout,
+                  StrFormat("%s: timed out after %g s", call.name.c_str(), call.limits.timeout_s));
   }
-  Finish(id, Outcome(call, status));
-}
-
-Result<std::string> Sandbox::Outcome(const Call& call, const ExitStatus& status) const {
-  const std::string out = LogIn(call.dir, call.name, ".out");
-  const int64_t size = FileSize(out);
+  const ExitStatus status = FromWaitStatus(done.wait_status);
+  const int64_t size = done.output_bytes;
   const int64_t max_output = call.limits.max_output_bytes;
   const int64_t max_file = call.limits.file_size_bytes;
   // Past file_size_bytes the kernel stopped the tool writing its stdout with SIGXFSZ.
@@ -395,18 +441,18 @@ Result<std::string> Sandbox::Outcome(const Call& call, const ExitStatus& status)
                            StrFormat("output exceeds %lld bytes", static_cast<long long>(limit)));
   }
   if (!status.success()) {
-    const std::string tail = StderrTail(LogIn(call.dir, call.name, ".err"));
+    const std::string tail = QuotedStderr(done.stderr_tail);
     return Status::Backend(call.name,
                            tail.empty() ? status.ToString() : status.ToString() + ": " + tail);
   }
-  return ReadFrom(out, 0, size);
+  return done.output;
 }
 
 void Sandbox::Finish(uint64_t id, Result<std::string> result) {
   const auto it = calls_.find(id);
   Call call = std::move(it->second);
   calls_.erase(it);
-  if (!call.dir.empty()) RemoveCallDir(call.dir, call.name);
+  if (call.timer != 0) loop_->CancelTimer(call.timer);
   if (call.started) --started_;
   while (!waiting_.empty() && (max_running_ == 0 || started_ < max_running_)) {
     auto [next, next_call] = std::move(waiting_.front());

@@ -3,11 +3,14 @@
 // literal argument and runs nothing), in a fresh private working directory that is also its HOME
 // and TMPDIR, with only the allow-listed environment (kInheritedEnv) plus the call's own
 // variables, its input on stdin, and kernel limits on CPU time, memory, open files, file size and
-// processes. A supervisor process per call (sandbox.cc) is the subreaper of everything the tool
-// starts: when the tool exits, times out, or libra stops or dies, every process of the call ends
-// with it, even one that left the tool's process group or session. Where the platform allows a
-// mount namespace (root, or unprivileged user namespaces) the tool sees only its own folder of
-// the scratch folder. The tool's stdout is its result.
+// processes. A supervisor process per call (supervisor.h) is the subreaper of everything the
+// tool starts: when the tool exits, times out, or libra stops or dies, every process of the call
+// ends with it, even one that left the tool's process group or session. Where the platform
+// allows a mount namespace (root, or unprivileged user namespaces) the tool sees only its own
+// folder of the scratch folder. The tool's stdout is its result. The calls' folders, files,
+// supervisors and exits are the business of one sandbox server process (sandbox_server.h),
+// which libra starts at the first call and talks to over a socket, so that a call costs libra's
+// event loop two messages instead of a process start and a dozen file operations.
 //
 // What it does not do: isolate the rest of the file system or the network (the tool runs as
 // libra's user and sees what libra sees, the run's logs and weights included); use containers for
@@ -18,12 +21,15 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cluster/event_loop.h"
 #include "cluster/process.h"
+#include "cluster/sandbox_server.h"
 #include "common/status.h"
 
 namespace libra::cluster {
@@ -70,15 +76,17 @@ class Sandbox {
   /// Each call gets its own fresh empty working directory (mode 0700) under `scratch_dir`
   /// (created if missing), removed after the call together with its input and output files.
   /// At most `max_running` calls run at once (0: no limit); later ones wait their turn, and
-  /// their timeout starts when they start. Each call runs under the supervisor libra carries
-  /// (supervisor.h), written into the scratch folder when the first call starts, or, with
-  /// `carried_supervisor` false, where the scratch folder's file system cannot run programs
-  /// (noexec) or where the carried one does not start, under libra itself again.
+  /// their timeout starts when they start. The server and the calls' supervisors, its forks, run
+  /// the supervisor program libra carries (supervisor.h), written into the scratch folder when
+  /// the first call starts, or, with `carried_supervisor` false, where the scratch folder's file
+  /// system cannot run programs (noexec) or where the carried one does not start, libra itself
+  /// again. The server is a child of `processes`; if it dies, the calls it ran fail and the
+  /// next call starts another.
   /// REQUIRES: `loop` and `processes` outlive the sandbox.
   Sandbox(EventLoop* loop, ProcessSet* processes, std::string scratch_dir, int max_running = 0,
           bool carried_supervisor = true);
-  /// Kills the calls still running and waits for them to be gone (blocking, at most a couple of
-  /// seconds), removing their directories; their callbacks never run.
+  /// Kills the calls still running and waits for them and the server to be gone (blocking, at
+  /// most a few seconds), removing their directories; their callbacks never run.
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
@@ -89,8 +97,10 @@ class Sandbox {
   ///   kBackend "<name>: output exceeds <n> bytes";
   ///   kBackend "<name>: <exit status>: <last line(s) of stderr, cut to 300 bytes>", e.g.
   ///     "exit code 2", "killed by SIGXCPU";
-  ///   kBackend "<name>: cannot start '<program>': <why>" (ProcessSet::Spawn), or when its
-  ///     directory or input file cannot be made;
+  ///   kBackend "<name>: cannot start '<program>': not found on PATH (...)";
+  ///   kBackend "<name>: cannot create a folder in <scratch>: <why>" and the like when its
+  ///     folder or files cannot be made, "sandbox-server: cannot start ..." when the server
+  ///     cannot, "<name>: the sandbox server exited: <status>" when it dies during the call;
   ///   kInvalidArgument for a bad name, an empty argv, a bad variable name or bad limits.
   /// `done` may call Run, and may destroy the sandbox.
   void Run(const SandboxCall& call, Callback done);
@@ -105,44 +115,62 @@ class Sandbox {
     std::string name;
     // Started (not waiting for a free slot).
     bool started = false;
+    // Sent to the server, which answers when the call is over.
+    bool at_server = false;
     SandboxLimits limits{};
-    // The call's directory: its input, its stdout and stderr logs, and work/, the tool's
-    // working directory. Empty when none was made.
-    std::string dir;
-    // The tool's process; nullopt when it was not started (or is gone).
-    std::optional<ProcessId> process;
     // The timeout, or the timer that delivers a failure to start; 0 when none.
     EventLoop::TimerId timer = 0;
     bool timed_out = false;
     Callback done;
   };
 
-  // Delivers `result` to the call's callback on the loop's next turn.
   // Starts a call (its slot is taken).
   void Start(uint64_t id, const SandboxCall& call);
+  // Delivers `status` to the call's callback on the loop's next turn.
   void FailLater(uint64_t id, Status status);
   void OnTimeout(uint64_t id);
-  void OnExit(uint64_t id, const ExitStatus& status);
-  // The result of a call whose tool has exited.
-  Result<std::string> Outcome(const Call& call, const ExitStatus& status) const;
+  // Writes the carried supervisor into the scratch folder when it is not there; sets
+  // supervisor_ to it, or to /proc/self/exe where it cannot be written or run.
+  void PrepareSupervisor();
+  // Starts the sandbox server (sandbox_server.h) unless it runs.
+  Status StartServer();
+  // Queues a frame for the server and writes what the socket takes.
+  void Send(std::string_view frame);
+  void Flush();
+  void OnServerReady(uint32_t events);
+  // Reads what the server sent and finishes the calls it answers; false when the server has
+  // closed its end or sent what is not a message (then `*malformed` is set, when not null).
+  // `this` may be gone when `alive` has expired.
+  bool ReadReplies(const std::weak_ptr<int>& alive, bool* malformed);
+  // The server is gone (exited, closed its end, or sent garbage): finishes its calls with
+  // `why`. `this` may be gone afterwards.
+  void OnServerGone(const std::string& why);
+  // Stops the server and its calls and waits for them (blocking, at most a few seconds).
+  void StopServer();
+  // The result of a call the server answered.
+  Result<std::string> Outcome(const Call& call, const SandboxDone& done) const;
   // Removes the call and runs its callback; `this` may be gone afterwards.
   void Finish(uint64_t id, Result<std::string> result);
 
   EventLoop* loop_;
   ProcessSet* processes_;
-  // Writes the carried supervisor into the scratch folder when it is not there; sets
-  // supervisor_ to it, or to /proc/self/exe where it cannot be written or run.
-  void PrepareSupervisor();
-
   std::string scratch_dir_;
   bool carried_supervisor_ = true;
-  std::string supervisor_;  // "" until a call starts, and again when the scratch folder is made
+  std::string supervisor_;  // "" until a call starts
+  // The server, and libra's end of its socket; none before the first call and after it died.
+  std::optional<ProcessId> server_;
+  UniqueFd socket_;
+  // Bytes for the server that the socket has not taken yet, and bytes from it not yet whole.
+  std::string outbox_;
+  std::string inbox_;
   uint64_t next_id_ = 0;
   std::map<uint64_t, Call> calls_;
   int max_running_ = 0;
   int started_ = 0;
   // Calls waiting for a slot, in order.
   std::deque<std::pair<uint64_t, SandboxCall>> waiting_;
+  // Expires with the sandbox: callbacks may destroy it.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace libra::cluster

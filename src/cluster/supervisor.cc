@@ -209,12 +209,12 @@ pid_t StartTool(char** tool_argv, char** envp, const std::vector<std::pair<int, 
 }  // namespace
 
 int Supervise(int argc, char** argv, char** envp) {
-  // argv: self, flag, libra, dir, scratch, cpu, memory, files, file size, processes, --, tool...
+  // argv: self, flag, parent, dir, scratch, cpu, memory, files, file size, processes, --, tool...
   if (argc < 3 + kSupervisorArgs + 1 || std::string(argv[2 + kSupervisorArgs]) != "--") {
     Say("bad supervisor arguments");
     return 126;
   }
-  const pid_t libra = static_cast<pid_t>(std::atol(argv[2]));
+  const pid_t parent = static_cast<pid_t>(std::atol(argv[2]));
   const std::string dir = argv[3];
   const std::string scratch = argv[4];
   const int64_t cpu = std::atoll(argv[5]);
@@ -269,12 +269,12 @@ int Supervise(int argc, char** argv, char** envp) {
     }
   }
   KillEverything(tool, &tool_status, &tool_done);
-  if (getppid() != libra) {
-    // libra is gone, and with it whoever would have removed the call's folder.
+  if (getppid() != parent) {
+    // The server (or libra) is gone, and with it whoever would have removed the call's folder.
     umount2(scratch.c_str(), MNT_DETACH);
     std::error_code error;
     fs::remove_all(dir, error);
-    // The last call of a dead libra takes the scratch folder too, and the carried supervisor in
+    // The last call of a dead server takes the scratch folder too, and the carried supervisor in
     // it (the supervisors still running keep their copy).
     unlink((scratch + "/" + kSupervisorFile).c_str());
     rmdir(scratch.c_str());
@@ -284,7 +284,7 @@ int Supervise(int argc, char** argv, char** envp) {
                   static_cast<long long>(processes)));
     return kTooManyProcesses;
   }
-  // Stopped by libra: the wait status of a process killed by SIGTERM is the signal's number.
+  // Stopped: the wait status of a process killed by SIGTERM is the signal's number.
   if (stop) ExitAs(SIGTERM);
   ExitAs(tool_status);
 }

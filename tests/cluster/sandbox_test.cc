@@ -89,20 +89,22 @@ TEST_F(SandboxTest, EchoesStdinToStdout) {
   ASSERT_OK(result);
   EXPECT_EQ(*result, call.input);
   EXPECT_EQ(sandbox_->running(), 0u);
-  EXPECT_EQ(processes_->running(), 0u);
+  EXPECT_EQ(processes_->running(), 1u);  // the sandbox server, kept for the next call
   EXPECT_TRUE(ScratchIsEmpty());
 }
 
 TEST_F(SandboxTest, AScratchFolderRemovedBetweenCallsIsMadeAgain) {
-  // The scratch folder is made on first use; a call that finds it gone makes it again, and
-  // the carried supervisor in it.
+  // The scratch folder is made on first use; a call that finds it gone makes it again, and runs
+  // under the same supervisor program (which runs on from its removed file).
   ASSERT_OK(RunCall(Call("first", {"/bin/true"})));
   EXPECT_TRUE(fs::is_directory(scratch_.File("calls")));
   fs::remove_all(scratch_.File("calls"));
   const auto result = RunCall(Shell("second", "pwd; readlink /proc/$PPID/exe"));
   ASSERT_OK(result);
-  EXPECT_EQ(result->rfind(scratch_.File("calls") + "/second.", 0), 0u) << *result;
-  EXPECT_TRUE(result->ends_with("\n" + ExpectedSupervisor() + "\n")) << *result;
+  const std::vector<std::string> lines = StrSplit(*result, '\n');
+  ASSERT_EQ(lines.size(), 3u) << *result;
+  EXPECT_EQ(lines[0].rfind(scratch_.File("calls") + "/second.", 0), 0u) << *result;
+  EXPECT_EQ(lines[1].rfind(ExpectedSupervisor(), 0), 0u) << *result;
   EXPECT_TRUE(ScratchIsEmpty());
   EXPECT_TRUE(fs::is_directory(scratch_.File("calls")));
 }
@@ -290,7 +292,9 @@ TEST_F(SandboxTest, AtMostMaxRunningCallsRunAndTheRestWait) {
   int ok = 0;
   const Clock::time_point start = Clock::now();
   for (int i = 0; i < 4; ++i) {
-    SandboxCall call = Shell("wait-" + std::to_string(i), "sleep 2; echo ok");
+    const std::string started = dir_.File("started-" + std::to_string(i));
+    SandboxCall call =
+        Shell("wait-" + std::to_string(i), "touch " + started + "; sleep 2; echo ok");
     call.limits.timeout_s = 3;
     sandbox_->Run(call, [&](Result<std::string> r) {
       ++done;
@@ -298,7 +302,15 @@ TEST_F(SandboxTest, AtMostMaxRunningCallsRunAndTheRestWait) {
     });
   }
   EXPECT_EQ(sandbox_->running(), 4u);
-  EXPECT_EQ(processes_->running(), 2u);
+  const auto started = [&] {
+    int count = 0;
+    for (int i = 0; i < 4; ++i) count += fs::exists(dir_.File("started-" + std::to_string(i)));
+    return count;
+  };
+  // No third call starts before one of the first two is done.
+  ASSERT_OK(loop_->RunUntil([&] { return done > 0 || started() > 2; },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  EXPECT_GT(done, 0);
   EXPECT_OK(loop_->RunUntil([&] { return done == 4; },
                             Clock::now() + test::Deadline(std::chrono::seconds(60))));
   EXPECT_EQ(ok, 4);
@@ -338,12 +350,21 @@ TEST_F(SandboxTest, CallsRunUnderTheCarriedSupervisorOrElseUnderLibraItself) {
   EXPECT_FALSE(fs::exists(file));
 }
 
+// A call that prints the pid of the sandbox server: its supervisor's parent.
+constexpr char kPrintServer[] = "cut -d' ' -f4 /proc/$PPID/stat";
+
 TEST_F(SandboxTest, ACarriedSupervisorThatDoesNotStartGivesWayToLibraItself) {
-  // The carried file is damaged between calls: the next call starts under this program again,
-  // and so do the later ones; the damaged file is removed.
-  ASSERT_OK(RunCall(Call("first", {"/bin/true"})));
+  // The server dies and the carried file is damaged between calls: the next server, and the
+  // calls' supervisors, are this program again, and so are the later ones; the damaged file is
+  // removed.
+  const auto server = RunCall(Shell("first", kPrintServer));
+  ASSERT_OK(server);
   if (sandbox_->supervisor() == "/proc/self/exe") GTEST_SKIP() << "noexec scratch: none carried";
   const std::string file = sandbox_->supervisor();
+  ASSERT_EQ(kill(std::stoi(*server), SIGKILL), 0);
+  ASSERT_OK(loop_->RunUntil([&] { return processes_->running() == 0; },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  // (Not while the server runs from it: the kernel refuses to write a running program.)
   fs::permissions(file, fs::perms::owner_write, fs::perm_options::add);
   test::WriteFile(file, "not a program");
   const std::string itself = fs::read_symlink("/proc/self/exe").string() + "\n";
@@ -354,6 +375,26 @@ TEST_F(SandboxTest, ACarriedSupervisorThatDoesNotStartGivesWayToLibraItself) {
   }
   EXPECT_EQ(sandbox_->supervisor(), "/proc/self/exe");
   EXPECT_FALSE(fs::exists(file));
+}
+
+TEST_F(SandboxTest, AServerThatDiesFailsItsCallsAndTheNextCallStartsAnother) {
+  // The server is killed under a running call: the call fails, naming why; its supervisor, left
+  // without its server, ends the tool and removes the call's folder; the next call runs.
+  std::optional<Result<std::string>> result;
+  sandbox_->Run(Shell("long", std::string(kPrintServer) + " > " + dir_.File("server") +
+                                  "; echo $$ > " + dir_.File("tool") + "; exec sleep 30"),
+                [&](Result<std::string> r) { result = std::move(r); });
+  ASSERT_TRUE(Eventually([&] { return !ReadIfExists(dir_.File("tool")).empty(); }));
+  ASSERT_EQ(kill(std::stoi(ReadIfExists(dir_.File("server"))), SIGKILL), 0);
+  ASSERT_OK(loop_->RunUntil([&] { return result.has_value(); },
+                            Clock::now() + test::Deadline(std::chrono::seconds(60))));
+  EXPECT_EQ(result->status(),
+            Status::Backend("long", "the sandbox server exited: killed by SIGKILL"));
+  EXPECT_TRUE(Eventually([&] { return !IsAlive(std::stoi(ReadIfExists(dir_.File("tool")))); }));
+  EXPECT_TRUE(Eventually([&] { return ScratchIsEmpty(); }));
+  const auto next = RunCall(Shell("next", "echo ok"));
+  ASSERT_OK(next);
+  EXPECT_EQ(*next, "ok\n");
 }
 
 TEST_F(SandboxTest, SpawnFailureNamesTheProgram) {
