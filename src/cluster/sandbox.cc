@@ -246,7 +246,8 @@ void Sandbox::Start(uint64_t id, const SandboxCall& call) {
 
 Status Sandbox::StartServer() {
   if (server_.has_value()) return Status();
-  if (supervisor_.empty() || (supervisor_ != kLibraItself && access(supervisor_.c_str(), F_OK))) {
+  if (supervisor_.empty() ||
+      (supervisor_ != kLibraItself && access(supervisor_.c_str(), F_OK) != 0)) {
     PrepareSupervisor();
   }
   int fds[2];
