@@ -77,11 +77,25 @@ def descendants(pid):
     return found
 
 
+def ancestors():
+    """This process and the ones it runs under (a wrapper such as `timeout` names the work
+    folder too)."""
+    found = [os.getpid()]
+    while found[-1] > 1:
+        try:
+            with open(f"/proc/{found[-1]}/stat") as f:
+                found.append(int(f.read().rsplit(")", 1)[1].split()[1]))
+        except (OSError, IndexError, ValueError):
+            break
+    return set(found)
+
+
 def run_processes(marker):
     """Live processes whose command line names the run's work folder or libra's workers there."""
     found = []
+    own = ancestors()
     for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) != os.getpid():
+        if name.isdigit() and int(name) not in own:
             line = cmdline(int(name))
             if marker in line and alive(int(name)):
                 found.append((int(name), line))
@@ -97,6 +111,7 @@ class Soak:
         self.recipe = os.path.join(self.work, "cpu-local.toml")
         self.faults = []  # {kind, at, pid, recovered_s}
         self.left_after_kills = []
+        self.left_commands = []  # the command lines of those processes
         self.libra = None
         self.libra_log = None
         self.run_id = None
@@ -159,6 +174,7 @@ class Soak:
             time.sleep(5)
             left = {p for p in before if alive(p)} | {p for p, _ in run_processes(self.args.marker)}
             self.left_after_kills.append(len(left))
+            self.left_commands += [cmdline(p)[:200] for p in sorted(left)]
             for pid_left in left:
                 try:
                     os.kill(pid_left, signal.SIGKILL)
@@ -259,7 +275,9 @@ class Soak:
             "groups_dropped_in_flight_at_libra_kills": skipped,
             "steps_recorded_twice": dup_steps + dup_samples,
             "processes_left_after_libra_kills": sum(self.left_after_kills),
+            "processes_left_after_libra_kills_commands": self.left_commands,
             "processes_left_at_end": len(left_end),
+            "processes_left_at_end_commands": [line[:200] for _, line in left_end],
             "libra_resumes": self.resumes,
             "events": events,
             "faults": {k: {"count": len(v),
