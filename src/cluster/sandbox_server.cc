@@ -271,6 +271,12 @@ class Server {
 void Server::Start(const SandboxStart& start) {
   SandboxDone failed;
   failed.id = start.id;
+  // libra checks the names (sandbox.h); a name that would leave the scratch folder never passes.
+  if (start.name.empty() || start.name == "." || start.name == ".." ||
+      start.name.find('/') != std::string::npos) {
+    failed.error = "bad call name '" + start.name + "'";
+    return Send(failed);
+  }
   // The call's own folder, made private and unique by mkdtemp, holds the tool's input, its logs
   // and its working directory work/, which thus starts empty. The scratch folder is made when a
   // call finds it missing, not checked every time.
@@ -310,7 +316,7 @@ void Server::Start(const SandboxStart& start) {
     return Send(failed);
   }
 
-  // The supervisor's arguments (supervisor.h), with the server as the "libra" it watches, and
+  // The supervisor's arguments (supervisor.h), with the server as the parent it watches, and
   // the tool's environment with HOME and TMPDIR its working directory.
   const pid_t server = getpid();
   std::vector<std::string> args = {kSupervisorFile,

@@ -231,6 +231,19 @@ TEST_F(SandboxServerTest, AnswersACallWhoseFolderCannotBeMade) {
       << done->error;
 }
 
+TEST_F(SandboxServerTest, RefusesANameThatWouldLeaveTheScratchFolder) {
+  StartServer(scratch_.path().string());
+  for (const char* name : {"../x", "..", ""}) {
+    SandboxStart start = Shell(4, "true");
+    start.name = name;
+    Start(start);
+    const std::optional<SandboxDone> done = NextDone();
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->error, "bad call name '" + std::string(name) + "'");
+  }
+  EXPECT_TRUE(ScratchIsEmpty());
+}
+
 TEST_F(SandboxServerTest, EndOfFileStopsEveryCallRemovesTheirFoldersAndExits) {
   StartServer(scratch_.path().string());
   for (const char* name : {"a", "b"}) {
