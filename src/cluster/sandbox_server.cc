@@ -231,6 +231,25 @@ class Fd {
   _exit(Supervise(static_cast<int>(argv.size()) - 1, argv.data(), envp.data()));
 }
 
+// The supervisor's arguments (supervisor.h) for `start` in `dir`, with `server` as the parent it
+// watches.
+std::vector<std::string> SupervisorArgs(const SandboxStart& start, pid_t server,
+                                        const std::string& dir, const std::string& scratch) {
+  std::vector<std::string> args = {kSupervisorFile,
+                                   kSupervisorFlag,
+                                   std::to_string(server),
+                                   dir,
+                                   scratch,
+                                   std::to_string(start.cpu_seconds),
+                                   std::to_string(start.memory_bytes),
+                                   std::to_string(start.open_files),
+                                   std::to_string(start.file_size_bytes),
+                                   std::to_string(start.max_processes),
+                                   "--"};
+  args.insert(args.end(), start.argv.begin(), start.argv.end());
+  return args;
+}
+
 class Server {
  public:
   Server(pid_t libra, std::string scratch) : libra_(libra), scratch_(std::move(scratch)) {}
@@ -316,21 +335,9 @@ void Server::Start(const SandboxStart& start) {
     return Send(failed);
   }
 
-  // The supervisor's arguments (supervisor.h), with the server as the parent it watches, and
-  // the tool's environment with HOME and TMPDIR its working directory.
   const pid_t server = getpid();
-  std::vector<std::string> args = {kSupervisorFile,
-                                   kSupervisorFlag,
-                                   std::to_string(server),
-                                   dir,
-                                   scratch_,
-                                   std::to_string(start.cpu_seconds),
-                                   std::to_string(start.memory_bytes),
-                                   std::to_string(start.open_files),
-                                   std::to_string(start.file_size_bytes),
-                                   std::to_string(start.max_processes),
-                                   "--"};
-  args.insert(args.end(), start.argv.begin(), start.argv.end());
+  std::vector<std::string> args = SupervisorArgs(start, server, dir, scratch_);
+  // The tool's environment, with HOME and TMPDIR its working directory.
   std::vector<std::string> env = start.env;
   env.push_back("HOME=" + work);
   env.push_back("TMPDIR=" + work);
