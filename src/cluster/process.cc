@@ -338,8 +338,9 @@ std::map<std::string, std::string> ChildEnvironment(const ProcessSpec& spec) {
   return env;
 }
 
-Result<std::string> ResolveProgram(const ProcessSpec& spec) {
-  return FindProgram(spec, ChildEnvironment(spec));
+Result<std::string> ResolveProgram(const ProcessSpec& spec,
+                                   const std::map<std::string, std::string>& env) {
+  return FindProgram(spec, env);
 }
 
 Status ValidateProcessSpec(const ProcessSpec& spec) {

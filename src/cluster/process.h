@@ -108,10 +108,12 @@ using ProcessId = StrongId<struct ProcessIdTag>;
 /// then the spec's own.
 std::map<std::string, std::string> ChildEnvironment(const ProcessSpec& spec);
 
-/// The program Spawn would run for `spec`: argv[0] when it holds a '/', else the first executable
-/// file of that name on the child's PATH. kBackend "<name>: cannot start '<program>': not found
-/// on PATH (...)" otherwise. REQUIRES: `spec.argv` is not empty.
-Result<std::string> ResolveProgram(const ProcessSpec& spec);
+/// The program Spawn would run for `spec`, whose child gets `env` (ChildEnvironment(spec)):
+/// argv[0] when it holds a '/', else the first executable file of that name on that PATH. kBackend
+/// "<name>: cannot start '<program>': not found on PATH (...)" otherwise. REQUIRES: `spec.argv` is
+/// not empty.
+Result<std::string> ResolveProgram(const ProcessSpec& spec,
+                                   const std::map<std::string, std::string>& env);
 
 /// Removes the folders `<prefix><pid>-*` in `parent` that this user's libras left when they died
 /// without cleaning up (SIGKILL, OOM): those whose pid no longer runs. A libra names such a

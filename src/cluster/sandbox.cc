@@ -214,7 +214,8 @@ void Sandbox::Start(uint64_t id, const SandboxCall& call) {
   Status valid = ValidateProcessSpec(spec);
   if (valid.ok()) valid = ValidateLimits(call.name, call.limits);
   if (!valid.ok()) return FailLater(id, valid);
-  const Result<std::string> program = ResolveProgram(spec);
+  const std::map<std::string, std::string> env = ChildEnvironment(spec);
+  const Result<std::string> program = ResolveProgram(spec, env);
   if (!program.ok()) return FailLater(id, program.status());
   const Status server = StartServer();
   if (!server.ok()) return FailLater(id, server);
@@ -224,7 +225,7 @@ void Sandbox::Start(uint64_t id, const SandboxCall& call) {
   start.name = call.name;
   start.argv = call.argv;
   start.argv[0] = *program;
-  for (const auto& [name, value] : ChildEnvironment(spec)) {
+  for (const auto& [name, value] : env) {
     if (name != "HOME" && name != "TMPDIR") start.env.push_back(name + "=" + value);
   }
   start.input = call.input;

@@ -275,6 +275,8 @@ class Server {
   // Milliseconds until the next kill is due, -1 when none is.
   int NextKillMs() const;
   void KillOverdue();
+  // Reads the signals that arrived; true when one asks the server to stop (not SIGCHLD).
+  bool DrainSignals();
   // Stops every call, waits for them (at most the grace, then SIGKILL), removes their folders.
   void StopAll();
 
@@ -282,7 +284,6 @@ class Server {
   std::string scratch_;
   Fd signals_;
   std::map<pid_t, Call> calls_;
-  std::map<uint64_t, pid_t> pid_of_;
   std::string inbox_;
   bool stopping_ = false;
 };
@@ -360,16 +361,17 @@ void Server::Start(const SandboxStart& start) {
   // Also here, so that a stop right away reaches the group.
   setpgid(pid, pid);
   calls_[pid] = Call{start.id, start.name, dir, start.max_output_bytes, std::nullopt};
-  pid_of_[start.id] = pid;
 }
 
 void Server::Stop(uint64_t id) {
-  const auto it = pid_of_.find(id);
-  if (it == pid_of_.end()) return;
-  Call& call = calls_.at(it->second);
+  // Stops are rare (timeouts): a look through the calls is enough.
+  const auto it = std::find_if(calls_.begin(), calls_.end(),
+                               [id](const auto& entry) { return entry.second.id == id; });
+  if (it == calls_.end()) return;
+  Call& call = it->second;
   if (call.kill_at.has_value()) return;
   // The supervisor then kills every process of the call, wherever it went, and exits.
-  kill(-it->second, SIGTERM);
+  kill(-it->first, SIGTERM);
   call.kill_at = Clock::now() + std::chrono::milliseconds(kStopGraceMs);
 }
 
@@ -383,7 +385,6 @@ void Server::Reap() {
     kill(-pid, SIGKILL);
     Call call = std::move(it->second);
     calls_.erase(it);
-    pid_of_.erase(call.id);
     if (stopping_) {
       RemoveCallDir(call.dir, call.name);
       continue;
@@ -469,6 +470,18 @@ void Server::KillOverdue() {
   }
 }
 
+bool Server::DrainSignals() {
+  bool stop = false;
+  signalfd_siginfo info[16];
+  ssize_t n = 0;
+  while ((n = read(signals_.get(), info, sizeof(info))) > 0) {
+    for (size_t i = 0; i < static_cast<size_t>(n) / sizeof(info[0]); ++i) {
+      stop = stop || info[i].ssi_signo != SIGCHLD;
+    }
+  }
+  return stop;
+}
+
 void Server::StopAll() {
   stopping_ = true;
   for (auto& [pid, call] : calls_) {
@@ -481,9 +494,7 @@ void Server::StopAll() {
     while (!calls_.empty() && Clock::now() < deadline) {
       pollfd exited{signals_.get(), POLLIN, 0};
       poll(&exited, 1, 50);
-      signalfd_siginfo info[16];
-      while (read(signals_.get(), info, sizeof(info)) > 0) {
-      }
+      DrainSignals();
       Reap();
     }
     for (const auto& [pid, call] : calls_) kill(-pid, SIGKILL);
@@ -506,13 +517,7 @@ int Server::Run() {
     pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {signals_.get(), POLLIN, 0}};
     if (poll(fds, 2, NextKillMs()) < 0 && errno != EINTR) break;
     if (fds[1].revents != 0) {
-      signalfd_siginfo info[16];
-      ssize_t n = 0;
-      while ((n = read(signals_.get(), info, sizeof(info))) > 0) {
-        for (size_t i = 0; i < static_cast<size_t>(n) / sizeof(info[0]); ++i) {
-          if (info[i].ssi_signo != SIGCHLD) stopping_ = true;
-        }
-      }
+      if (DrainSignals()) stopping_ = true;
       Reap();
     }
     if (fds[0].revents != 0 && !ReadMessages()) stopping_ = true;
