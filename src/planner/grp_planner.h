@@ -17,7 +17,9 @@
 //     for the layout in force (EWMA with change-point reset, calibrator.h).
 //  3. Triggers, in order: a transition under way, warmup or cooldown -> no look; every
 //     `interval` steps ("interval"); asynchronous pipelines whose trainer waited for rollout more
-//     than (`imbalance` - 1) x its train + sync time over the last three steps ("imbalance");
+//     than (`imbalance` - 1) x its train + sync time over the last three steps ("imbalance"),
+//     unless a decision already kept the layout under that imbalance (it asks again once the
+//     imbalance has cleared, or after a move; the interval trigger still looks);
 //     waiting turns per trajectory in flight
 //     >= `queue_pressure` ("queue_pressure"); `rejected_delta` more stale rejections
 //     ("rejected"); the step's mean trajectory length off the history mean by more than `drift`
@@ -130,7 +132,10 @@ class GrpPlanner : public Planner {
                                        bool credit_pace = true) const;
   double TransitionSeconds(const backend::Layout& from, const backend::Layout& to,
                            std::span<const RequestSample> history) const;
-  std::optional<std::string> Trigger(const StepObservation& observation);
+  /// `imbalanced`: the trainer waited for rollout beyond the imbalance trigger's bound.
+  std::optional<std::string> Trigger(const StepObservation& observation, bool imbalanced);
+  /// Whether, over recent_, the trainer waited for rollout beyond the imbalance trigger's bound.
+  bool Imbalanced() const;
   /// Whether the last three steps (recent_) all came after the pipeline filled: after the first
   /// staleness + 1, whose batches start together and end close together.
   bool Filled(const StepObservation& o) const;
@@ -173,6 +178,8 @@ class GrpPlanner : public Planner {
   std::optional<int> homogeneous_tp_;
   std::deque<RecentStep> recent_;  // the last three steps
   int64_t last_rejected_ = 0;
+  /// A decision kept the layout while the trainer waited for rollout, and it has waited since.
+  bool imbalance_answered_ = false;
 };
 
 }  // namespace libra::planner

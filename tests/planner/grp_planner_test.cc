@@ -154,6 +154,33 @@ TEST(GrpPlannerTest, LooksOnlyWhenTriggered) {
   ASSERT_TRUE(decision->next_step_s.has_value());
 }
 
+TEST(GrpPlannerTest, AnImbalanceAsksOnceUntilItClears) {
+  // From step 5 the trainer waits for rollout 5x its own work each step; a gain gate no move can
+  // pass keeps the layout. The first look answers the imbalance ("imbalance", kept); it does not
+  // ask again while it lasts, only once it has cleared (steps 8-10 without waiting) and returned.
+  Fixture f;
+  auto planner = Make(Options({{"interval", IntValue(0)}, {"min_gain", IntValue(1)}}));
+  auto plan = planner->Initial(f.context);
+  ASSERT_OK(plan);
+  const double predicted = *plan->predicted_step_s;
+  auto step_with = [&](int step, bool waits) {
+    StepObservation o = Observe(*plan, step, f.context.history, predicted, 10);
+    o.wait_s = waits ? 50 : 0;
+    return planner->OnStep(o);
+  };
+  for (int step = 0; step < 5; ++step) EXPECT_FALSE(step_with(step, false)) << step;
+  const auto first = step_with(5, true);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->trigger, "imbalance");
+  EXPECT_FALSE(first->layout.has_value()) << first->reason;
+  EXPECT_FALSE(step_with(6, true));
+  EXPECT_FALSE(step_with(7, true));
+  for (int step = 8; step < 11; ++step) EXPECT_FALSE(step_with(step, false)) << step;
+  const auto again = step_with(11, true);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->trigger, "imbalance");
+}
+
 TEST(GrpPlannerTest, TheLayoutInForceIsJudgedByWhatItMeasures) {
   // The run keeps up at half the step the model predicts (as a trainer-paced pipeline does when
   // the model puts it in its thrashing regime): the decision's current step is the measured one,
