@@ -24,6 +24,7 @@
 #include <set>
 #include <utility>
 
+#include "common/files.h"
 #include "common/strings.h"
 
 namespace libra::cluster {
@@ -39,16 +40,6 @@ std::string Errno() { return std::strerror(errno); }
 
 // glibc 2.36 declares pidfd_open without C linkage (fixed in 2.37): call the kernel directly.
 int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
-
-bool IsValidName(const std::string& name) {
-  if (name.empty() || name == "." || name == "..") return false;
-  for (const char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
-      return false;
-    }
-  }
-  return true;
-}
 
 bool IsValidEnvName(const std::string& name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
@@ -344,7 +335,7 @@ Result<std::string> ResolveProgram(const ProcessSpec& spec,
 }
 
 Status ValidateProcessSpec(const ProcessSpec& spec) {
-  if (!IsValidName(spec.name)) {
+  if (!IsPlainFileName(spec.name)) {
     return Status::InvalidArgument(
         StrFormat("process name '%s': use letters, digits, '-', '_' and '.'", spec.name.c_str()));
   }

@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "cluster/supervisor.h"
+#include "common/files.h"
 #include "common/strings.h"
 
 namespace libra::cluster {
@@ -291,9 +292,9 @@ class Server {
 void Server::Start(const SandboxStart& start) {
   SandboxDone failed;
   failed.id = start.id;
-  // libra checks the names (sandbox.h); a name that would leave the scratch folder never passes.
-  if (start.name.empty() || start.name == "." || start.name == ".." ||
-      start.name.find('/') != std::string::npos) {
+  // libra checks the names (ValidateProcessSpec) by the same rule; a name that would leave the
+  // scratch folder never passes here either.
+  if (!IsPlainFileName(start.name)) {
     failed.error = "bad call name '" + start.name + "'";
     return Send(failed);
   }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -140,6 +141,13 @@ Status ClaimFolder(const std::string& dir, const std::string& owner) {
   if (text == owner) return Status();
   return Status::InvalidArgument(dir + " holds the files of " + text + ", not of " + owner +
                                  "; libra will not use or overwrite them");
+}
+
+bool IsPlainFileName(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
 }
 
 }  // namespace libra

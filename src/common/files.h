@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -30,5 +31,9 @@ Result<std::string> ReadFileBounded(const std::string& path, size_t max_bytes,
 /// files of <other>, not of <owner>; ..." when it names another, so that nobody uses (or
 /// overwrites) another's files, and when the folder or file cannot be made or read.
 Status ClaimFolder(const std::string& dir, const std::string& owner);
+
+/// Whether `name` can name a file inside a folder and nothing else: not empty, neither "." nor
+/// "..", only letters, digits, '-', '_' and '.' (so no '/').
+bool IsPlainFileName(std::string_view name);
 
 }  // namespace libra

@@ -32,5 +32,13 @@ TEST(FilesTest, FailureNamesThePathAndWhat) {
   EXPECT_EQ(status.message(), nowhere + ": cannot write the plot (No such file or directory)");
 }
 
+TEST(FilesTest, PlainFileNamesStayInTheirFolder) {
+  for (const char* name : {"a", "call-1_x.log", "..a", "a.."})
+    EXPECT_TRUE(IsPlainFileName(name)) << name;
+  for (const char* name : {"", ".", "..", "../x", "a/b", "/", "a b", "a\nb"}) {
+    EXPECT_FALSE(IsPlainFileName(name)) << name;
+  }
+}
+
 }  // namespace
 }  // namespace libra
