@@ -784,15 +784,19 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   const int step = next_train_step_;
   Batch& batch = *training_;
   records::StepRecord record = TakeStepRecord(batch, now, sync_s);
-  // Fidelity: no run may train faster than the perfect-balance bound.
-  trained_ += record.trajectories;
-  if (config_.throughput_bound && now > 0 &&
-      static_cast<double>(trained_) / now > *config_.throughput_bound * (1 + 1e-9)) {
-    return Status::Internal(StrFormat(
-        "fidelity check failed at step %d: %.4f trajectories/s trained so far exceeds the "
-        "perfect-balance bound of %.4f for this cluster, model and workload; the simulator or "
-        "the cost model is wrong",
-        step, static_cast<double>(trained_) / now, *config_.throughput_bound));
+  // Fidelity: the trained trajectories cannot need more GPU-seconds than the cluster has had.
+  if (config_.trajectory_floor_gpu_s) {
+    for (const planner::TrajectorySize& size : batch.sizes) {
+      trained_floor_gpu_s_ += config_.trajectory_floor_gpu_s(size);
+    }
+    const double had_gpu_s = (now - time_offset_) * config_.plan.nodes * config_.plan.gpus_per_node;
+    if (trained_floor_gpu_s_ > had_gpu_s * (1 + 1e-9)) {
+      return Status::Internal(StrFormat(
+          "fidelity check failed at step %d: the trajectories trained so far need at least %.1f "
+          "GPU-seconds at the cost model's best efficiency, more than the %.1f the cluster has "
+          "had; the simulator or the cost model is wrong",
+          step, trained_floor_gpu_s_, had_gpu_s));
+    }
   }
   std::vector<double> tool_latencies_s;
   for (const records::TurnRecord& turn : batch.turns) {

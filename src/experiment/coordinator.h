@@ -109,10 +109,13 @@ struct CoordinatorConfig {
   planner::PlanContext plan;
   /// Record a span per turn and per tool call (the timeline's detail). Default: false.
   bool record_events = false;
-  /// Trajectories per second no run on this cluster can exceed (the perfect-balance bound); when
-  /// set, a run whose throughput so far exceeds it fails: the simulator or the cost model is
-  /// wrong.
-  std::optional<double> throughput_bound;
+  /// The fewest GPU-seconds a trajectory of this size can cost to generate and train on this
+  /// cluster and model (TrajectoryFloorGpuSeconds in runner.h). When set, a run whose trained
+  /// trajectories need more GPU-seconds than the cluster has had since the run (or its
+  /// resumption) began fails: the simulator or the cost model is wrong. Priced trajectory by
+  /// trajectory, the check holds whichever trajectories a batch takes (a stream batch trains the
+  /// first, shortest, to finish) and however the workload drifts.
+  std::function<double(const planner::TrajectorySize&)> trajectory_floor_gpu_s;
   /// Continue a recorded run at step resume->steps_done with the weights of that version.
   std::optional<ResumeState> resume;
 };
@@ -294,7 +297,7 @@ class Coordinator {
   double train_s_ = 0;
   std::optional<double> logprob_diff_;  // of the step in training, from its TrainDone
   std::optional<double> clip_fraction_;
-  int64_t trained_ = 0;                      // trajectories trained so far
+  double trained_floor_gpu_s_ = 0;           // trajectory_floor_gpu_s of those trained so far
   std::optional<double> rollout_busy_mark_;  // backend's rollout GPU-seconds at the last step
   int steps_done_ = 0;
   /// Added to the backend's event times (a resumed run continues its clock).

@@ -230,6 +230,26 @@ double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel&
   return per_trajectory > 0 ? recipe.cluster.total_gpus() / per_trajectory : 0;
 }
 
+double TrajectoryFloorGpuSeconds(const model::CostModel& cost, const planner::TrajectorySize& size,
+                                 int group_size, int max_num_seqs) {
+  // The k-th generated token is decoded at a context of at least prompt + k; the decode floor is
+  // affine (roofline) or concave (reference) in the context, so the trapezoid over the first and
+  // last token's contexts is below the sum over every token.
+  double decode = 0;
+  if (size.generated_tokens > 0) {
+    const int64_t last = size.prompt_tokens + size.generated_tokens - 1;
+    decode = static_cast<double>(size.generated_tokens) / 2 *
+             (cost.DecodeGpuSecondsLowerBound(size.prompt_tokens, max_num_seqs) +
+              cost.DecodeGpuSecondsLowerBound(last, max_num_seqs));
+  }
+  // A prompt's prefill may be shared by its group's samples (the prefix cache); tool outputs
+  // are each trajectory's own.
+  const double prefilled = static_cast<double>(size.prompt_tokens) / std::max(1, group_size) +
+                           static_cast<double>(size.tool_tokens);
+  return prefilled * cost.PrefillGpuSecondsLowerBound() + decode +
+         cost.TrainGpuSecondsLowerBound(size.total(), model::TrainPasses{});
+}
+
 void ValidateWithRegistries(const recipe::Recipe& recipe, const Components& parts,
                             std::vector<recipe::Diagnostic>* diagnostics, bool plan_systems) {
   // The sampled workload and the plans are only worked out for a recipe whose fields are all
@@ -305,8 +325,7 @@ Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::Sy
                                   const workload::Workload& workload, const model::CostModel& cost,
                                   const model::CostModel& plan_cost, const Components& parts,
                                   const BackendContext& context, std::optional<ResumeState> resume,
-                                  std::optional<double> throughput_bound, Recorder& recorder,
-                                  const std::function<bool()>& interrupted,
+                                  Recorder& recorder, const std::function<bool()>& interrupted,
                                   const std::function<void(const Progress&)>& progress) {
   LIBRA_ASSIGN_OR_RETURN(auto router, parts.routers->Create(system.router, system.router_options,
                                                             RouterDepsFor(&plan_cost)));
@@ -328,7 +347,12 @@ Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::Sy
   config.plan = MakePlanContext(recipe, system, &plan_cost,
                                 SampleSequenceSizes(workload, recipe.rl.group_size, recipe.steps));
   config.record_events = recipe.sim.record_events;
-  config.throughput_bound = throughput_bound;
+  if (recipe.Simulated()) {
+    // Fidelity: the simulator and its cost model must agree (a real cluster has no such floor).
+    config.trajectory_floor_gpu_s = [&cost, &recipe](const planner::TrajectorySize& size) {
+      return TrajectoryFloorGpuSeconds(cost, size, recipe.rl.group_size, recipe.sim.max_num_seqs);
+    };
+  }
   Coordinator coordinator(config, workload, *router, *planner, *backend, recorder);
   return coordinator.Run(interrupted, progress);
 }
@@ -340,7 +364,7 @@ Result<RunSummary> SimulateSystem(const recipe::Recipe& recipe, const recipe::Sy
   LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
   NullRecorder recorder;
   return RunCoordinator(recipe, system, *workload, *cost, *cost, parts, BackendContext{},
-                        std::nullopt, std::nullopt, recorder, interrupted, {});
+                        std::nullopt, recorder, interrupted, {});
 }
 
 Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& system,
@@ -467,7 +491,7 @@ Result<OpenedRun> OpenRun(store::Store& store, const RunRequest& request,
 Result<RunSummary> Execute(store::Store& store, const RunRequest& request, const OpenedRun& run,
                            Result<std::unique_ptr<workload::Workload>> made_workload,
                            Result<std::unique_ptr<model::CostModel>> made_cost,
-                           std::optional<double> throughput_bound, const Components& parts) {
+                           const Components& parts) {
   const recipe::Recipe& recipe = *request.recipe;
   const int64_t run_id = run.info.id;
   const bool replay = recipe.Simulated();
@@ -504,7 +528,7 @@ Result<RunSummary> Execute(store::Store& store, const RunRequest& request, const
     };
   }
   return RunCoordinator(recipe, *request.system, *workload, *cost, belief ? *belief : *cost, parts,
-                        context, resume, throughput_bound, *recorder, request.interrupted,
+                        context, resume, *recorder, request.interrupted,
                         progress);
 }
 
@@ -540,7 +564,7 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   RunOutcome outcome;
   outcome.run_id = run.info.id;
   Result<RunSummary> summary = Execute(store, request, run, std::move(made_workload),
-                                       std::move(made_cost), info.throughput_bound, parts);
+                                       std::move(made_cost), parts);
   const char* status = records::kRunOk;
   if (summary.ok()) {
     outcome.summary = *summary;

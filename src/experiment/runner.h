@@ -86,6 +86,14 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
 double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel& cost,
                            const workload::Workload& workload);
 
+/// The fewest GPU-seconds a trajectory of `size` can cost to generate and train (the simulated
+/// runs' fidelity check, CoordinatorConfig::trajectory_floor_gpu_s): its share of its group's
+/// prompt and its tool outputs prefilled once at the prefill MFU, each generated token decoded at
+/// no less than the context before it at the best batching the engine allows (`max_num_seqs`),
+/// and its training at the training MFU.
+double TrajectoryFloorGpuSeconds(const model::CostModel& cost, const planner::TrajectorySize& size,
+                                 int group_size, int max_num_seqs);
+
 struct RunRequest {
   /// Must outlive the call.
   const recipe::Recipe* recipe = nullptr;
@@ -137,8 +145,7 @@ Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::Sy
                                   const workload::Workload& workload, const model::CostModel& cost,
                                   const model::CostModel& plan_cost, const Components& parts,
                                   const BackendContext& context, std::optional<ResumeState> resume,
-                                  std::optional<double> throughput_bound, Recorder& recorder,
-                                  const std::function<bool()>& interrupted,
+                                  Recorder& recorder, const std::function<bool()>& interrupted,
                                   const std::function<void(const Progress&)>& progress);
 
 /// Runs `system` on `recipe` and records nothing: its summary only (a tuning run).

@@ -94,7 +94,7 @@ std::string Trace(const recipe::Recipe& r, const recipe::SystemSpec& system,
       });
   NullRecorder recorder;
   auto summary = experiment::RunCoordinator(r, system, workload, cost, cost, factory, {},
-                                            std::nullopt, std::nullopt, recorder, {}, {});
+                                            std::nullopt, recorder, {}, {});
   EXPECT_OK(summary);
   uint64_t hash = 14695981039346656037ULL;  // FNV-1a over every line
   for (const std::string& line : lines) {

@@ -276,18 +276,26 @@ TEST(CoordinatorTest, RecordsTurnAndToolSpansWhenAsked) {
   EXPECT_EQ(kinds["tool"], 8);
 }
 
-TEST(CoordinatorTest, ThroughputAboveTheBoundFailsLoudly) {
-  // A bound the run beats means the simulator or the cost model is wrong: the run fails.
+TEST(CoordinatorTest, TrajectoriesCheaperThanTheirFloorFailLoudly) {
+  // Trained trajectories that need more GPU-seconds than the cluster has had mean the simulator or
+  // the cost model is wrong: the run fails. Each 7.6 s step gives the 8 GPUs 60.8 GPU-seconds
+  // for its 4 trajectories of 260 tokens.
   CoordinatorConfig c = Config(3, 0);
-  c.throughput_bound = 0.1;  // 4 trajectories per 7.6 s step is 0.53 per second
+  c.trajectory_floor_gpu_s = [](const planner::TrajectorySize& size) {
+    return 0.07 * static_cast<double>(size.total());  // 18.2 each, 72.8 a step
+  };
   Harness h(c);
   auto summary = h.Run();
   ASSERT_FALSE(summary.ok());
   EXPECT_EQ(summary.status().code(), StatusCode::kInternal);
-  EXPECT_NE(summary.status().message().find("exceeds the perfect-balance bound of 0.1000"),
+  EXPECT_NE(summary.status().message().find(
+                "fidelity check failed at step 0: the trajectories trained so far need at least "
+                "72.8 GPU-seconds at the cost model's best efficiency, more than the 60.8"),
             std::string::npos)
       << summary.status().message();
-  c.throughput_bound = 1.0;
+  c.trajectory_floor_gpu_s = [](const planner::TrajectorySize& size) {
+    return 0.05 * static_cast<double>(size.total());  // 13 each, 52 a step
+  };
   Harness fine(c);
   EXPECT_OK(fine.Run());
 }

@@ -291,6 +291,48 @@ TEST(RunnerTest, ThroughputStaysUnderThePerfectBalanceBound) {
   EXPECT_GT(throughput, 0.05 * bound);
 }
 
+TEST(RunnerTest, TheTrajectoryFloorIsBelowEveryTokensOwn) {
+  // The floor prices decode by a trapezoid over the contexts; summed token by token it can only
+  // be more (equal for the roofline's affine decode floor). A group shares its prompt's prefill.
+  auto parsed = recipe::ParseRecipeFile(test::SourcePath("recipes/paper/r2e-gym-qwen3-14b.toml"));
+  ASSERT_OK(parsed);
+  const recipe::Recipe& r = parsed->recipe;
+  auto cost = model::MakeCostModel(r);
+  ASSERT_OK(cost);
+  planner::TrajectorySize size{1000, 7000, 500};
+  double token_by_token = (1000.0 / 8 + 500) * (*cost)->PrefillGpuSecondsLowerBound() +
+                          (*cost)->TrainGpuSecondsLowerBound(size.total(), model::TrainPasses{});
+  for (int64_t k = 0; k < size.generated_tokens; ++k) {
+    token_by_token += (*cost)->DecodeGpuSecondsLowerBound(1000 + k, r.sim.max_num_seqs);
+  }
+  const double floor = TrajectoryFloorGpuSeconds(**cost, size, 8, r.sim.max_num_seqs);
+  EXPECT_LE(floor, token_by_token * (1 + 1e-9));
+  EXPECT_GE(floor, token_by_token * (1 - 1e-9));
+  EXPECT_LT(floor, TrajectoryFloorGpuSeconds(**cost, size, 1, r.sim.max_num_seqs));
+}
+
+TEST(RunnerTest, AStreamBatchOfTheShortestTrajectoriesPassesTheFidelityCheck) {
+  // The drift recipe's responses grow four-fold over 200 steps; a stream batch at step 0 trains
+  // the first, shortest, trajectories to finish. Checked against a bound averaged over the whole
+  // run, this sound run failed at step 0; priced trajectory by trajectory it passes.
+  auto parsed = recipe::ParseRecipeFile(
+      test::SourcePath("recipes/paper/dapo-math-drift-qwen3-14b.toml"),
+      {"seed=2", "system.preset=areal-async", "system.name=areal-tuned",
+       "system.planner_options.train_gpus=24", "system.planner_options.rollout_tp=8"});
+  ASSERT_OK(parsed);
+  const recipe::Recipe& r = parsed->recipe;
+  test::ScopedTempDir dir;
+  auto store = store::Store::Open(dir.File("r.db"));
+  ASSERT_OK(store);
+  RunRequest request;
+  request.recipe = &r;
+  request.system = &r.system;
+  auto outcome = RunSystem(**store, request, Sim());
+  ASSERT_OK(outcome);
+  ASSERT_OK(outcome->status);
+  EXPECT_EQ(outcome->summary.steps, 200);
+}
+
 // Mean throughput ratio of the ablation recipe's cmlfq-buckets over least-conn-buckets (same
 // heterogeneous layout: per node 2 x TP1, TP2, TP4) over seeds 1..3, 6 steps each.
 double CmlfqOverLeastConn(double causal_strength, const std::string& cmlfq_option = "") {
