@@ -387,7 +387,6 @@ Status Coordinator::OnTrajectoryDone(double now, Trajectory& t, const backend::T
       ++complete_in_step_[step];
     }
   }
-  ++summary_.trajectories;
   const TrajectoryId id = t.id;
   live_.erase(id);
   LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
@@ -784,6 +783,7 @@ Status Coordinator::FinishStep(double now, double sync_s) {
   const int step = next_train_step_;
   Batch& batch = *training_;
   records::StepRecord record = TakeStepRecord(batch, now, sync_s);
+  summary_.trajectories += record.trajectories;
   // Fidelity: the trained trajectories cannot need more GPU-seconds than the cluster has had.
   if (config_.trajectory_floor_gpu_s) {
     for (const planner::TrajectorySize& size : batch.sizes) {

@@ -69,7 +69,7 @@ struct Progress {
   int steps_done = 0;
   int steps_total = 0;
   double now_s = 0;
-  int64_t trajectories = 0;
+  int64_t trajectories = 0;  // trained so far
   int64_t generated_tokens = 0;
   /// The step that just finished, as recorded; valid during the call.
   const records::StepRecord* step = nullptr;
@@ -124,6 +124,7 @@ struct CoordinatorConfig {
 struct RunSummary {
   int steps = 0;
   double elapsed_s = 0;
+  /// Trained (a group dropped for lag, or finished after the last step, is not).
   int64_t trajectories = 0;
   int64_t turns = 0;
   int64_t generated_tokens = 0;

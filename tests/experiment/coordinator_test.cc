@@ -638,6 +638,9 @@ TEST(CoordinatorTest, AStaleGroupIsDroppedWhileTheTrainersGpusAreLent) {
   EXPECT_EQ(rejects, std::vector<std::string>{"prompt 0: lag 2 > staleness 1, 2 samples dropped"});
   EXPECT_EQ(recorder.trajectories.size(), 12u);
   for (const records::TrajectoryRecord& t : recorder.trajectories) EXPECT_NE(t.prompt, 0);
+  // The run's throughput (the tuner's objective) counts what it trained, not the dropped group.
+  EXPECT_EQ(summary->trajectories, 12);
+  EXPECT_EQ(summary->rejected_groups, 1);
 }
 
 }  // namespace
