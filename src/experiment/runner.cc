@@ -198,27 +198,33 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
 
 double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel& cost,
                            const workload::Workload& workload) {
-  // Sample trajectories across the run's policy versions (the workload drifts with them).
-  constexpr int kSamples = 256;
+  // Trajectories sampled evenly over the run's prompts, each at the policy version of its step
+  // (the workload drifts with them); the first few dozen prompts of a long-tailed workload left
+  // the bound 2x apart between seeds.
+  constexpr int64_t kSamples = 1024;
+  const int group = std::max(1, recipe.rl.group_size);
+  const int64_t per_step = std::max(1, recipe.rl.prompts_per_step);
+  const int64_t prompts = std::max<int64_t>(1, per_step * std::max(1, recipe.steps));
   const model::TrainPasses passes;
   double rollout = 0;
   double train = 0;
-  for (int i = 0; i < kSamples; ++i) {
-    const int version = recipe.steps <= 1 ? 0 : i * recipe.steps / kSamples;
-    const int64_t prompt = i / std::max(1, recipe.rl.group_size);
-    const int sample = i % std::max(1, recipe.rl.group_size);
+  for (int64_t i = 0; i < kSamples; ++i) {
+    const int64_t prompt = i * prompts / kSamples;
+    const int sample = static_cast<int>(i % group);
     const int64_t prompt_tokens = workload.Prompt(prompt).prompt_tokens;
-    const workload::TrajectoryScript script =
-        workload.Script(prompt, sample, version, workload.skill_params().initial);
+    const workload::TrajectoryScript script = workload.Script(
+        prompt, sample, static_cast<int>(prompt / per_step), workload.skill_params().initial);
     // Every token of context is prefilled at least once; every generated token is decoded at
-    // its context, at the best batching the engine allows.
+    // its context, at the best batching the engine allows (the decode floor is affine or
+    // concave in the context: the trapezoid over a turn's first and last token is below it).
     int64_t context = prompt_tokens;
     double gpu_s = static_cast<double>(prompt_tokens) * cost.PrefillGpuSecondsLowerBound();
     for (const workload::TurnScript& turn : script.turns) {
-      for (int64_t k = 0; k < turn.generated_tokens; k += 64) {
-        const int64_t tokens = std::min<int64_t>(64, turn.generated_tokens - k);
-        gpu_s += static_cast<double>(tokens) *
-                 cost.DecodeGpuSecondsLowerBound(context + k, recipe.sim.max_num_seqs);
+      if (turn.generated_tokens > 0) {
+        gpu_s += static_cast<double>(turn.generated_tokens) / 2 *
+                 (cost.DecodeGpuSecondsLowerBound(context, recipe.sim.max_num_seqs) +
+                  cost.DecodeGpuSecondsLowerBound(context + turn.generated_tokens - 1,
+                                                  recipe.sim.max_num_seqs));
       }
       context += turn.generated_tokens + turn.tool_output_tokens;
       gpu_s += static_cast<double>(turn.tool_output_tokens) * cost.PrefillGpuSecondsLowerBound();

@@ -82,7 +82,8 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
 /// The perfect-balance bound (performance.md §5): the trajectories per second the cluster could
 /// train if rollout and training overlapped perfectly at the cost model's best efficiency, with
 /// no bubbles and no sync: G / (r + t), r and t the lower bounds of the rollout and training
-/// GPU-seconds of the workload's mean trajectory (sampled over the run's policy versions).
+/// GPU-seconds of the workload's mean trajectory (1,024 sampled evenly over the run's prompts, each
+/// at its step's policy version).
 double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel& cost,
                            const workload::Workload& workload);
 
