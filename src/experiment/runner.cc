@@ -534,8 +534,7 @@ Result<RunSummary> Execute(store::Store& store, const RunRequest& request, const
     };
   }
   return RunCoordinator(recipe, *request.system, *workload, *cost, belief ? *belief : *cost, parts,
-                        context, resume, *recorder, request.interrupted,
-                        progress);
+                        context, resume, *recorder, request.interrupted, progress);
 }
 
 }  // namespace
@@ -569,8 +568,8 @@ Result<RunOutcome> RunSystem(store::Store& store, const RunRequest& request,
   LIBRA_ASSIGN_OR_RETURN(const OpenedRun run, OpenRun(store, request, info));
   RunOutcome outcome;
   outcome.run_id = run.info.id;
-  Result<RunSummary> summary = Execute(store, request, run, std::move(made_workload),
-                                       std::move(made_cost), parts);
+  Result<RunSummary> summary =
+      Execute(store, request, run, std::move(made_workload), std::move(made_cost), parts);
   const char* status = records::kRunOk;
   if (summary.ok()) {
     outcome.summary = *summary;

@@ -299,9 +299,9 @@ TEST(RunnerTest, ThePerfectBalanceBoundHoldsAcrossSeeds) {
   double low = std::numeric_limits<double>::infinity();
   double high = 0;
   for (int seed = 1; seed <= 6; ++seed) {
-    auto parsed = recipe::ParseRecipeFile(
-        test::SourcePath("recipes/paper/dapo-math-drift-qwen3-14b.toml"),
-        {"seed=" + std::to_string(seed)});
+    auto parsed =
+        recipe::ParseRecipeFile(test::SourcePath("recipes/paper/dapo-math-drift-qwen3-14b.toml"),
+                                {"seed=" + std::to_string(seed)});
     ASSERT_OK(parsed);
     const recipe::Recipe& r = parsed->recipe;
     auto cost = model::MakeCostModel(r);
