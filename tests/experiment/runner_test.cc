@@ -52,6 +52,16 @@ recipe::Recipe Parse(const std::string& text, const std::vector<std::string>& se
 
 Components Sim() { return test::OnSimulator(); }
 
+/// Runs the recipe's [system] on the simulator, recorded in a scratch database.
+Result<RunOutcome> RunInScratch(const recipe::Recipe& r) {
+  test::ScopedTempDir dir;
+  LIBRA_ASSIGN_OR_RETURN(auto store, store::Store::Open(dir.File("r.db")));
+  RunRequest request;
+  request.recipe = &r;
+  request.system = &r.system;
+  return RunSystem(*store, request, Sim());
+}
+
 std::vector<std::string> Validate(const std::vector<std::string>& sets) {
   const recipe::Recipe r = Parse(kRecipe, sets);
   std::vector<recipe::Diagnostic> d;
@@ -277,13 +287,7 @@ TEST(RunnerTest, ThroughputStaysUnderThePerfectBalanceBound) {
   auto workload = workload::MakeWorkload(r.workload, r.seed);
   ASSERT_OK(workload);
   const double bound = PerfectBalanceBound(r, **cost, **workload);
-  test::ScopedTempDir dir;
-  auto store = store::Store::Open(dir.File("r.db"));
-  ASSERT_OK(store);
-  RunRequest request;
-  request.recipe = &r;
-  request.system = &r.system;
-  auto outcome = RunSystem(**store, request, Sim());
+  auto outcome = RunInScratch(r);
   ASSERT_OK(outcome);
   ASSERT_OK(outcome->status);
   const double throughput =
@@ -344,14 +348,7 @@ TEST(RunnerTest, AStreamBatchOfTheShortestTrajectoriesPassesTheFidelityCheck) {
       {"seed=2", "system.preset=areal-async", "system.name=areal-tuned",
        "system.planner_options.train_gpus=24", "system.planner_options.rollout_tp=8"});
   ASSERT_OK(parsed);
-  const recipe::Recipe& r = parsed->recipe;
-  test::ScopedTempDir dir;
-  auto store = store::Store::Open(dir.File("r.db"));
-  ASSERT_OK(store);
-  RunRequest request;
-  request.recipe = &r;
-  request.system = &r.system;
-  auto outcome = RunSystem(**store, request, Sim());
+  auto outcome = RunInScratch(parsed->recipe);
   ASSERT_OK(outcome);
   ASSERT_OK(outcome->status);
   EXPECT_EQ(outcome->summary.steps, 200);
