@@ -83,6 +83,7 @@ Result<RunSummary> Coordinator::Run(const std::function<bool()>& interrupted,
     next_train_step_ = r.steps_done;
     rollout_version_ = r.steps_done;
     summary_.steps = r.steps_done;
+    summary_.trajectories = r.trajectories;
     next_prompt_ = r.next_prompt;
     next_trajectory_ = r.next_trajectory;
     event_seq_ = r.next_event_seq;

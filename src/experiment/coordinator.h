@@ -83,6 +83,8 @@ struct ResumeState {
   int steps_done = 0;
   /// When the last recorded step ended; the resumed run's times continue from there.
   double elapsed_s = 0;
+  /// Trajectories those steps trained (the run's count continues from there).
+  int64_t trajectories = 0;
   /// The first prompt not yet launched, and the next trajectory, event and decision ids.
   int64_t next_prompt = 0;
   int64_t next_trajectory = 0;

@@ -76,6 +76,7 @@ Result<ResumeState> ResumeStateOf(store::Store& store, int64_t run_id,
   state.steps_done = static_cast<int>(steps.size());
   state.elapsed_s = steps.empty() ? 0 : steps.back().end_s;
   state.next_prompt = static_cast<int64_t>(state.steps_done) * prompts_per_step;
+  for (const records::StepRecord& step : steps) state.trajectories += step.trajectories;
   LIBRA_ASSIGN_OR_RETURN(std::vector<records::TrajectoryRecord> trajectories,
                          store.Trajectories(run_id));
   for (const records::TrajectoryRecord& t : trajectories) {

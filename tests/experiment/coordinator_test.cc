@@ -300,6 +300,26 @@ TEST(CoordinatorTest, TrajectoriesCheaperThanTheirFloorFailLoudly) {
   EXPECT_OK(fine.Run());
 }
 
+TEST(CoordinatorTest, AResumedRunCountsTheTrajectoriesTrainedBeforeIt) {
+  // Resumed after step 0 (4 trajectories trained by 7.6 s): the progress and the summary count
+  // on from there, so "traj/s so far" stays trained trajectories over the run's whole time.
+  CoordinatorConfig c = Config(3, 0);
+  ResumeState resume;
+  resume.steps_done = 1;
+  resume.elapsed_s = 7.6;
+  resume.trajectories = 4;
+  resume.next_prompt = 2;
+  resume.next_trajectory = 4;
+  c.resume = resume;
+  Harness h(c);
+  Coordinator coordinator(h.config, h.workload, h.router, h.planner, h.backend, h.recorder);
+  std::vector<int64_t> trained;
+  auto summary = coordinator.Run({}, [&](const Progress& p) { trained.push_back(p.trajectories); });
+  ASSERT_OK(summary);
+  EXPECT_EQ(trained, (std::vector<int64_t>{8, 12}));
+  EXPECT_EQ(summary->trajectories, 12);
+}
+
 TEST(CoordinatorTest, SameInputsGiveIdenticalRecords) {
   // Determinism: two runs record exactly the same rows.
   Harness a(Config(5, 1));
