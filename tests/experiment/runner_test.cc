@@ -52,6 +52,13 @@ recipe::Recipe Parse(const std::string& text, const std::vector<std::string>& se
 
 Components Sim() { return test::OnSimulator(); }
 
+/// The recipe's perfect-balance bound.
+Result<double> BoundOf(const recipe::Recipe& r) {
+  LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(r));
+  LIBRA_ASSIGN_OR_RETURN(auto workload, workload::MakeWorkload(r.workload, r.seed));
+  return PerfectBalanceBound(r, *cost, *workload);
+}
+
 /// Runs the recipe's [system] on the simulator, recorded in a scratch database.
 Result<RunOutcome> RunInScratch(const recipe::Recipe& r) {
   test::ScopedTempDir dir;
@@ -282,18 +289,15 @@ TEST(RunnerTest, ThroughputStaysUnderThePerfectBalanceBound) {
                                         {"steps=6"});
   ASSERT_OK(parsed);
   const recipe::Recipe& r = parsed->recipe;
-  auto cost = model::MakeCostModel(r);
-  ASSERT_OK(cost);
-  auto workload = workload::MakeWorkload(r.workload, r.seed);
-  ASSERT_OK(workload);
-  const double bound = PerfectBalanceBound(r, **cost, **workload);
+  auto bound = BoundOf(r);
+  ASSERT_OK(bound);
   auto outcome = RunInScratch(r);
   ASSERT_OK(outcome);
   ASSERT_OK(outcome->status);
   const double throughput =
       static_cast<double>(outcome->summary.trajectories) / outcome->summary.elapsed_s;
-  EXPECT_LT(throughput, bound);
-  EXPECT_GT(throughput, 0.05 * bound);
+  EXPECT_LT(throughput, *bound);
+  EXPECT_GT(throughput, 0.05 * *bound);
 }
 
 TEST(RunnerTest, ThePerfectBalanceBoundHoldsAcrossSeeds) {
@@ -307,14 +311,10 @@ TEST(RunnerTest, ThePerfectBalanceBoundHoldsAcrossSeeds) {
         recipe::ParseRecipeFile(test::SourcePath("recipes/paper/dapo-math-drift-qwen3-14b.toml"),
                                 {"seed=" + std::to_string(seed)});
     ASSERT_OK(parsed);
-    const recipe::Recipe& r = parsed->recipe;
-    auto cost = model::MakeCostModel(r);
-    ASSERT_OK(cost);
-    auto workload = workload::MakeWorkload(r.workload, r.seed);
-    ASSERT_OK(workload);
-    const double bound = PerfectBalanceBound(r, **cost, **workload);
-    low = std::min(low, bound);
-    high = std::max(high, bound);
+    auto bound = BoundOf(parsed->recipe);
+    ASSERT_OK(bound);
+    low = std::min(low, *bound);
+    high = std::max(high, *bound);
   }
   EXPECT_LT(high / low, 1.15) << low << " - " << high;
 }
