@@ -125,6 +125,17 @@ void AppendStatus(const Status& status, const std::string& fallback_where,
   }
 }
 
+/// The decode floor of `tokens` generated one after another from a context of `context`: the
+/// trapezoid over the first and the last token's contexts, at most the sum over every token (the
+/// cost model's decode floor is affine, roofline, or concave, reference, in the context).
+double DecodeFloorGpuSeconds(const model::CostModel& cost, int64_t context, int64_t tokens,
+                             int max_num_seqs) {
+  if (tokens <= 0) return 0;
+  return static_cast<double>(tokens) / 2 *
+         (cost.DecodeGpuSecondsLowerBound(context, max_num_seqs) +
+          cost.DecodeGpuSecondsLowerBound(context + tokens - 1, max_num_seqs));
+}
+
 }  // namespace
 
 std::vector<const recipe::SystemSpec*> AllSystems(const recipe::Recipe& recipe) {
@@ -216,17 +227,11 @@ double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel&
     const workload::TrajectoryScript script = workload.Script(
         prompt, sample, static_cast<int>(prompt / per_step), workload.skill_params().initial);
     // Every token of context is prefilled at least once; every generated token is decoded at
-    // its context, at the best batching the engine allows (the decode floor is affine or
-    // concave in the context: the trapezoid over a turn's first and last token is below it).
+    // its context, at the best batching the engine allows.
     int64_t context = prompt_tokens;
     double gpu_s = static_cast<double>(prompt_tokens) * cost.PrefillGpuSecondsLowerBound();
     for (const workload::TurnScript& turn : script.turns) {
-      if (turn.generated_tokens > 0) {
-        gpu_s += static_cast<double>(turn.generated_tokens) / 2 *
-                 (cost.DecodeGpuSecondsLowerBound(context, recipe.sim.max_num_seqs) +
-                  cost.DecodeGpuSecondsLowerBound(context + turn.generated_tokens - 1,
-                                                  recipe.sim.max_num_seqs));
-      }
+      gpu_s += DecodeFloorGpuSeconds(cost, context, turn.generated_tokens, recipe.sim.max_num_seqs);
       context += turn.generated_tokens + turn.tool_output_tokens;
       gpu_s += static_cast<double>(turn.tool_output_tokens) * cost.PrefillGpuSecondsLowerBound();
     }
@@ -239,16 +244,9 @@ double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel&
 
 double TrajectoryFloorGpuSeconds(const model::CostModel& cost, const planner::TrajectorySize& size,
                                  int group_size, int max_num_seqs) {
-  // The k-th generated token is decoded at a context of at least prompt + k; the decode floor is
-  // affine (roofline) or concave (reference) in the context, so the trapezoid over the first and
-  // last token's contexts is below the sum over every token.
-  double decode = 0;
-  if (size.generated_tokens > 0) {
-    const int64_t last = size.prompt_tokens + size.generated_tokens - 1;
-    decode = static_cast<double>(size.generated_tokens) / 2 *
-             (cost.DecodeGpuSecondsLowerBound(size.prompt_tokens, max_num_seqs) +
-              cost.DecodeGpuSecondsLowerBound(last, max_num_seqs));
-  }
+  // The k-th generated token is decoded at a context of at least prompt + k.
+  const double decode =
+      DecodeFloorGpuSeconds(cost, size.prompt_tokens, size.generated_tokens, max_num_seqs);
   // A prompt's prefill may be shared by its group's samples (the prefix cache); tool outputs
   // are each trajectory's own.
   const double prefilled = static_cast<double>(size.prompt_tokens) / std::max(1, group_size) +

@@ -33,8 +33,9 @@ TEST(FilesTest, FailureNamesThePathAndWhat) {
 }
 
 TEST(FilesTest, PlainFileNamesStayInTheirFolder) {
-  for (const char* name : {"a", "call-1_x.log", "..a", "a.."})
+  for (const char* name : {"a", "call-1_x.log", "..a", "a.."}) {
     EXPECT_TRUE(IsPlainFileName(name)) << name;
+  }
   for (const char* name : {"", ".", "..", "../x", "a/b", "/", "a b", "a\nb"}) {
     EXPECT_FALSE(IsPlainFileName(name)) << name;
   }
