@@ -248,6 +248,10 @@ std::vector<Column> RepeatColumns(bool with_speedup) {
       {"trajectories_per_s_max", "max", true},
   };
   if (with_speedup) columns.push_back({"speedup", "speedup mean", true});
+  // Trajectories count alike whatever their length, so a system whose batches favour the short
+  // ones trains more of them a second; the tokens show it.
+  columns.push_back({"generated_tokens_per_s_per_gpu", "gen tok/s/GPU mean", true});
+  columns.push_back({"generated_tokens_per_trajectory", "tok/traj mean", true});
   columns.push_back({"final_eval", "eval mean", true});
   columns.push_back({"time_to_target_s", "to target s mean", true});
   columns.push_back({"time_to_target_s_sd", "sd", true});
@@ -287,6 +291,9 @@ MeanSd Stats(const std::vector<double>& v) {
 struct RepeatStats {
   /// Throughput per (system, seed) of the runs that finished, and each system's first run.
   std::map<std::string, std::map<uint64_t, double>> rate;
+  /// Per system, over the same runs: generated tokens trained per second per GPU, and per
+  /// trained trajectory.
+  std::map<std::string, std::vector<double>> token_rate, token_length;
   std::map<std::string, const RunView*> first;
   /// Evaluation per system: final scores, times to target, and runs evaluated.
   std::map<std::string, std::vector<double>> finals, times;
@@ -308,8 +315,15 @@ RepeatStats GatherRepeats(const std::vector<RunView>& runs, const Convergence& c
         }
       }
     }
-    const std::optional<double> t = ComputeMetrics(view).trajectories_per_s;
-    if (t && view.run.status == records::kRunOk) r.rate[system][view.run.seed] = *t;
+    const RunMetrics m = ComputeMetrics(view);
+    if (m.trajectories_per_s && view.run.status == records::kRunOk) {
+      r.rate[system][view.run.seed] = *m.trajectories_per_s;
+      if (m.tokens_per_s_per_gpu) r.token_rate[system].push_back(*m.tokens_per_s_per_gpu);
+      if (m.trajectories > 0) {
+        r.token_length[system].push_back(static_cast<double>(m.generated_tokens) /
+                                         static_cast<double>(m.trajectories));
+      }
+    }
   }
   return r;
 }
@@ -351,6 +365,8 @@ Table RepeatTable(const std::vector<RunView>& runs, const std::vector<std::strin
         Cell::Number(rates.mean, 3), Cell::Number(rates.sd, 3),
         Cell::Number(lo, 3),         Cell::Number(hi, 3)};
     if (baseline) row.push_back(Cell::Number(MeanSpeedup(by_seed, r.rate[*baseline]), 2));
+    row.push_back(Cell::Number(Stats(r.token_rate[system]).mean, 1));
+    row.push_back(Cell::Number(Stats(r.token_length[system]).mean, 0));
     const std::vector<double>& times = r.times[system];
     row.push_back(Cell::Number(Stats(r.finals[system]).mean, 3));
     // The mean time to target only when every evaluated run reached it; "reached" says how many.

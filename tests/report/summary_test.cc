@@ -386,12 +386,26 @@ TEST(SummaryTest, RepeatTableAveragesSeedsAndPairsSpeedupsBySeed) {
   const Table t = RepeatTable(runs, {"a", "b", "c", "d"}, std::string("b"));
   EXPECT_EQ(t.Render(Format::kCsv),
             "system,runs,trajectories_per_s,trajectories_per_s_sd,trajectories_per_s_min,"
-            "trajectories_per_s_max,speedup,final_eval,time_to_target_s,time_to_target_s_sd,"
+            "trajectories_per_s_max,speedup,generated_tokens_per_s_per_gpu,"
+            "generated_tokens_per_trajectory,final_eval,time_to_target_s,time_to_target_s_sd,"
             "reached_target,evaluated,configured_by,configuration\n"
-            "a,2,2.0,1.4142135623730951,1.0,3.0,2.0,,,,0,0,as written,-\n"
-            "b,2,1.0,0.0,1.0,1.0,1.0,,,,0,0,as written,-\n"
-            "c,1,2.0,,2.0,2.0,2.0,,,,0,0,as written,-\n"
-            "d,0,,,,,,,,,0,0,as written,-\n");
+            "a,2,2.0,1.4142135623730951,1.0,3.0,2.0,2.5,6.666666666666667,,,,0,0,as written,-\n"
+            "b,2,1.0,0.0,1.0,1.0,1.0,2.5,10.0,,,,0,0,as written,-\n"
+            "c,1,2.0,,2.0,2.0,2.0,2.5,5.0,,,,0,0,as written,-\n"
+            "d,0,,,,,,,,,,,0,0,as written,-\n");
+}
+
+TEST(SummaryTest, RepeatTableShowsWhatTheTrajectoriesTrainedWeigh) {
+  // "short" trains twice the trajectories a second, each a third of the tokens: fewer tokens a
+  // second, which its trajectories/s alone would hide. 4 GPUs, 10 s.
+  RunView short_batches = Rate("short", 1, 20, 10);
+  short_batches.steps[0].generated_tokens = 20 * 50;
+  RunView long_batches = Rate("long", 1, 10, 10);
+  long_batches.steps[0].generated_tokens = 10 * 150;
+  const Table t = RepeatTable({short_batches, long_batches}, {"short", "long"}, std::nullopt);
+  const std::string csv = t.Render(Format::kCsv);
+  EXPECT_NE(csv.find("short,1,2.0,,2.0,2.0,25.0,50.0,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("long,1,1.0,,1.0,1.0,37.5,150.0,"), std::string::npos) << csv;
 }
 
 }  // namespace
