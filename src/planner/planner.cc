@@ -159,10 +159,13 @@ Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpu
   return *best;
 }
 
-Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,
-                                                         const std::vector<int>& pattern) {
-  std::vector<backend::InstanceSpec> instances;
-  if (pattern.empty()) return Status::Unschedulable("no rollout TP given");
+namespace {
+
+/// Lays out PackInstances' instances in order, calling `add(spec)` for each (ids left to the
+/// caller). False at the first instance that does not fit, with its node, TP and the GPUs left.
+template <typename Add>
+bool WalkPacking(int gpus_per_node, int first_gpu, int gpus, const std::vector<int>& pattern,
+                 Add add, int* node_out, int* tp_out, int* free_out) {
   int gpu = first_gpu;
   const int end = first_gpu + gpus;
   while (gpu < end) {
@@ -173,21 +176,47 @@ Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int 
       const int tp = pattern[k];
       const int free = node_end - gpu;
       if (tp > free) {
-        return Status::Unschedulable(StrFormat(
-            "%d rollout GPU%s left on node %d cannot hold a TP-%d instance (an instance never "
-            "spans nodes)",
-            free, free == 1 ? "" : "s", node, tp));
+        *node_out = node;
+        *tp_out = tp;
+        *free_out = free;
+        return false;
       }
       backend::InstanceSpec spec;
-      spec.id = InstanceId(static_cast<int64_t>(instances.size()));
       spec.tp = tp;
       spec.node = node;
       spec.first_gpu = gpu;
-      instances.push_back(spec);
+      add(spec);
       gpu += tp;
     }
   }
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,
+                                                         const std::vector<int>& pattern) {
+  if (pattern.empty()) return Status::Unschedulable("no rollout TP given");
+  std::vector<backend::InstanceSpec> instances;
+  int node = 0, tp = 0, free = 0;
+  const auto add = [&](backend::InstanceSpec spec) {
+    spec.id = InstanceId(static_cast<int64_t>(instances.size()));
+    instances.push_back(spec);
+  };
+  if (!WalkPacking(gpus_per_node, first_gpu, gpus, pattern, add, &node, &tp, &free)) {
+    return Status::Unschedulable(StrFormat(
+        "%d rollout GPU%s left on node %d cannot hold a TP-%d instance (an instance never "
+        "spans nodes)",
+        free, free == 1 ? "" : "s", node, tp));
+  }
   return instances;
+}
+
+bool InstancesPack(int gpus_per_node, int first_gpu, int gpus, const std::vector<int>& pattern) {
+  int node = 0, tp = 0, free = 0;
+  return !pattern.empty() && WalkPacking(
+                                 gpus_per_node, first_gpu, gpus, pattern,
+                                 [](const backend::InstanceSpec&) {}, &node, &tp, &free);
 }
 
 std::optional<backend::Layout> LendTrainerGpus(const backend::Layout& current, int gpus_per_node,

@@ -213,6 +213,8 @@ Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpu
 /// from its start until its GPUs are used. kUnschedulable when an instance does not fit.
 Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int first_gpu, int gpus,
                                                          const std::vector<int>& pattern);
+/// Whether PackInstances would succeed, without building the instances.
+bool InstancesPack(int gpus_per_node, int first_gpu, int gpus, const std::vector<int>& pattern);
 
 /// `current` with the training GPUs lent to rollout as TP-`tp` instances after the current ones
 /// (the trainer waiting for its batch); nullopt when there is nothing to lend (time-shared, no

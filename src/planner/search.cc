@@ -882,7 +882,7 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
   const int tp = plan.rollout_tps.front();
   const int gpn = p.space->gpus_per_node;
   const int lent = plan.train_gpus();
-  if (!PackInstances(gpn, plan.rollout_gpus(), lent, {tp}).ok()) return std::nullopt;
+  if (!InstancesPack(gpn, plan.rollout_gpus(), lent, {tp})) return std::nullopt;
   const double in =
       p.cost->RoleSwitchTime({model::SwitchDirection::kTrainToRollout, tp, plan.train});
   const double out =

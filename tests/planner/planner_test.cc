@@ -38,6 +38,7 @@ TEST(PackInstancesTest, PacksNodeByNode) {
     SCOPED_TRACE(c.name);
     auto packed = PackInstances(c.gpus_per_node, c.first_gpu, c.gpus, std::vector<int>{c.tp});
     ASSERT_OK(packed);
+    EXPECT_TRUE(InstancesPack(c.gpus_per_node, c.first_gpu, c.gpus, {c.tp}));
     ASSERT_EQ(packed->size(), c.instances.size());
     for (size_t i = 0; i < c.instances.size(); ++i) {
       const backend::InstanceSpec& spec = (*packed)[i];
@@ -79,6 +80,7 @@ TEST(PackInstancesTest, RejectsInstancesThatWouldSpanNodes) {
     auto packed = PackInstances(c.gpus_per_node, c.first_gpu, c.gpus, std::vector<int>{c.tp});
     ASSERT_FALSE(packed.ok());
     EXPECT_EQ(packed.status(), Status::Unschedulable(c.message));
+    EXPECT_FALSE(InstancesPack(c.gpus_per_node, c.first_gpu, c.gpus, {c.tp}));
   }
 }
 
