@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/allocator.h"
 #include "common/rng.h"
 #include "model/catalog.h"
 #include "model/cost_model.h"
@@ -89,6 +90,7 @@ int Run(const Scenario& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  libra::TuneAllocator();  // as the libra binary runs
   std::vector<Scenario> scenarios;
   {
     Scenario s;

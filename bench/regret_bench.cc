@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/allocator.h"
 #include "common/strings.h"
 #include "experiment/plan_check.h"
 #include "experiment/runner.h"
@@ -256,6 +257,7 @@ int RunRecipe(const Options& o, const std::string& path) {
 }  // namespace libra
 
 int main(int argc, char** argv) {
+  libra::TuneAllocator();  // as the libra binary runs
   libra::Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];

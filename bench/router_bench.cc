@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "common/allocator.h"
 #include "model/cost_model.h"
 #include "recipe/recipe_parser.h"
 #include "sched/instance_index.h"
@@ -258,6 +259,7 @@ Result<Row> RunRouter(const std::string& name, const model::CostModel& cost,
 
 int main(int argc, char** argv) {
   using namespace libra;  // NOLINT: a benchmark's main
+  TuneAllocator();        // as the libra binary runs
   std::vector<std::string> routers;
   int in_flight = 20000;
   int waves = 40;

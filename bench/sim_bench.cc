@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/allocator.h"
 #include "common/strings.h"
 #include "experiment/coordinator.h"
 #include "experiment/runner.h"
@@ -122,6 +123,7 @@ Result<Row> RunOne(const std::string& path, int steps, const std::string& system
 }  // namespace libra
 
 int main(int argc, char** argv) {
+  libra::TuneAllocator();  // as the libra binary runs
   int steps = 0;
   std::string system;
   std::vector<std::string> sets;
