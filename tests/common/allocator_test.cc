@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <string>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -34,8 +35,10 @@ namespace {
 
 TEST(AllocatorTest, LargeBlocksComeFromTheHeapAndStayThere) {
   // In a fresh process: earlier tests may have moved glibc's adaptive threshold.
+  const std::string style = GTEST_FLAG_GET(death_test_style);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(CheckLargeBlocks(), testing::ExitedWithCode(0), "");
+  GTEST_FLAG_SET(death_test_style, style);
 }
 #endif
 
