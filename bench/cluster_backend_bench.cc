@@ -41,6 +41,7 @@
 
 #include "cluster/cluster_backend.h"
 #include "cluster/cluster_options.h"
+#include "common/allocator.h"
 #include "common/strings.h"
 #include "experiment/runner.h"
 #include "recipe/recipe_parser.h"
@@ -342,6 +343,7 @@ int Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  libra::TuneAllocator();  // as the libra binary runs
   std::vector<Scenario> scenarios = {
       {1000, 1, 1000, 3},
       {5000, 1, 3000, 1},

@@ -161,11 +161,18 @@ Result<model::TrainLayout> ChooseTrainLayout(const PlanContext& context, int gpu
 
 namespace {
 
+/// The first instance of a packing that does not fit: its node, TP, and the GPUs left there.
+struct Misfit {
+  int node = 0;
+  int tp = 0;
+  int free = 0;
+};
+
 /// Lays out PackInstances' instances in order, calling `add(spec)` for each (ids left to the
-/// caller). False at the first instance that does not fit, with its node, TP and the GPUs left.
+/// caller); the first that does not fit, if one does not.
 template <typename Add>
-bool WalkPacking(int gpus_per_node, int first_gpu, int gpus, const std::vector<int>& pattern,
-                 Add add, int* node_out, int* tp_out, int* free_out) {
+std::optional<Misfit> WalkPacking(int gpus_per_node, int first_gpu, int gpus,
+                                  const std::vector<int>& pattern, Add add) {
   int gpu = first_gpu;
   const int end = first_gpu + gpus;
   while (gpu < end) {
@@ -175,12 +182,7 @@ bool WalkPacking(int gpus_per_node, int first_gpu, int gpus, const std::vector<i
     for (size_t k = 0; gpu < node_end; k = (k + 1) % pattern.size()) {
       const int tp = pattern[k];
       const int free = node_end - gpu;
-      if (tp > free) {
-        *node_out = node;
-        *tp_out = tp;
-        *free_out = free;
-        return false;
-      }
+      if (tp > free) return Misfit{node, tp, free};
       backend::InstanceSpec spec;
       spec.tp = tp;
       spec.node = node;
@@ -189,7 +191,7 @@ bool WalkPacking(int gpus_per_node, int first_gpu, int gpus, const std::vector<i
       gpu += tp;
     }
   }
-  return true;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -198,25 +200,23 @@ Result<std::vector<backend::InstanceSpec>> PackInstances(int gpus_per_node, int 
                                                          const std::vector<int>& pattern) {
   if (pattern.empty()) return Status::Unschedulable("no rollout TP given");
   std::vector<backend::InstanceSpec> instances;
-  int node = 0, tp = 0, free = 0;
-  const auto add = [&](backend::InstanceSpec spec) {
-    spec.id = InstanceId(static_cast<int64_t>(instances.size()));
-    instances.push_back(spec);
-  };
-  if (!WalkPacking(gpus_per_node, first_gpu, gpus, pattern, add, &node, &tp, &free)) {
+  const std::optional<Misfit> misfit =
+      WalkPacking(gpus_per_node, first_gpu, gpus, pattern, [&](backend::InstanceSpec spec) {
+        spec.id = InstanceId(static_cast<int64_t>(instances.size()));
+        instances.push_back(spec);
+      });
+  if (misfit) {
     return Status::Unschedulable(StrFormat(
         "%d rollout GPU%s left on node %d cannot hold a TP-%d instance (an instance never "
         "spans nodes)",
-        free, free == 1 ? "" : "s", node, tp));
+        misfit->free, misfit->free == 1 ? "" : "s", misfit->node, misfit->tp));
   }
   return instances;
 }
 
 bool InstancesPack(int gpus_per_node, int first_gpu, int gpus, const std::vector<int>& pattern) {
-  int node = 0, tp = 0, free = 0;
-  return !pattern.empty() && WalkPacking(
-                                 gpus_per_node, first_gpu, gpus, pattern,
-                                 [](const backend::InstanceSpec&) {}, &node, &tp, &free);
+  return !pattern.empty() &&
+         !WalkPacking(gpus_per_node, first_gpu, gpus, pattern, [](const backend::InstanceSpec&) {});
 }
 
 std::optional<backend::Layout> LendTrainerGpus(const backend::Layout& current, int gpus_per_node,
