@@ -238,7 +238,7 @@ void Coordinator::Launch() {
       t.prompt_tokens = info.prompt_tokens;
       t.context_tokens = info.prompt_tokens;
       waiting_.push_back(t.id);
-      live_.emplace(t.id, std::move(t));
+      live_.Insert(t.id, std::move(t));
       ++group.remaining;
     }
   }
@@ -250,7 +250,7 @@ Status Coordinator::RouteWaiting(double now) {
   for (size_t n = waiting_.size(); n > 0; --n) {
     const TrajectoryId id = waiting_.front();
     waiting_.pop_front();
-    Trajectory& t = live_.at(id);
+    Trajectory& t = *live_.Find(id);
     sched::RouteRequest request;
     request.trajectory = t.id;
     request.prompt = PromptId(t.prompt);
@@ -312,12 +312,12 @@ Status Coordinator::RouteWaiting(double now) {
 }
 
 Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
-  auto it = live_.find(done.trajectory);
-  if (it == live_.end()) {
+  Trajectory* found = live_.Find(done.trajectory);
+  if (found == nullptr) {
     return Status::Backend(std::string(backend_.Name()),
                            "turn done for unknown trajectory " + done.trajectory.ToString());
   }
-  Trajectory& t = it->second;
+  Trajectory& t = *found;
   if (sched::InstanceState* instance = FindInstance(done.instance)) {
     instance->active = std::max(0, instance->active - 1);
     Changed(*instance);
@@ -389,7 +389,7 @@ Status Coordinator::OnTrajectoryDone(double now, Trajectory& t, const backend::T
     }
   }
   const TrajectoryId id = t.id;
-  live_.erase(id);
+  live_.Erase(id);
   LIBRA_RETURN_IF_ERROR(RouteWaiting(now));
   return TryTrain(now);
 }
@@ -454,12 +454,12 @@ sched::TrajectoryObservation Coordinator::ObservationOf(const Trajectory& t, boo
 }
 
 Status Coordinator::OnTurnFailed(double now, const backend::TurnFailed& failed) {
-  auto it = live_.find(failed.trajectory);
-  if (it == live_.end()) {
+  Trajectory* found = live_.Find(failed.trajectory);
+  if (found == nullptr) {
     return Status::Backend(std::string(backend_.Name()),
                            "failed turn of unknown trajectory " + failed.trajectory.ToString());
   }
-  Trajectory& t = it->second;
+  Trajectory& t = *found;
   if (sched::InstanceState* instance = FindInstance(failed.instance)) {
     instance->active = std::max(0, instance->active - 1);
     Changed(*instance);
@@ -477,9 +477,9 @@ Status Coordinator::OnTurnFailed(double now, const backend::TurnFailed& failed) 
                        "%lld",
                        failed.reason.c_str(), static_cast<long long>(t.prompt), t.sample,
                        static_cast<long long>(again.id.value)));
-    live_.erase(it);
+    live_.Erase(t.id);
     waiting_.push_back(again.id);
-    live_.emplace(again.id, std::move(again));
+    live_.Insert(again.id, std::move(again));
     return RouteWaiting(now);
   }
   if (!t.path.empty()) t.path.pop_back();
@@ -504,12 +504,12 @@ Status Coordinator::OnInstanceHealth(double now, const backend::InstanceHealth& 
 }
 
 Status Coordinator::OnToolDone(double now, const backend::ToolDone& done) {
-  auto it = live_.find(done.trajectory);
-  if (it == live_.end()) {
+  Trajectory* found = live_.Find(done.trajectory);
+  if (found == nullptr) {
     return Status::Backend(std::string(backend_.Name()),
                            "tool done for unknown trajectory " + done.trajectory.ToString());
   }
-  Trajectory& t = it->second;
+  Trajectory& t = *found;
   t.context_tokens += done.output_tokens;
   Turn& called = t.turns_done.back();
   called.tool_status = done.status;

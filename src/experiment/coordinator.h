@@ -37,10 +37,10 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
+#include "common/id_table.h"
 #include "planner/elastic_pool.h"
 #include "planner/planner.h"
 #include "records/records.h"
@@ -278,8 +278,8 @@ class Coordinator {
   std::optional<double> predicted_step_s_;  // the planner's prediction for the running step
   double relayout_start_ = 0;               // when the transition being applied was submitted
   std::vector<sched::InstanceState> instances_;
-  sched::InstanceIndex index_;                         // over instances_, for the router
-  std::unordered_map<TrajectoryId, Trajectory> live_;  // never iterated
+  sched::InstanceIndex index_;  // over instances_, for the router
+  IdTable<TrajectoryIdTag, Trajectory> live_;
   std::deque<TrajectoryId> waiting_;
   std::map<int64_t, Batch> groups_;    // by prompt, until trained or rejected
   std::deque<int64_t> complete_;       // complete groups in completion order (stream batching)

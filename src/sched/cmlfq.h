@@ -219,7 +219,7 @@ class CmlfqRouter : public Router {
 
   std::vector<Episode> episodes_;
   std::vector<uint32_t> free_episodes_;
-  detail::FlatMap episode_of_;  // trajectory id -> episode index
+  FlatMap episode_of_;  // trajectory id -> episode index
 
   std::vector<TreeTrajectory> recent_;  // ring, oldest at recent_next_ once full
   size_t recent_next_ = 0;

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/flat_map.h"
 #include "common/ids.h"
 #include "common/json.h"
 #include "common/status.h"
@@ -28,53 +29,6 @@ namespace libra::sched {
 
 /// An interned tool state (see StateTable).
 using StateId = uint32_t;
-
-namespace detail {
-
-/// A small open-addressing hash map from a uint64 key to a uint32 value (linear probing,
-/// backward-shift deletion). Find never allocates; Insert allocates only when the table grows.
-class FlatMap {
- public:
-  static constexpr uint32_t kNone = 0xFFFFFFFFu;
-  explicit FlatMap(size_t capacity = 16) { Reserve(capacity); }
-  /// The value for `key`, or kNone. Inline: the tree's walks and the router's episode lookups
-  /// call it several times per decision.
-  uint32_t Find(uint64_t key) const {
-    for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.value == kNone) return kNone;
-      if (s.key == key) return s.value;
-    }
-  }
-  /// Sets `key` to `value` (replacing any value).
-  void Insert(uint64_t key, uint32_t value);
-  /// Removes `key`; no-op if absent.
-  void Erase(uint64_t key);
-  void Clear();
-  /// Room for `n` keys without growing.
-  void Reserve(size_t n);
-  size_t size() const { return size_; }
-
- private:
-  struct Slot {
-    uint64_t key = 0;
-    uint32_t value = kNone;  // kNone = empty
-  };
-  static uint64_t Hash(uint64_t key) {
-    // splitmix64 finaliser.
-    key ^= key >> 30;
-    key *= 0xbf58476d1ce4e5b9ULL;
-    key ^= key >> 27;
-    key *= 0x94d049bb133111ebULL;
-    key ^= key >> 31;
-    return key;
-  }
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t size_ = 0;
-};
-
-}  // namespace detail
 
 /// Interns tool states as `tool_index * 9 + size * 3 + status`. Interning a known tool name does
 /// not allocate (heterogeneous lookup).
@@ -169,8 +123,8 @@ struct TreeNode {
 
   // Structure (indexes into the tree's node pool).
   StateId state = 0;
-  uint32_t first_child = detail::FlatMap::kNone;
-  uint32_t next_sibling = detail::FlatMap::kNone;
+  uint32_t first_child = FlatMap::kNone;
+  uint32_t next_sibling = FlatMap::kNone;
 };
 
 struct PrefixTreeOptions {
@@ -233,7 +187,7 @@ class PrefixTree {
                                           PrefixTreeOptions options = {});
 
  private:
-  static constexpr uint32_t kNone = detail::FlatMap::kNone;
+  static constexpr uint32_t kNone = FlatMap::kNone;
   static uint64_t EdgeKey(uint32_t parent, StateId state) {
     return (static_cast<uint64_t>(parent) << 32) | state;
   }
@@ -258,8 +212,8 @@ class PrefixTree {
   StateTable states_;
   std::vector<TreeNode> nodes_;
   std::vector<TreeNode> spare_;        // nodes of a cleared tree, reused by NewNode
-  detail::FlatMap children_;           // EdgeKey(parent, state) -> child
-  detail::FlatMap prompt_roots_;       // prompt id -> root
+  FlatMap children_;                   // EdgeKey(parent, state) -> child
+  FlatMap prompt_roots_;               // prompt id -> root
   std::vector<int64_t> prompt_order_;  // prompts in order of first insertion (for output)
   std::vector<double> sort_scratch_;   // Rebuild's buffer for the windows' Sort
   uint32_t global_root_ = kNone;

@@ -146,23 +146,23 @@ Status ClusterSim::StartTurn(const backend::StartTurn& turn) {
   if (index < 0 || index >= static_cast<int64_t>(instances_.size())) {
     return Status::Backend("sim", "StartTurn on unknown instance " + turn.instance.ToString());
   }
-  auto it = trajectories_.find(turn.trajectory);
+  Trajectory* found = trajectories_.Find(turn.trajectory);
   Trajectory fresh;
-  if (it == trajectories_.end()) {
+  if (found == nullptr) {
     fresh.script = workload_.Script(turn.prompt, turn.sample, turn.policy_version, turn.skill);
   }
-  const Trajectory& current = it == trajectories_.end() ? fresh : it->second;
+  const Trajectory& current = found == nullptr ? fresh : *found;
   if (current.running || current.awaiting_tool || turn.turn != current.next_turn ||
       turn.turn >= static_cast<int>(current.script.turns.size())) {
     return Status::Backend("sim",
                            StrFormat("trajectory %lld: unexpected turn %d",
                                      static_cast<long long>(turn.trajectory.value), turn.turn));
   }
-  if (it == trajectories_.end()) {
-    it = trajectories_.emplace(turn.trajectory, std::move(fresh)).first;
-    it->second.id = turn.trajectory;
+  if (found == nullptr) {
+    found = &trajectories_.Insert(turn.trajectory, std::move(fresh));
+    found->id = turn.trajectory;
   }
-  Trajectory& t = it->second;
+  Trajectory& t = *found;
   t.running = true;
   ++t.next_turn;
 
@@ -225,12 +225,12 @@ void ClusterSim::Enqueue(Instance& instance, const Seq& seq, bool front) {
 }
 
 Status ClusterSim::RunTool(const backend::RunTool& tool) {
-  auto it = trajectories_.find(tool.trajectory);
-  if (it == trajectories_.end() || !it->second.awaiting_tool) {
+  Trajectory* found = trajectories_.Find(tool.trajectory);
+  if (found == nullptr || !found->awaiting_tool) {
     return Status::Backend("sim", "RunTool for trajectory " + tool.trajectory.ToString() +
                                       " that is not waiting for a tool");
   }
-  Trajectory& t = it->second;
+  Trajectory& t = *found;
   t.awaiting_tool = false;
   t.tool_called_at = queue_.now();
   const double latency = t.script.turns[static_cast<size_t>(t.next_turn - 1)].tool_latency_s;
@@ -649,7 +649,7 @@ Status ClusterSim::Boundary(Instance& instance, double now, std::vector<backend:
         continue;
       }
     } else {
-      trajectories_.erase(s.id);
+      trajectories_.Erase(s.id);
     }
     instance.used -= s.context;
   }

@@ -29,10 +29,10 @@
 #include <deque>
 #include <limits>
 #include <map>
-#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
+#include "common/id_table.h"
 #include "model/cost_model.h"
 #include "recipe/recipe.h"
 #include "sim/event_queue.h"
@@ -82,7 +82,7 @@ class ClusterSim : public backend::Backend {
   /// One turn on (or waiting for) an instance.
   struct Seq {
     TrajectoryId id;
-    Trajectory* trajectory = nullptr;  // its entry in trajectories_ (a node: never moves)
+    Trajectory* trajectory = nullptr;              // its entry in trajectories_ (never moves)
     const workload::TurnScript* script = nullptr;  // its turn in the trajectory's script
     int64_t context = 0;       // tokens in KV once prefilled (reserved at admission)
     int64_t prefill_left = 0;  // tokens still to prefill
@@ -199,7 +199,7 @@ class ClusterSim : public backend::Backend {
   const model::CostModel& cost_;
   backend::Layout layout_;
   std::vector<Instance> instances_;
-  std::unordered_map<TrajectoryId, Trajectory> trajectories_;
+  IdTable<TrajectoryIdTag, Trajectory> trajectories_;
   EventQueue<Pending> queue_;
   std::vector<backend::Event> parked_;  // events in the queue, by slot
   std::vector<uint32_t> free_slots_;    // slots of parked_ not in use

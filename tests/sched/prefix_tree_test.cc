@@ -293,18 +293,5 @@ TEST(PrefixTreeTest, VersionOneSynthesisesGlobalRoot) {
   EXPECT_DOUBLE_EQ(tree->global_root()->mean, 200);
 }
 
-TEST(FlatMapTest, InsertFindEraseKeepProbeChains) {
-  // Backward-shift deletion keeps colliding keys findable.
-  detail::FlatMap map(4);
-  for (uint64_t k = 0; k < 1000; ++k) map.Insert(k * 7919, static_cast<uint32_t>(k));
-  for (uint64_t k = 0; k < 1000; k += 2) map.Erase(k * 7919);
-  EXPECT_EQ(map.size(), 500u);
-  for (uint64_t k = 0; k < 1000; ++k) {
-    EXPECT_EQ(map.Find(k * 7919), k % 2 == 0 ? detail::FlatMap::kNone : k);
-  }
-  map.Erase(12345);
-  EXPECT_EQ(map.size(), 500u);
-}
-
 }  // namespace
 }  // namespace libra::sched
