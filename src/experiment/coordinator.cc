@@ -250,7 +250,9 @@ Status Coordinator::RouteWaiting(double now) {
   for (size_t n = waiting_.size(); n > 0; --n) {
     const TrajectoryId id = waiting_.front();
     waiting_.pop_front();
-    Trajectory& t = *live_.Find(id);
+    Trajectory* waiting = live_.Find(id);
+    LIBRA_CHECK(waiting != nullptr) << "waiting trajectory " << id.value << " is not live";
+    Trajectory& t = *waiting;
     sched::RouteRequest request;
     request.trajectory = t.id;
     request.prompt = PromptId(t.prompt);
