@@ -65,7 +65,8 @@ class IdTable {
   static constexpr uint32_t kChunk = 256;
 
   static uint64_t Key(Id id) { return static_cast<uint64_t>(id.value); }
-  T& At(uint32_t slot) const { return chunks_[slot / kChunk][slot % kChunk]; }
+  T& At(uint32_t slot) { return chunks_[slot / kChunk][slot % kChunk]; }
+  const T& At(uint32_t slot) const { return chunks_[slot / kChunk][slot % kChunk]; }
 
   FlatMap index_;
   std::vector<std::unique_ptr<T[]>> chunks_;
