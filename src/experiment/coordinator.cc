@@ -227,7 +227,7 @@ void Coordinator::Launch() {
   for (; next_prompt_ < allowed; ++next_prompt_) {
     const int64_t prompt = next_prompt_;
     const workload::PromptInfo info = workload_.Prompt(prompt);
-    Batch& group = groups_[prompt];
+    Batch& group = groups_.Insert(PromptId(prompt), Batch());
     group.Reserve(static_cast<size_t>(config_.group_size), 0);
     for (int s = 0; s < config_.group_size; ++s) {
       Trajectory t;
@@ -289,7 +289,7 @@ Status Coordinator::RouteWaiting(double now) {
     if (t.turns == 0) {
       t.version = rollout_version_;
       t.start_s = now;
-      Batch& group = groups_.at(t.prompt);
+      Batch& group = GroupOf(t.prompt);
       group.rollout_start = std::min(group.rollout_start, now);
       group.oldest_version = std::min(group.oldest_version, t.version);
     }
@@ -363,7 +363,7 @@ Status Coordinator::OnTurnDone(double now, const backend::TurnDone& done) {
 }
 
 Status Coordinator::OnTrajectoryDone(double now, Trajectory& t, const backend::TurnDone& done) {
-  Batch& group = groups_.at(t.prompt);
+  Batch& group = GroupOf(t.prompt);
   records::TrajectoryRecord record = RecordOf(t, now, done);
   router_.OnTrajectoryDone(ObservationOf(t, record.truncated));
   group.done.push_back(std::move(record));
@@ -532,7 +532,7 @@ Status Coordinator::RejectStale(double now) {
   const int step = next_train_step_;
   const int64_t rejected = summary_.rejected_groups;
   for (auto it = complete_.begin(); it != complete_.end();) {
-    Batch& group = groups_.at(*it);
+    Batch& group = GroupOf(*it);
     const int lag = step - group.oldest_version;
     if (lag <= config_.staleness) {
       ++it;
@@ -541,7 +541,7 @@ Status Coordinator::RejectStale(double now) {
     AddEvent("reject", now, now, "trainer", std::nullopt, step,
              StrFormat("prompt %lld: lag %d > staleness %d, %zu samples dropped",
                        static_cast<long long>(*it), lag, config_.staleness, group.done.size()));
-    groups_.erase(*it);
+    groups_.Erase(PromptId(*it));
     it = complete_.erase(it);
     ++summary_.rejected_groups;
   }
@@ -549,6 +549,18 @@ Status Coordinator::RejectStale(double now) {
   // Replace the rejected groups.
   Launch();
   return RouteWaiting(now);
+}
+
+Coordinator::Batch& Coordinator::GroupOf(int64_t prompt) {
+  Batch* group = groups_.Find(PromptId(prompt));
+  LIBRA_CHECK(group != nullptr) << "prompt " << prompt << " has no group in flight";
+  return *group;
+}
+
+const Coordinator::Batch& Coordinator::GroupOf(int64_t prompt) const {
+  const Batch* group = groups_.Find(PromptId(prompt));
+  LIBRA_CHECK(group != nullptr) << "prompt " << prompt << " has no group in flight";
+  return *group;
 }
 
 std::optional<Coordinator::Batch> Coordinator::TakeBatch() {
@@ -570,14 +582,14 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch() {
   Batch batch;
   size_t trajectories = 0, turns = 0;
   for (int64_t prompt : prompts) {
-    const Batch& group = groups_.at(prompt);
+    const Batch& group = GroupOf(prompt);
     trajectories += group.done.size();
     turns += group.turns.size();
   }
   batch.Reserve(trajectories, turns);  // each record moves once
   for (int64_t prompt : prompts) {
-    batch.Append(std::move(groups_.at(prompt)));
-    groups_.erase(prompt);
+    batch.Append(std::move(GroupOf(prompt)));
+    groups_.Erase(PromptId(prompt));
   }
   for (records::TrajectoryRecord& t : batch.done) t.step = step;
   return batch;
@@ -593,7 +605,7 @@ double Coordinator::BatchComplete() const {
   size_t complete = 0;
   if (config_.stream_batches) {
     for (int64_t prompt : complete_) {
-      complete += next_train_step_ - groups_.at(prompt).oldest_version <= config_.staleness;
+      complete += next_train_step_ - GroupOf(prompt).oldest_version <= config_.staleness;
     }
   } else {
     complete = CompleteInStep(next_train_step_);

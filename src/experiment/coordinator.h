@@ -35,7 +35,6 @@
 #include <deque>
 #include <functional>
 #include <limits>
-#include <map>
 #include <optional>
 #include <vector>
 
@@ -260,6 +259,9 @@ class Coordinator {
   /// The record of the step that ends now (its logprob and clip statistics are taken; the
   /// utilisation mark moves on).
   records::StepRecord TakeStepRecord(const Batch& batch, double now, double sync_s);
+  /// The group of `prompt`. REQUIRES: launched and not yet trained or rejected.
+  Batch& GroupOf(int64_t prompt);
+  const Batch& GroupOf(int64_t prompt) const;
   /// A time the backend reported (an event's started_at) on the run's clock: a resumed run's
   /// backend counts from its own start.
   double Shifted(double backend_time) const { return backend_time + time_offset_; }
@@ -281,10 +283,10 @@ class Coordinator {
   sched::InstanceIndex index_;  // over instances_, for the router
   IdTable<TrajectoryIdTag, Trajectory> live_;
   std::deque<TrajectoryId> waiting_;
-  std::map<int64_t, Batch> groups_;    // by prompt, until trained or rejected
-  std::deque<int64_t> complete_;       // complete groups in completion order (stream batching)
-  std::vector<int> complete_in_step_;  // complete groups per step (ordered batching)
-  std::optional<Batch> training_;      // the batch of the step in training
+  IdTable<PromptIdTag, Batch> groups_;  // by prompt, until trained or rejected
+  std::deque<int64_t> complete_;        // complete groups in completion order (stream batching)
+  std::vector<int> complete_in_step_;   // complete groups per step (ordered batching)
+  std::optional<Batch> training_;       // the batch of the step in training
   std::optional<backend::Layout> lent_from_;  // the layout to return to while GPUs are lent
   bool reclaiming_ = false;
   int reclaimed_step_ = -1;  // the step whose batch the lent GPUs were last taken back for
