@@ -1,5 +1,5 @@
 // FlatMap: a small open-addressing hash map from a uint64 key to a uint32 value, for the hot
-// lookups of the router, the prefix tree and the trajectory tables (IdTable).
+// lookups of the router and the prefix tree, and for the keys a WindowIndex cannot place.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
-// IdTable: the live entries of a run keyed by a strong id (the trajectories in flight), stored in
-// a pool that reuses freed slots, found through a FlatMap.
+// IdTable: the live entries of a run keyed by a strong id (the trajectories in flight, the groups
+// of prompts), stored in a pool that reuses freed slots, found through a WindowIndex.
 #pragma once
 
 #include <cstdint>
@@ -8,16 +8,16 @@
 #include <vector>
 
 #include "common/check.h"
-#include "common/flat_map.h"
 #include "common/ids.h"
+#include "common/window_index.h"
 
 namespace libra {
 
 /// A map from StrongId<Tag> to T for entries that come and go by the hundred thousand: no
-/// allocation per entry (the pool grows by chunks and reuses the slot freed last), and a lookup is
-/// one probe of a compact table (a node-based map costs a bucket and a node, both cold in a large
-/// run). An entry's address is stable from Insert to Erase. Not iterable: the order would be the
-/// pool's, not the ids'.
+/// allocation per entry (the pool grows by chunks and reuses the slot freed last), and a lookup of
+/// an id from a counter is one load at its position in the window of live ids (a node-based map
+/// costs a bucket and a node, a hash table a probe, all cold in a large run). An entry's address is
+/// stable from Insert to Erase. Not iterable: the order would be the pool's, not the ids'.
 template <typename Tag, typename T>
 class IdTable {
  public:
@@ -26,15 +26,15 @@ class IdTable {
   /// The entry for `id`, or null.
   T* Find(Id id) {
     const uint32_t slot = index_.Find(Key(id));
-    return slot == FlatMap::kNone ? nullptr : &At(slot);
+    return slot == WindowIndex::kNone ? nullptr : &At(slot);
   }
   const T* Find(Id id) const {
     const uint32_t slot = index_.Find(Key(id));
-    return slot == FlatMap::kNone ? nullptr : &At(slot);
+    return slot == WindowIndex::kNone ? nullptr : &At(slot);
   }
   /// Stores `value` for `id` and returns it. REQUIRES: `id` is absent.
   T& Insert(Id id, T value) {
-    LIBRA_CHECK(index_.Find(Key(id)) == FlatMap::kNone)
+    LIBRA_CHECK(index_.Find(Key(id)) == WindowIndex::kNone)
         << "IdTable: id " << id.value << " already present";
     if (free_.empty()) {
       // A new chunk of slots, handed out lowest first.
@@ -52,7 +52,7 @@ class IdTable {
   /// Removes `id`'s entry, releasing what it holds; a no-op when absent.
   void Erase(Id id) {
     const uint32_t slot = index_.Find(Key(id));
-    if (slot == FlatMap::kNone) return;
+    if (slot == WindowIndex::kNone) return;
     index_.Erase(Key(id));
     At(slot) = T();
     free_.push_back(slot);
@@ -68,7 +68,7 @@ class IdTable {
   T& At(uint32_t slot) { return chunks_[slot / kChunk][slot % kChunk]; }
   const T& At(uint32_t slot) const { return chunks_[slot / kChunk][slot % kChunk]; }
 
-  FlatMap index_;
+  WindowIndex index_;
   std::vector<std::unique_ptr<T[]>> chunks_;
   std::vector<uint32_t> free_;  // the slots not in use; the most recently freed last
 };

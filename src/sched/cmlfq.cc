@@ -394,7 +394,7 @@ RouteDecision CmlfqRouter::Route(const RouteRequest& request,
                                  std::span<const InstanceState> instances) {
   IndexInstances(request, instances);
   const uint32_t slot = episode_of_.Find(static_cast<uint64_t>(request.trajectory.value));
-  if (slot == FlatMap::kNone) return PlaceNewEpisode(request, instances);
+  if (slot == WindowIndex::kNone) return PlaceNewEpisode(request, instances);
   Episode& ep = episodes_[slot];
   const Target target = TargetBucket(request, ep);
   const bool current_ok = ep.instance_index < instances.size() &&
@@ -535,7 +535,7 @@ void CmlfqRouter::Reassign(Episode& ep, int bucket, const Pick& pick,
 void CmlfqRouter::OnTrajectoryDone(const TrajectoryObservation& observation) {
   const uint64_t key = static_cast<uint64_t>(observation.trajectory.value);
   const uint32_t slot = episode_of_.Find(key);
-  if (slot != FlatMap::kNone) {
+  if (slot != WindowIndex::kNone) {
     AddLoad(episodes_[slot].instance, -1);
     episode_of_.Erase(key);
     free_episodes_.push_back(slot);

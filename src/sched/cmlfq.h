@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/window_index.h"
 #include "sched/load_levels.h"
 #include "sched/prefix_tree.h"
 #include "sched/router.h"
@@ -219,7 +220,7 @@ class CmlfqRouter : public Router {
 
   std::vector<Episode> episodes_;
   std::vector<uint32_t> free_episodes_;
-  FlatMap episode_of_;  // trajectory id -> episode index
+  WindowIndex episode_of_;  // trajectory id -> episode index
 
   std::vector<TreeTrajectory> recent_;  // ring, oldest at recent_next_ once full
   size_t recent_next_ = 0;
