@@ -14,11 +14,13 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <utility>
 
@@ -171,6 +173,26 @@ std::string WorkIn(const std::string& dir) { return dir + "/work"; }
 std::string InputIn(const std::string& dir) { return dir + "/input"; }
 std::string LogIn(const std::string& dir, const std::string& name, const char* suffix) {
   return dir + "/" + name + suffix;
+}
+
+// Whether `libra`, the server's parent, is gone or going. A dying process's files are closed,
+// which is the end-of-file the server reads, before the kernel hands its children to a new
+// parent: in between, getppid() still names it, but its task is exiting (PF_EXITING in the
+// flags of /proc/PID/stat, set as its exit begins) or a zombie.
+bool LibraGone(pid_t libra) {
+  if (getppid() != libra) return true;
+  const std::string stat = ReadFrom("/proc/" + std::to_string(libra) + "/stat", 0, 1024);
+  const size_t paren = stat.rfind(')');         // the command's name may hold anything
+  if (paren == std::string::npos) return true;  // reaped already
+  char state = 0;
+  long long ppid = 0, pgrp = 0, session = 0, tty = 0, tpgid = 0;
+  unsigned long long flags = 0;
+  if (std::sscanf(stat.c_str() + paren + 1, " %c %lld %lld %lld %lld %lld %llu", &state, &ppid,
+                  &pgrp, &session, &tty, &tpgid, &flags) != 7) {
+    return false;
+  }
+  constexpr unsigned long long kExiting = 0x4;  // PF_EXITING
+  return state == 'Z' || state == 'X' || (flags & kExiting) != 0;
 }
 
 // Removes a finished call's folder: the files made there and the two folders, and the whole
@@ -525,7 +547,7 @@ int Server::Run() {
     KillOverdue();
   }
   StopAll();
-  if (getppid() != libra_) {
+  if (LibraGone(libra_)) {
     // libra is gone, and with it whoever would have removed the carried program and the
     // scratch folder.
     unlink((scratch_ + "/" + kSupervisorFile).c_str());
