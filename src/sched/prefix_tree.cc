@@ -274,6 +274,17 @@ uint32_t PrefixTree::Child(uint32_t parent, StateId state) {
   return child;
 }
 
+uint32_t PrefixTree::FindChild(uint32_t parent, StateId state) const {
+  // Most nodes of a prompt's tree have a child or two: reading them costs less than probing the
+  // edge table, which a large tree's lookups find cold. Longer lists (the global tree's) use it.
+  constexpr int kListed = 4;
+  uint32_t c = nodes_[parent].first_child;
+  for (int i = 0; i < kListed && c != kNone; ++i, c = nodes_[c].next_sibling) {
+    if (nodes_[c].state == state) return c;
+  }
+  return c == kNone ? kNone : children_.Find(EdgeKey(parent, state));
+}
+
 void PrefixTree::RecomputeP90(TreeNode& node) { node.p90 = node.window.P90(); }
 
 void PrefixTree::Observe(TreeNode& node, double value, bool bulk) {
@@ -319,7 +330,7 @@ const TreeNode* PrefixTree::Walk(uint32_t root, std::span<const StateId> states,
   uint32_t node = root;
   if (!exact && nodes_[node].weight < options_.min_samples) return nullptr;
   for (StateId s : states) {
-    const uint32_t child = children_.Find(EdgeKey(node, s));
+    const uint32_t child = FindChild(node, s);
     if (child == kNone) return exact ? nullptr : &nodes_[node];
     if (!exact && nodes_[child].weight < options_.min_samples) break;
     node = child;

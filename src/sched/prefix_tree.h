@@ -108,8 +108,14 @@ class SlidingWindow {
   bool rest_max_known_ = false;
 };
 
-/// Statistics of one node.
+/// Statistics of one node. What a lookup reads (the structure, the weight, the answer) comes
+/// first, in the node's first 48 bytes; the window, which only insertions touch, after it.
 struct TreeNode {
+  // Structure (indexes into the tree's node pool).
+  StateId state = 0;
+  uint32_t first_child = FlatMap::kNone;
+  uint32_t next_sibling = FlatMap::kNone;
+  int depth = 0;
   /// All-time (weighted) mean of the remaining lengths.
   double mean = 0;
   /// 90th percentile (linear interpolation, numpy's default) of the window.
@@ -117,14 +123,8 @@ struct TreeNode {
   /// Observations, and their weight after decay (== visits without decay).
   int64_t visits = 0;
   double weight = 0;
-  int depth = 0;
   /// The last `window` observations.
   SlidingWindow window;
-
-  // Structure (indexes into the tree's node pool).
-  StateId state = 0;
-  uint32_t first_child = FlatMap::kNone;
-  uint32_t next_sibling = FlatMap::kNone;
 };
 
 struct PrefixTreeOptions {
@@ -194,6 +194,8 @@ class PrefixTree {
   uint32_t NewNode(int depth, StateId state);
   uint32_t RootFor(PromptId prompt);
   uint32_t Child(uint32_t parent, StateId state);  // creates
+  /// The child of `parent` for `state`, or kNone.
+  uint32_t FindChild(uint32_t parent, StateId state) const;
   /// `bulk`: the windows' sorted copies and percentiles are left for Rebuild to restore.
   void InsertAt(uint32_t root, const TreeTrajectory& trajectory, bool bulk);
   void InsertAll(const TreeTrajectory& trajectory, bool bulk);

@@ -139,6 +139,27 @@ TEST(PrefixTreeTest, LookupReturnsDeepestPrefixAndFallsBackToGlobalOnlyForUnseen
   EXPECT_EQ(tree.LookupExact(PromptId(1), std::vector<StateId>{unknown}), nullptr);
 }
 
+TEST(PrefixTreeTest, LookupFindsEveryChildOfANodeWithMany) {
+  // A lookup reads a node's first children from its list and asks the edge table for the rest:
+  // twelve children of one root, each found, and a state none has is not.
+  PrefixTree tree;
+  std::vector<StateId> states;
+  for (int i = 0; i < 12; ++i) {
+    const std::string key = "tool" + std::to_string(i) + ":small:success";
+    tree.Insert(Traj(tree, 1, {key}, {100.0 * (i + 1)}, 5000));
+    states.push_back(S(tree, key));
+  }
+  for (int i = 0; i < 12; ++i) {
+    const TreeNode* n = tree.LookupExact(PromptId(1), std::vector<StateId>{states[i]});
+    ASSERT_NE(n, nullptr) << i;
+    EXPECT_DOUBLE_EQ(n->mean, 100.0 * (i + 1)) << i;
+    EXPECT_EQ(tree.Lookup(PromptId(1), std::vector<StateId>{states[i]}), n) << i;
+  }
+  const StateId none = S(tree, "other:small:success");
+  EXPECT_EQ(tree.LookupExact(PromptId(1), std::vector<StateId>{none}), nullptr);
+  EXPECT_EQ(tree.Lookup(PromptId(1), std::vector<StateId>{none})->depth, 0);
+}
+
 TEST(PrefixTreeTest, MinSamplesStopsTheWalk) {
   // A child with less evidence than min_samples does not answer; its parent does.
   PrefixTree tree(PrefixTreeOptions{.window = 200, .min_samples = 2});
