@@ -182,8 +182,9 @@ std::string LogIn(const std::string& dir, const std::string& name, const char* s
 bool LibraGone(pid_t libra) {
   if (getppid() != libra) return true;
   const std::string stat = ReadFrom("/proc/" + std::to_string(libra) + "/stat", 0, 1024);
-  const size_t paren = stat.rfind(')');         // the command's name may hold anything
-  if (paren == std::string::npos) return true;  // reaped already
+  // The command's name may hold anything. Unreadable (no /proc): only the new parent tells.
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return false;
   char state = 0;
   long long ppid = 0, pgrp = 0, session = 0, tty = 0, tpgid = 0;
   unsigned long long flags = 0;
