@@ -14,7 +14,6 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +22,7 @@
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "cluster/supervisor.h"
 #include "common/files.h"
@@ -181,19 +181,12 @@ std::string LogIn(const std::string& dir, const std::string& name, const char* s
 // flags of /proc/PID/stat, set as its exit begins) or a zombie.
 bool LibraGone(pid_t libra) {
   if (getppid() != libra) return true;
-  const std::string stat = ReadFrom("/proc/" + std::to_string(libra) + "/stat", 0, 1024);
-  // The command's name may hold anything. Unreadable (no /proc): only the new parent tells.
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return false;
-  char state = 0;
-  long long ppid = 0, pgrp = 0, session = 0, tty = 0, tpgid = 0;
-  unsigned long long flags = 0;
-  if (std::sscanf(stat.c_str() + paren + 1, " %c %lld %lld %lld %lld %lld %llu", &state, &ppid,
-                  &pgrp, &session, &tty, &tpgid, &flags) != 7) {
-    return false;
-  }
+  // Unreadable (no /proc): only the new parent tells.
+  const std::vector<std::string> fields = ProcessStatFields(libra);
+  if (fields.size() < 7) return false;
   constexpr unsigned long long kExiting = 0x4;  // PF_EXITING
-  return state == 'Z' || state == 'X' || (flags & kExiting) != 0;
+  return fields[0] == "Z" || fields[0] == "X" ||
+         (std::strtoull(fields[6].c_str(), nullptr, 10) & kExiting) != 0;
 }
 
 // Removes a finished call's folder: the files made there and the two folders, and the whole

@@ -11,6 +11,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/strings.h"
 
@@ -148,6 +152,26 @@ bool IsPlainFileName(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   });
+}
+
+std::vector<std::string> ProcessStatFields(int64_t pid) {
+  std::vector<std::string> fields;
+  const int fd = open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fields;
+  char buffer[1024];
+  ssize_t n = 0;
+  while ((n = read(fd, buffer, sizeof(buffer))) < 0 && errno == EINTR) {
+  }
+  close(fd);
+  const std::string_view stat(buffer, static_cast<size_t>(std::max<ssize_t>(0, n)));
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string_view::npos) return fields;
+  std::string_view rest = stat.substr(paren + 1);
+  while (!rest.empty() && (rest.back() == '\n' || rest.back() == ' ')) rest.remove_suffix(1);
+  for (std::string& field : StrSplit(rest, ' ')) {
+    if (!field.empty()) fields.push_back(std::move(field));
+  }
+  return fields;
 }
 
 }  // namespace libra

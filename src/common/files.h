@@ -1,8 +1,10 @@
 // Files: writing a whole file so that readers never see half of it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -35,5 +37,10 @@ Status ClaimFolder(const std::string& dir, const std::string& owner);
 /// Whether `name` can name a file inside a folder and nothing else: not empty, neither "." nor
 /// "..", only letters, digits, '-', '_' and '.' (so no '/').
 bool IsPlainFileName(std::string_view name);
+
+/// The fields of /proc/`pid`/stat after the command's name, which may hold anything: [0] is field
+/// 3 (the state: "R", "S", "Z", ...), [6] field 9 (the kernel's flags), [19] field 22 (the start
+/// time). Empty when there is no such process or no /proc.
+std::vector<std::string> ProcessStatFields(int64_t pid);
 
 }  // namespace libra

@@ -6,10 +6,10 @@
 #include <cerrno>
 #include <climits>
 #include <fstream>
-#include <sstream>
 #include <string>
+#include <vector>
 
-#include "common/strings.h"
+#include "common/files.h"
 
 namespace libra::store {
 
@@ -32,19 +32,9 @@ std::string BootId() {
 /// Field 22 of /proc/<pid>/stat: when the process started, in clock ticks since boot; "" when
 /// there is no such process, or only its zombie.
 std::string StartTicks(int64_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return "";
-  // The command name (field 2) is in parentheses and may hold anything; fields follow the last ')'.
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return "";
-  std::istringstream fields(stat.substr(paren + 1));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {
-    if (!(fields >> field)) return "";
-    if (i == 3 && (field == "Z" || field == "X")) return "";
-  }
-  return field;
+  const std::vector<std::string> fields = ProcessStatFields(pid);
+  if (fields.size() < 20 || fields[0] == "Z" || fields[0] == "X") return "";
+  return fields[19];
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #include "common/files.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "support/test_util.h"
 
@@ -30,6 +33,18 @@ TEST(FilesTest, FailureNamesThePathAndWhat) {
   const std::string nowhere = dir.File("missing/out.svg");
   const Status status = WriteFileAtomically(nowhere, "x", "plot");
   EXPECT_EQ(status.message(), nowhere + ": cannot write the plot (No such file or directory)");
+}
+
+TEST(FilesTest, ProcessStatFieldsFollowTheCommandName) {
+  // This process runs (state R) and its parent is field 4; no process has id -1.
+  const std::vector<std::string> fields = ProcessStatFields(getpid());
+  if (fields.empty()) GTEST_SKIP() << "no /proc here";
+  ASSERT_GE(fields.size(), 20u);
+  EXPECT_EQ(fields[0], "R");
+  EXPECT_EQ(fields[1], std::to_string(getppid()));
+  EXPECT_FALSE(fields.back().empty());
+  EXPECT_EQ(fields.back().find('\n'), std::string::npos);
+  EXPECT_TRUE(ProcessStatFields(-1).empty());
 }
 
 TEST(FilesTest, PlainFileNamesStayInTheirFolder) {
