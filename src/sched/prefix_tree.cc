@@ -262,16 +262,18 @@ uint32_t PrefixTree::RootFor(PromptId prompt) {
 }
 
 uint32_t PrefixTree::Child(uint32_t parent, StateId state) {
-  const uint64_t key = EdgeKey(parent, state);
-  uint32_t child = children_.Find(key);
-  if (child != kNone) return child;
-  child = NewNode(nodes_[parent].depth + 1, state);
-  children_.Insert(key, child);
+  if (const uint32_t child = FindChild(parent, state); child != kNone) return child;
+  const uint32_t child = NewNode(nodes_[parent].depth + 1, state);
+  Link(parent, child);
+  return child;
+}
+
+void PrefixTree::Link(uint32_t parent, uint32_t child) {
+  children_.Insert(EdgeKey(parent, nodes_[child].state), child);
   // Append at the end of the sibling list, so that output follows creation order.
   uint32_t* link = &nodes_[parent].first_child;
   while (*link != kNone) link = &nodes_[*link].next_sibling;
   *link = child;
-  return child;
 }
 
 uint32_t PrefixTree::FindChild(uint32_t parent, StateId state) const {
@@ -395,11 +397,7 @@ uint32_t PrefixTree::CopySubtree(const PrefixTree& other, uint32_t from,
   }
   for (uint32_t c = src.first_child; c != kNone; c = other.nodes_[c].next_sibling) {
     const StateId mapped = state_map[other.nodes_[c].state];
-    const uint32_t child = CopySubtree(other, c, state_map, depth + 1, mapped);
-    children_.Insert(EdgeKey(node, mapped), child);
-    uint32_t* link = &nodes_[node].first_child;
-    while (*link != kNone) link = &nodes_[*link].next_sibling;
-    *link = child;
+    Link(node, CopySubtree(other, c, state_map, depth + 1, mapped));
   }
   return node;
 }
@@ -421,15 +419,11 @@ void PrefixTree::MergeNode(uint32_t into, const PrefixTree& other, uint32_t from
   }
   for (uint32_t c = other.nodes_[from].first_child; c != kNone; c = other.nodes_[c].next_sibling) {
     const StateId mapped = state_map[other.nodes_[c].state];
-    const uint32_t existing = children_.Find(EdgeKey(into, mapped));
+    const uint32_t existing = FindChild(into, mapped);
     if (existing != kNone) {
       MergeNode(existing, other, c, state_map);
     } else {
-      const uint32_t child = CopySubtree(other, c, state_map, nodes_[into].depth + 1, mapped);
-      children_.Insert(EdgeKey(into, mapped), child);
-      uint32_t* link = &nodes_[into].first_child;
-      while (*link != kNone) link = &nodes_[*link].next_sibling;
-      *link = child;
+      Link(into, CopySubtree(other, c, state_map, nodes_[into].depth + 1, mapped));
     }
   }
 }

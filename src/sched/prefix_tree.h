@@ -194,6 +194,8 @@ class PrefixTree {
   uint32_t NewNode(int depth, StateId state);
   uint32_t RootFor(PromptId prompt);
   uint32_t Child(uint32_t parent, StateId state);  // creates
+  /// Makes `child` the last child of `parent` (in the edge table and the sibling list).
+  void Link(uint32_t parent, uint32_t child);
   /// The child of `parent` for `state`, or kNone.
   uint32_t FindChild(uint32_t parent, StateId state) const;
   /// `bulk`: the windows' sorted copies and percentiles are left for Rebuild to restore.
