@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "common/check.h"
 #include "common/strings.h"
@@ -552,9 +553,7 @@ Status Coordinator::RejectStale(double now) {
 }
 
 Coordinator::Batch& Coordinator::GroupOf(int64_t prompt) {
-  Batch* group = groups_.Find(PromptId(prompt));
-  LIBRA_CHECK(group != nullptr) << "prompt " << prompt << " has no group in flight";
-  return *group;
+  return const_cast<Batch&>(std::as_const(*this).GroupOf(prompt));
 }
 
 const Coordinator::Batch& Coordinator::GroupOf(int64_t prompt) const {
