@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "common/check.h"
 #include "common/strings.h"
@@ -74,13 +73,13 @@ double Percentile(std::span<const double> values, double q, std::vector<double>&
 
 // ---- SlidingWindow -----------------------------------------------------------------------------
 //
-// Invariants: top_ holds the TopCount(n) largest of the n values in the ring (as a multiset),
-// ascending; every other value (the "rest") is <= top_.front().
+// Invariants: upper_ holds the upper_.size() largest of the n values in the ring (as a multiset),
+// ascending, and at least TopCount(n) of them; least_top_ and next_top_ are the two of them the
+// percentile reads.
 
 namespace {
 
 constexpr double kP90 = 0.9;
-constexpr double kNoValue = -std::numeric_limits<double>::infinity();
 
 }  // namespace
 
@@ -89,89 +88,54 @@ size_t SlidingWindow::TopCount(size_t n) {
   return n == 0 ? 0 : n - static_cast<size_t>(std::floor(kP90 * static_cast<double>(n - 1)));
 }
 
-void SlidingWindow::InsertTop(double value) {
-  top_.push_back(value);
-  for (size_t i = top_.size() - 1; i > 0 && top_[i - 1] > value; --i)
-    std::swap(top_[i - 1], top_[i]);
-  least_top_ = top_.front();
-}
-
-double SlidingWindow::RestMax() {
-  if (rest_max_known_) return rest_max_;
-  // The rest is the ring minus top_: every value below top_.front(), and the copies of
-  // top_.front() beyond those in top_.
-  double below = kNoValue;
-  size_t equal = 0;
-  const double least = least_top_;
-  for (double v : ring_) {
-    if (v < least) {
-      below = std::max(below, v);
-    } else if (v == least) {
-      ++equal;
-    }
-  }
-  const size_t in_top =
-      static_cast<size_t>(std::upper_bound(top_.begin(), top_.end(), least) - top_.begin());
-  rest_max_ = equal > in_top ? least : below;
-  rest_max_known_ = true;
-  return rest_max_;
-}
-
-void SlidingWindow::Add(double value) {
-  if (value > least_top_) {
-    // It joins the largest; the least of them joins the rest, above all of it.
-    rest_max_ = least_top_;
-    rest_max_known_ = true;
-    top_.erase(top_.begin());
-    InsertTop(value);
-  } else if (rest_max_known_) {
-    rest_max_ = std::max(rest_max_, value);
-  }
-}
-
 void SlidingWindow::Push(double value, size_t capacity) {
-  if (ring_.size() < capacity) {
-    if (top_.size() == TopCount(ring_.size() + 1)) {
-      PushUnsorted(value, capacity);
-      Add(value);
-      return;
+  size_t others = ring_.size();            // the values that stay
+  bool changed = ring_.size() < capacity;  // n grows, and with it the rank the percentile reads
+  if (!changed) {
+    // The oldest leaves. Every value above upper_.front() is in upper_, and so is a copy of it:
+    // taking one out leaves the largest of what stays.
+    const double old = ring_[head_];
+    if (!upper_.empty() && old >= upper_.front()) {
+      upper_.erase(std::lower_bound(upper_.begin(), upper_.end(), old));
+      changed = true;
     }
-    // One more of the largest is needed: `value` or the largest of the rest.
-    const double rest_max = RestMax();
-    PushUnsorted(value, capacity);
-    if (value >= rest_max) {
-      InsertTop(value);  // the rest is unchanged
-    } else {
-      InsertTop(rest_max);
-      rest_max_known_ = false;
-    }
-    return;
+    --others;
   }
-  // The oldest leaves: is it one of the largest? (A copy of top_.front() in the rest goes first.)
-  const double old = ring_[head_];
-  const bool in_top = old > least_top_ || (old == least_top_ && RestMax() != old);
-  const double rest_max = in_top ? RestMax() : 0;
+  const bool all_known = upper_.size() == others;
   PushUnsorted(value, capacity);
-  if (!in_top) {
-    if (rest_max_known_ && old == rest_max_) rest_max_known_ = false;
-    Add(value);
+  if (all_known || (!upper_.empty() && value > upper_.front())) {
+    upper_.insert(std::upper_bound(upper_.begin(), upper_.end(), value), value);
+    changed = true;
+  }
+  const size_t top = TopCount(ring_.size());
+  if (upper_.size() > top + kSpare) upper_.erase(upper_.begin());
+  if (upper_.size() < top) Refill();
+  if (changed) NoteTop();
+}
+
+void SlidingWindow::Refill() {
+  upper_.resize(std::min(ring_.size(), TopCount(ring_.size()) + kSpare));
+  std::partial_sort_copy(ring_.begin(), ring_.end(), upper_.begin(), upper_.end(),
+                         std::greater<>());
+  std::reverse(upper_.begin(), upper_.end());
+}
+
+void SlidingWindow::NoteTop() {
+  const size_t top = TopCount(ring_.size());
+  if (top == 0) {
+    least_top_ = next_top_ = 0;
     return;
   }
-  top_.erase(std::lower_bound(top_.begin(), top_.end(), old));
-  if (value >= rest_max) {
-    InsertTop(value);  // the rest is unchanged
-  } else {
-    InsertTop(rest_max);
-    rest_max_known_ = false;
-  }
+  const size_t lo = upper_.size() - top;
+  least_top_ = upper_[lo];
+  next_top_ = top > 1 ? upper_[lo + 1] : least_top_;
 }
 
 void SlidingWindow::Clear() {
   ring_.clear();
   head_ = 0;
-  top_.clear();
-  least_top_ = std::numeric_limits<double>::infinity();
-  rest_max_known_ = false;
+  upper_.clear();
+  NoteTop();
 }
 
 void SlidingWindow::PushUnsorted(double value, size_t capacity) {
@@ -188,19 +152,14 @@ void SlidingWindow::PushUnsorted(double value, size_t capacity) {
 }
 
 void SlidingWindow::Sort(std::vector<double>& scratch) {
-  // Only the largest TopCount(n) need an order: select them, then sort just those.
+  // Only the largest need an order: select them, then sort just those.
   scratch.assign(ring_.begin(), ring_.end());
-  const size_t rest = scratch.size() - TopCount(scratch.size());
-  const auto split = scratch.begin() + static_cast<std::ptrdiff_t>(rest);
-  rest_max_ = kNoValue;
-  if (rest > 0) {
-    std::nth_element(scratch.begin(), split, scratch.end());
-    rest_max_ = *std::max_element(scratch.begin(), split);
-  }
-  top_.assign(split, scratch.end());
-  std::sort(top_.begin(), top_.end());
-  least_top_ = top_.empty() ? std::numeric_limits<double>::infinity() : top_.front();
-  rest_max_known_ = true;
+  const size_t keep = std::min(scratch.size(), TopCount(scratch.size()) + kSpare);
+  const auto split = scratch.end() - static_cast<std::ptrdiff_t>(keep);
+  std::nth_element(scratch.begin(), split, scratch.end());
+  upper_.assign(split, scratch.end());
+  std::sort(upper_.begin(), upper_.end());
+  NoteTop();
 }
 
 void SlidingWindow::Sort() {
@@ -222,11 +181,16 @@ std::vector<double> SlidingWindow::Values() const {
 }
 
 double SlidingWindow::P90() const {
-  const size_t lo = ring_.size() - top_.size();
-  return Interpolate(ring_.size(), kP90, [&](size_t i) { return top_[i - lo]; });
+  // Interpolate reads sorted[lo] and sorted[lo + 1]: the two values kept at hand, so that an
+  // observation which leaves the largest values alone does not read them.
+  const size_t lo = ring_.size() - TopCount(ring_.size());
+  return Interpolate(ring_.size(), kP90,
+                     [&](size_t i) { return i == lo ? least_top_ : next_top_; });
 }
 
 // ---- PrefixTree --------------------------------------------------------------------------------
+
+static_assert(sizeof(TreeNode) <= 128, "a tree node is at most two cache lines");
 
 PrefixTree::PrefixTree(PrefixTreeOptions options) : options_(options) {
   LIBRA_CHECK(options_.window >= 1) << "window must be >= 1";

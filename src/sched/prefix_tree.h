@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -67,9 +66,10 @@ struct TreeTrajectory {
 
 /// The last `capacity` observations of a node in arrival order (a ring), and their 90th
 /// percentile kept up to date as values arrive and leave. The percentile interpolates between
-/// the K-th and (K-1)-th largest values (K = n - floor(0.9 (n - 1))), so only the K largest are
-/// kept in order (21 of 200); an observation costs O(1) unless a value enters or leaves those K,
-/// and a scan of the window only when the largest value below them must be found again.
+/// the K-th and (K-1)-th largest values (K = n - floor(0.9 (n - 1))), so only the largest are
+/// kept in order: K of them and up to kSpare more (21 to 29 of 200). An observation costs O(1)
+/// unless a value enters or leaves those, and a scan of the window only when more values leave
+/// them than enter, kSpare more (the spares spare the scans).
 class SlidingWindow {
  public:
   /// Adds `value`; with `capacity` values held, the oldest leaves. REQUIRES: capacity >= 1.
@@ -92,20 +92,22 @@ class SlidingWindow {
   double P90() const;
 
  private:
+  /// How many values beyond K upper_ may hold.
+  static constexpr size_t kSpare = 8;
   /// K for n values: how many of the largest the percentile needs.
   static size_t TopCount(size_t n);
-  /// One more value, joining the K largest or the rest (K unchanged).
-  void Add(double value);
-  void InsertTop(double value);
-  /// The largest value outside top_ (-inf when there is none); scans the ring when unknown.
-  double RestMax();
+  /// Scans the ring for its K + kSpare largest values.
+  void Refill();
+  /// Reads the two values the percentile needs into least_top_ and next_top_.
+  void NoteTop();
 
-  std::vector<double> ring_;  // arrival order; once full, the oldest is at head_
-  size_t head_ = 0;
-  std::vector<double> top_;  // the TopCount(size()) largest values, ascending
-  double least_top_ = std::numeric_limits<double>::infinity();  // top_.front(), kept at hand
-  double rest_max_ = 0;  // the largest value outside top_, when rest_max_known_
-  bool rest_max_known_ = false;
+  std::vector<double> ring_;   // arrival order; once full, the oldest is at head_
+  std::vector<double> upper_;  // the largest values of the ring, ascending: at least K of them
+  // The K-th and (K-1)-th largest (the K-th again when K is 1), kept at hand: all the
+  // percentile reads.
+  double least_top_ = 0;
+  double next_top_ = 0;
+  uint32_t head_ = 0;
 };
 
 /// Statistics of one node. What a lookup reads (the structure, the weight, the answer) comes

@@ -73,6 +73,24 @@ TEST(SlidingWindowTest, KeepsTheLastValuesAndTheirP90) {
   }
 }
 
+TEST(SlidingWindowTest, FollowsACapacityThatChanges) {
+  // A window read back from a file with another window, or a tree whose option changed: the
+  // percentile stays the one of the values held, whether the capacity grows or shrinks.
+  SlidingWindow window;
+  std::vector<double> scratch;
+  uint64_t x = 99;
+  for (int i = 0; i < 900; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double v = static_cast<double>((x >> 33) % 40);
+    const size_t capacity = i < 300 ? 30 : i < 600 ? 200 : 50;
+    window.Push(v, capacity);
+    // A smaller capacity keeps the ring's size; the oldest still leaves first.
+    const int held = i < 300 ? std::min(30, i + 1) : std::min(200, 30 + i - 299);
+    ASSERT_EQ(window.size(), static_cast<size_t>(held)) << "push " << i;
+    ASSERT_EQ(window.P90(), Percentile(window.Values(), 0.9, scratch)) << "push " << i;
+  }
+}
+
 TEST(PrefixTreeTest, NodeStatisticsMeanAllTimeP90Window) {
   // Mean over every observation ever, p90 over the last `window` only.
   PrefixTree tree(PrefixTreeOptions{.window = 3, .min_samples = 1});
