@@ -68,8 +68,8 @@ struct TreeTrajectory {
 /// percentile kept up to date as values arrive and leave. The percentile interpolates between
 /// the K-th and (K-1)-th largest values (K = n - floor(0.9 (n - 1))), so only the largest are
 /// kept in order: K of them and up to kSpare more (21 to 29 of 200). An observation costs O(1)
-/// unless a value enters or leaves those, and a scan of the window only when more values leave
-/// them than enter, kSpare more (the spares spare the scans).
+/// unless a value enters or leaves those, and a scan of the window only once kSpare more of them
+/// have left than entered since the last scan.
 class SlidingWindow {
  public:
   /// Adds `value`; with `capacity` values held, the oldest leaves. REQUIRES: capacity >= 1.

@@ -74,8 +74,8 @@ TEST(SlidingWindowTest, KeepsTheLastValuesAndTheirP90) {
 }
 
 TEST(SlidingWindowTest, FollowsACapacityThatChanges) {
-  // A window read back from a file with another window, or a tree whose option changed: the
-  // percentile stays the one of the values held, whether the capacity grows or shrinks.
+  // Push takes the capacity on each call: the percentile stays the one of the values held,
+  // whether the capacity grows or shrinks.
   SlidingWindow window;
   std::vector<double> scratch;
   uint64_t x = 99;
