@@ -151,20 +151,10 @@ void SlidingWindow::PushUnsorted(double value, size_t capacity) {
   head_ = head_ + 1 == ring_.size() ? 0 : head_ + 1;
 }
 
-void SlidingWindow::Sort(std::vector<double>& scratch) {
-  // Only the largest need an order: select them, then sort just those.
-  scratch.assign(ring_.begin(), ring_.end());
-  const size_t keep = std::min(scratch.size(), TopCount(scratch.size()) + kSpare);
-  const auto split = scratch.end() - static_cast<std::ptrdiff_t>(keep);
-  std::nth_element(scratch.begin(), split, scratch.end());
-  upper_.assign(split, scratch.end());
-  std::sort(upper_.begin(), upper_.end());
-  NoteTop();
-}
-
 void SlidingWindow::Sort() {
-  std::vector<double> scratch;
-  Sort(scratch);
+  // Only the largest need an order: select and sort just those.
+  Refill();
+  NoteTop();
 }
 
 void SlidingWindow::Assign(std::span<const double> values, size_t capacity) {
@@ -197,18 +187,12 @@ PrefixTree::PrefixTree(PrefixTreeOptions options) : options_(options) {
 }
 
 uint32_t PrefixTree::NewNode(int depth, StateId state) {
-  if (spare_.empty()) {
-    nodes_.emplace_back();
-  } else {
-    // A node of a cleared tree: its window keeps its buffers.
-    nodes_.push_back(std::move(spare_.back()));
-    spare_.pop_back();
-    SlidingWindow window = std::move(nodes_.back().window);
-    window.Clear();
-    nodes_.back() = TreeNode();
-    nodes_.back().window = std::move(window);
+  TreeNode& node = nodes_.emplace_back();
+  if (next_spare_ < spare_.size()) {
+    // A node of the cleared tree lends its window's buffers.
+    node.window = std::move(spare_[next_spare_++].window);
+    node.window.Clear();
   }
-  TreeNode& node = nodes_.back();
   node.depth = depth;
   node.state = state;
   return static_cast<uint32_t>(nodes_.size() - 1);
@@ -318,8 +302,10 @@ const TreeNode* PrefixTree::global_root() const {
 }
 
 void PrefixTree::Clear() {
-  // The nodes are kept for reuse: a rebuild (every few steps) does not allocate them again.
-  for (TreeNode& node : nodes_) spare_.push_back(std::move(node));
+  // The nodes are kept for their windows' buffers, which a rebuild (every few steps) takes in
+  // order rather than allocating them again; those the last rebuild left are let go.
+  spare_.swap(nodes_);
+  next_spare_ = 0;
   nodes_.clear();
   children_.Clear();
   prompt_roots_.Clear();
@@ -334,7 +320,7 @@ void PrefixTree::Rebuild(std::span<const TreeTrajectory> trajectories,
   for (const TreeTrajectory& t : trajectories) InsertAll(t, true);
   for (const TreeTrajectory& t : more) InsertAll(t, true);
   for (TreeNode& node : nodes_) {
-    node.window.Sort(sort_scratch_);
+    node.window.Sort();
     RecomputeP90(node);
   }
 }

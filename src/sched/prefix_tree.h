@@ -77,8 +77,6 @@ class SlidingWindow {
   /// Push without the percentile's bookkeeping, for bulk loading; Sort() restores it.
   void PushUnsorted(double value, size_t capacity);
   void Sort();
-  /// Sort() with a caller's buffer, for many windows in a row.
-  void Sort(std::vector<double>& scratch);
   /// Holds the last `capacity` of `values` (oldest first).
   void Assign(std::span<const double> values, size_t capacity);
   /// Holds nothing (keeps its buffers).
@@ -217,11 +215,11 @@ class PrefixTree {
   PrefixTreeOptions options_;
   StateTable states_;
   std::vector<TreeNode> nodes_;
-  std::vector<TreeNode> spare_;        // nodes of a cleared tree, reused by NewNode
+  std::vector<TreeNode> spare_;        // nodes of a cleared tree, whose windows NewNode reuses
+  size_t next_spare_ = 0;              // the first of spare_ not reused yet
   FlatMap children_;                   // EdgeKey(parent, state) -> child
   FlatMap prompt_roots_;               // prompt id -> root
   std::vector<int64_t> prompt_order_;  // prompts in order of first insertion (for output)
-  std::vector<double> sort_scratch_;   // Rebuild's buffer for the windows' Sort
   uint32_t global_root_ = kNone;
   int64_t total_insertions_ = 0;
 };
