@@ -74,8 +74,7 @@ double Percentile(std::span<const double> values, double q, std::vector<double>&
 // ---- SlidingWindow -----------------------------------------------------------------------------
 //
 // Invariants: upper_ holds the upper_.size() largest of the n values in the ring (as a multiset),
-// ascending, and at least TopCount(n) of them; least_top_ and next_top_ are the two of them the
-// percentile reads.
+// ascending, and at least TopCount(n) of them; p90_ is their percentile.
 
 namespace {
 
@@ -110,7 +109,7 @@ void SlidingWindow::Push(double value, size_t capacity) {
   const size_t top = TopCount(ring_.size());
   if (upper_.size() > top + kSpare) upper_.erase(upper_.begin());
   if (upper_.size() < top) Refill();
-  if (changed) NoteTop();
+  if (changed) NoteP90();
 }
 
 void SlidingWindow::Refill() {
@@ -120,22 +119,17 @@ void SlidingWindow::Refill() {
   std::reverse(upper_.begin(), upper_.end());
 }
 
-void SlidingWindow::NoteTop() {
-  const size_t top = TopCount(ring_.size());
-  if (top == 0) {
-    least_top_ = next_top_ = 0;
-    return;
-  }
-  const size_t lo = upper_.size() - top;
-  least_top_ = upper_[lo];
-  next_top_ = top > 1 ? upper_[lo + 1] : least_top_;
+void SlidingWindow::NoteP90() {
+  // Interpolate reads two of the K largest: sorted position i is upper_'s i - (n - upper_.size()).
+  const size_t skipped = ring_.size() - upper_.size();
+  p90_ = Interpolate(ring_.size(), kP90, [&](size_t i) { return upper_[i - skipped]; });
 }
 
 void SlidingWindow::Clear() {
   ring_.clear();
   head_ = 0;
   upper_.clear();
-  NoteTop();
+  NoteP90();
 }
 
 void SlidingWindow::PushUnsorted(double value, size_t capacity) {
@@ -154,7 +148,7 @@ void SlidingWindow::PushUnsorted(double value, size_t capacity) {
 void SlidingWindow::Sort() {
   // Only the largest need an order: select and sort just those.
   Refill();
-  NoteTop();
+  NoteP90();
 }
 
 void SlidingWindow::Assign(std::span<const double> values, size_t capacity) {
@@ -168,14 +162,6 @@ std::vector<double> SlidingWindow::Values() const {
   std::vector<double> values(ring_.begin() + static_cast<std::ptrdiff_t>(head_), ring_.end());
   values.insert(values.end(), ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(head_));
   return values;
-}
-
-double SlidingWindow::P90() const {
-  // Interpolate reads sorted[lo] and sorted[lo + 1]: the two values kept at hand, so that an
-  // observation which leaves the largest values alone does not read them.
-  const size_t lo = ring_.size() - TopCount(ring_.size());
-  return Interpolate(ring_.size(), kP90,
-                     [&](size_t i) { return i == lo ? least_top_ : next_top_; });
 }
 
 // ---- PrefixTree --------------------------------------------------------------------------------

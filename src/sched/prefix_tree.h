@@ -87,7 +87,7 @@ class SlidingWindow {
   std::vector<double> Values() const;
   /// numpy.percentile(Values(), 90) with linear interpolation; 0 when empty. REQUIRES: no
   /// PushUnsorted since the last Sort.
-  double P90() const;
+  double P90() const { return p90_; }
 
  private:
   /// How many values beyond K upper_ may hold.
@@ -96,15 +96,13 @@ class SlidingWindow {
   static size_t TopCount(size_t n);
   /// Scans the ring for its K + kSpare largest values.
   void Refill();
-  /// Reads the two values the percentile needs into least_top_ and next_top_.
-  void NoteTop();
+  /// Computes p90_ from upper_.
+  void NoteP90();
 
   std::vector<double> ring_;   // arrival order; once full, the oldest is at head_
   std::vector<double> upper_;  // the largest values of the ring, ascending: at least K of them
-  // The K-th and (K-1)-th largest (the K-th again when K is 1), kept at hand: all the
-  // percentile reads.
-  double least_top_ = 0;
-  double next_top_ = 0;
+  // The percentile, kept at hand: an observation that leaves upper_ alone does not read it.
+  double p90_ = 0;
   uint32_t head_ = 0;
 };
 
