@@ -11,6 +11,7 @@
 #include "model/cost_model.h"
 #include "planner/planner.h"
 #include "recipe/limits.h"
+#include "sched/least_conn.h"
 #include "sched/router.h"
 #include "store/run_owner.h"
 
@@ -158,6 +159,7 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   context.max_num_seqs = recipe.sim.max_num_seqs;
   context.sync_interval = recipe.rl.sync_interval;
   context.kv_policy = recipe.sim.kv_policy;
+  context.balanced_returns = system.router == sched::kLeastConnName;
   if (sizes) {
     context.typical_sequence_tokens = sizes->typical;
     context.max_sequence_tokens = sizes->max;

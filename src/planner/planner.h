@@ -58,6 +58,9 @@ struct PlanContext {
   recipe::KvPolicy kv_policy = recipe::KvPolicy::kCache;
   /// Continuous-batching limit of a rollout instance.
   int max_num_seqs = 256;
+  /// The router places returning turns by load alone (least-conn), not where their context is
+  /// cached (PipelineShape::balanced_returns).
+  bool balanced_returns = false;
 
   int total_gpus() const { return nodes * gpus_per_node; }
 };

@@ -241,8 +241,19 @@ struct CacheFixedPoint {
     return (load.decode * solved.iteration + load.tool_s + load.prefill_s) / load.trajectories;
   }
 
-  /// The hit rate the period of `solved` gives.
+  /// The share of returning turns that find their context cached at the period of `solved`: on
+  /// their instance (ReturnAffinity) and still there (CachedAfter).
   double HitAfter(const Solved& solved, bool saturated) const {
+    const double cached = CachedAfter(solved, saturated);
+    if (s.balanced_over <= 0 || cached <= 0) return cached;
+    const double placements_per_s =
+        (load.calls + load.trajectories) / solved.period * s.balanced_over;
+    return cached * ReturnAffinity(s.balanced_over, placements_per_s, load.tool_s / load.calls);
+  }
+
+  /// The share of tool calls whose context is still cached when their trajectory's next turn is
+  /// admitted, at the period of `solved`.
+  double CachedAfter(const Solved& solved, bool saturated) const {
     const double held_per_trajectory = load.held_context / load.trajectories;
     const double mean_tool = load.tool_s / load.calls;
     const double p = solved.period;
@@ -298,6 +309,13 @@ struct CacheFixedPoint {
 };
 
 }  // namespace
+
+double ReturnAffinity(int instances, double placements_per_s, double mean_tool_s) {
+  if (instances <= 1) return 1;
+  const double k = instances;
+  const double alone = std::exp(-std::max(0.0, placements_per_s * mean_tool_s));
+  return alone * std::pow(k, -kReturnStay) + (1 - alone) / k;
+}
 
 ToolLatencies::ToolLatencies(std::span<const double> latencies) {
   for (double l : latencies) {

@@ -264,7 +264,10 @@ struct Problem {
     const auto& batch = layout.micro_batch > 1 ? train_all_longest : train_longest;
     return batch != nullptr && batch->OutOfMemory(layout);
   }
-  InstanceSetting Setting(int tp, double outside_s, double paced_batches = 0) const {
+  /// An instance of TP `tp` in a layout of `instances` (0: not known, as for one run of the
+  /// sample in the rollout DP, whose layouts are timed again whole).
+  InstanceSetting Setting(int tp, double outside_s, double paced_batches = 0,
+                          int instances = 0) const {
     InstanceSetting s;
     s.tp = tp;
     s.max_num_seqs = space->max_num_seqs;
@@ -274,6 +277,7 @@ struct Problem {
     s.credit_pace = shape->credit_pace;
     s.kv_policy = shape->kv_policy;
     s.tools = tools;
+    s.balanced_over = shape->balanced_returns ? instances : 0;
     return s;
   }
 };
@@ -286,17 +290,26 @@ struct KindShare {
   bool operator==(const KindShare&) const = default;
 };
 
+/// The instances of a layout.
+int Instances(const std::vector<KindShare>& kinds) {
+  int n = 0;
+  for (const KindShare& kind : kinds) n += kind.count;
+  return n;
+}
+
 /// The slowest instance's period (unscaled) with `outside_s` in the cycle (rollout_model.h) and,
 /// when given, `paced_batches` in flight at the trainer's pace (rollout_model.h); with
 /// `occupancy`, the largest InstanceEstimate::paced_occupancy there too.
 double Period(const Problem& p, const std::vector<KindShare>& kinds, double outside_s,
               double paced_batches = 0, double* occupancy = nullptr) {
+  const int instances = Instances(kinds);
   double worst = 0;
   for (const KindShare& kind : kinds) {
     if (kind.count <= 0 || kind.load.empty()) continue;
     if (!p.Holds(kind.tp)) return kInf;
-    const InstanceEstimate e = EstimateInstance(
-        *p.cost, p.Setting(kind.tp, outside_s, paced_batches), kind.load.Share(1.0 / kind.count));
+    const InstanceEstimate e =
+        EstimateInstance(*p.cost, p.Setting(kind.tp, outside_s, paced_batches, instances),
+                         kind.load.Share(1.0 / kind.count));
     worst = std::max(worst, e.period_s);
     if (occupancy != nullptr) *occupancy = std::max(*occupancy, e.paced_occupancy);
   }
@@ -898,8 +911,9 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
     trajectories += k.load.trajectories;
     held += k.load.held_context;
     if (k.tp == tp) {
-      iteration =
-          EstimateInstance(*p.cost, p.Setting(tp, 0), k.load.Share(1.0 / k.count)).iteration_s;
+      iteration = EstimateInstance(*p.cost, p.Setting(tp, 0, 0, Instances(kinds)),
+                                   k.load.Share(1.0 / k.count))
+                      .iteration_s;
     }
   }
   // Lent instances join after the step's batches were launched, so they only get the turns

@@ -36,8 +36,7 @@ TEST_F(CmdPlanTest, SearchingPlannersShowTheirCandidatesAndSearch) {
   const CommandResult e = Libra({"plan", "--explain", "--systems", "libra", "paper.toml"});
   ASSERT_EQ(e.exit_code, 0) << e.err;
   ExpectGolden("cli/plan_paper_grp_explain.txt",
-               "libra plan --explain --systems libra recipes/paper/r2e-gym-qwen3-14b.toml",
-               e.out);
+               "libra plan --explain --systems libra recipes/paper/r2e-gym-qwen3-14b.toml", e.out);
 }
 
 TEST_F(CmdPlanTest, CheckSimulatesThePlanAndComparesEveryPhase) {
@@ -63,11 +62,11 @@ TEST_F(CmdPlanTest, CheckSimulatesThePlanAndComparesEveryPhase) {
 }
 
 TEST_F(CmdPlanTest, SystemsThatSearchAlikeShareOneTable) {
-  // Three systems of the ablation recipe plan the same: one candidates table names all three
-  // (not three identical tables); libra-homogeneous searches otherwise and has its own. --json
-  // lists each system's candidates.
-  WriteFile(dir_.File("paper.toml"),
-            ReadFile(SourcePath("recipes/paper/r2e-gym-ablations.toml")));
+  // Two systems of the ablation recipe plan the same: one candidates table names both (not two
+  // identical tables); grp-least-conn (its router moves returning turns) and libra-homogeneous
+  // (one TP size as well) search otherwise and have their own. --json lists each system's
+  // candidates.
+  WriteFile(dir_.File("paper.toml"), ReadFile(SourcePath("recipes/paper/r2e-gym-ablations.toml")));
   const CommandResult r = Libra({"plan", "paper.toml"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   size_t tables = 0;
@@ -75,10 +74,10 @@ TEST_F(CmdPlanTest, SystemsThatSearchAlikeShareOneTable) {
        at = r.out.find("best candidates", at + 1)) {
     ++tables;
   }
-  EXPECT_EQ(tables, 2u) << r.out;
-  EXPECT_NE(r.out.find("grp-cmlfq, no-ehp-cmlfq, grp-least-conn (grp, no-ehp): best candidates"),
-            std::string::npos)
+  EXPECT_EQ(tables, 3u) << r.out;
+  EXPECT_NE(r.out.find("grp-cmlfq, no-ehp-cmlfq (grp, no-ehp): best candidates"), std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("grp-least-conn (grp): best candidates"), std::string::npos) << r.out;
   const CommandResult json = Libra({"plan", "--json", "paper.toml"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   auto doc = ParseJson(json.out);

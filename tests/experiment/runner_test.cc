@@ -636,6 +636,14 @@ TEST(RunnerTest, LibraHomogeneousUsesOneRolloutTpSize) {
   }
 }
 
+TEST(RunnerTest, ThePlanContextSaysWhetherTheRouterKeepsReturningTurnsWhereCached) {
+  // least-conn places a returning turn by load alone; C-MLFQ keeps it where its context is.
+  const recipe::Recipe homogeneous = Parse(kRecipe, {"system.preset=libra-homogeneous"});
+  EXPECT_TRUE(MakePlanContext(homogeneous, homogeneous.system).balanced_returns);
+  const recipe::Recipe libra = Parse(kRecipe, {"system.preset=libra"});
+  EXPECT_FALSE(MakePlanContext(libra, libra.system).balanced_returns);
+}
+
 TEST(RunnerTest, LibraLooksAgainWhenTheWorkloadDriftsAndNeverLosesByIt) {
   // libra re-plans online: when trajectories get 4x longer (or a quarter as long) at step 3 it
   // looks again after the change, moves only on a predicted net gain, and is never more than 2%

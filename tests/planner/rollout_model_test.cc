@@ -207,6 +207,54 @@ TEST(RolloutModelTest, EvictedContextsArePrefilledAgain) {
   EXPECT_GE(freed.period_s, short_cache.period_s);
 }
 
+TEST(RolloutModelTest, ALoadBalancingRouterReturnsATurnToItsInstanceBySpreadAndPace) {
+  EXPECT_DOUBLE_EQ(ReturnAffinity(1, 100, 10), 1);  // one instance: always
+  // A tool call that returns before another turn is placed: the immediate return's share.
+  EXPECT_DOUBLE_EQ(ReturnAffinity(3, 10, 0), std::pow(3.0, -kReturnStay));
+  EXPECT_NEAR(ReturnAffinity(3, 10, 0), 0.735, 0.001);
+  EXPECT_NEAR(ReturnAffinity(24, 10, 0), 0.411, 0.001);
+  // Many turns placed while it runs: any instance, 1 in K.
+  EXPECT_NEAR(ReturnAffinity(3, 50, 1), 1.0 / 3, 1e-12);
+  EXPECT_NEAR(ReturnAffinity(24, 50, 1), 1.0 / 24, 1e-12);
+  // In between, and falling as the calls take longer or more turns are placed meanwhile.
+  double before = ReturnAffinity(6, 10, 0);
+  for (double tool_s : {0.01, 0.05, 0.1, 0.5}) {
+    const double share = ReturnAffinity(6, 10, tool_s);
+    EXPECT_LT(share, before) << tool_s;
+    EXPECT_GT(share, 1.0 / 6) << tool_s;
+    before = share;
+  }
+  EXPECT_LT(ReturnAffinity(6, 20, 0.05), ReturnAffinity(6, 10, 0.05));
+}
+
+TEST(RolloutModelTest, TurnsABalancingRouterMovesArePrefilledAgain) {
+  // The same tool-bound work with room for every context: kept on their instance, no returning
+  // turn prefills; placed by load over K instances, those that land elsewhere do, more of them
+  // the more instances there are.
+  ToolBoundWork work;
+  AffineCost& cost = work.cost;
+  InstanceSetting& s = work.setting;
+  const RolloutLoad& load = work.load;
+  const InstanceEstimate kept = EstimateInstance(cost, s, load);
+  EXPECT_DOUBLE_EQ(kept.hit_rate, 1);
+  s.balanced_over = 1;  // one instance: nowhere else to go
+  EXPECT_DOUBLE_EQ(EstimateInstance(cost, s, load).period_s, kept.period_s);
+  double before = kept.period_s;
+  for (int instances : {2, 4, 16}) {
+    s.balanced_over = instances;
+    const InstanceEstimate spread = EstimateInstance(cost, s, load);
+    EXPECT_LT(spread.hit_rate, 1) << instances;
+    EXPECT_GT(spread.period_s, before) << instances;
+    before = spread.period_s;
+  }
+  // A single-turn load has no returning turn to move.
+  RolloutLoad single = LoadOf(cost, {TrajectorySize{100, 400, 0}}, 8);
+  s.balanced_over = 16;
+  const double spread_single = EstimateInstance(cost, s, single).period_s;
+  s.balanced_over = 0;
+  EXPECT_DOUBLE_EQ(spread_single, EstimateInstance(cost, s, single).period_s);
+}
+
 TEST(RolloutModelTest, APacedInstanceReportsTheCacheItsContextsFill) {
   // A trainer far slower than rollout paces the batches: the instance reports the share of its
   // cache that the contexts in flight at that pace fill, and is credited with its unsaturated
