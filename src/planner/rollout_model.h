@@ -130,7 +130,7 @@ struct InstanceSetting {
 double ReturnAffinity(int instances, double placements_per_s, double mean_tool_s);
 
 /// The exponent of ReturnAffinity's immediate return, measured on the simulator with least-conn:
-/// r2e-gym's tool calls take about 10 ms, and 73%, 60%, 50% and 41% of its returning turns land
+/// r2e-gym's tool calls take 7 ms on average, and 73%, 60%, 50% and 41% of its returning turns land
 /// on their previous instance with 3, 6, 12 and 24 instances (K^-0.28: 73.5%, 60.5%, 49.9%,
 /// 41.1%); ties among the least loaded, broken in rotation, are what keeps it below 1
 /// (docs/planner.md, "Routers without turn affinity").

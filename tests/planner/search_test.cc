@@ -676,6 +676,37 @@ TEST(SearchTest, TreeDpAndExhaustiveAgreeOnRandomSmallCases) {
   EXPECT_GE(feasible, 25);  // the comparison is not vacuous
 }
 
+TEST(SearchTest, ALeastConnRouterPaysForTheTurnsItMoves) {
+  // Multi-turn trajectories whose contexts stay cached across their tool calls: with the
+  // returning turns placed by load alone (least-conn), those that land on another instance
+  // prefill again, so the same layout rolls out slower, and more so over more instances; one
+  // instance has nowhere else to send them.
+  auto cost = Catalog("roofline", "A800-80G", "Qwen3-14B", 8);
+  SearchSpace space;
+  space.nodes = 2;
+  space.gpus_per_node = 8;
+  PipelineShape shape;
+  shape.batch_trajectories = 64;
+  shape.staleness = 1;
+  std::vector<RequestSample> history = R2eGymHistory(64, 5);
+  for (RequestSample& r : history) {
+    r.turns = 5;
+    r.tool_s = 8;
+  }
+  const model::TrainLayout train{8, 1, 1, 1};
+  auto rollout = [&](bool balanced, std::vector<int> tps) {
+    shape.balanced_returns = balanced;
+    auto plan = EvaluatePlan(*cost, space, shape, history, train, std::move(tps));
+    EXPECT_OK(plan);
+    return plan.ok() ? plan->rollout_s : 0.0;
+  };
+  EXPECT_DOUBLE_EQ(rollout(true, {8}), rollout(false, {8}));
+  const double two = rollout(true, {4, 4});
+  EXPECT_GT(two, rollout(false, {4, 4}));
+  EXPECT_GT(rollout(true, {2, 2, 2, 2}) / rollout(false, {2, 2, 2, 2}),
+            two / rollout(false, {4, 4}));
+}
+
 TEST(SearchTest, PaperSettingYieldsAFeasiblePlan) {
   // 48 A800 (6 x 8), Qwen3-14B, 256 r2e-gym-like trajectories a step, staleness 2: a plan that
   // fits in memory, uses all 48 GPUs, and whose times EvaluatePlan reproduces.
