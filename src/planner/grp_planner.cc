@@ -274,7 +274,7 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
   const std::vector<RequestSample> history = History();
   homogeneous_tp_.reset();
   // Homogeneous: one search per TP size, their budgets' bests ranked together as one search
-  // ranks its own (near-ties included).
+  // ranks its own.
   std::vector<std::optional<int>> sizes = {std::nullopt};
   if (options_.homogeneous) sizes.assign(options_.rollout_tps.begin(), options_.rollout_tps.end());
   SearchResult result;
@@ -298,7 +298,7 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
     result.top.insert(result.top.end(), one.top.begin(), one.top.end());
   }
   if (sizes.size() > 1) {
-    RankPlans(result.top, result.trace);
+    RankPlans(result.top);
     if (!result.top.empty()) result.best = result.top.front();
   }
   homogeneous_tp_ = options_.homogeneous && result.best
@@ -319,12 +319,6 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
       "%s search over %d training budgets: rollout %.1f s, train %.1f s, sync %.1f s per step",
       options_.mode == SearchMode::kTreeDp ? "Algorithm 1" : "exhaustive", result.trace.budgets,
       result.best->rollout_s, result.best->train_s, result.best->sync_s);
-  if (result.top.size() > 1 && result.top[1].step_s < result.best->step_s) {
-    plan.reason += StrFormat(
-        "; a near-tie (within %.0f%% of the fastest), chosen for the shortest step with rollout "
-        "%.0f%% slower",
-        100 * kNearTie, 100 * kRolloutDoubt);
-  }
   for (size_t i = 0; i < result.top.size() && i < 5; ++i) {
     plan.candidates.push_back(Describe(result.top[i], context.gpus_per_node));
   }

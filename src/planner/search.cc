@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <set>
 #include <span>
@@ -34,23 +35,48 @@ bool SampleOrder(const RequestSample& a, const RequestSample& b) {
 /// The history sorted by total length (then prompt, generated, tool, turns, tool time), cut at the
 /// rank of a batch's longest trajectory (a history of many batches holds longer ones than a batch
 /// does: of n, the longest n / (batch + 1) are left out), and thinned to at most `max_requests`
-/// evenly spaced ranks, the shortest and that longest included.
+/// evenly spaced ranks, the shortest and that longest included. With `pace_s` > 0, the trajectory
+/// at the same rank by latency (tool time plus generated tokens at `pace_s` a token) takes the
+/// place of the sampled one nearest it in length, when the thinning left it out.
 std::vector<RequestSample> SampleHistory(std::span<const RequestSample> history, int max_requests,
-                                         int batch) {
+                                         int batch, double pace_s) {
   std::vector<RequestSample> sorted(history.begin(), history.end());
   if (!std::is_sorted(sorted.begin(), sorted.end(), SampleOrder)) {
     std::stable_sort(sorted.begin(), sorted.end(), SampleOrder);
   }
-  sorted.resize(sorted.size() -
-                (sorted.size() - 1) / (static_cast<size_t>(std::max(1, batch)) + 1));
+  const size_t cut = (sorted.size() - 1) / (static_cast<size_t>(std::max(1, batch)) + 1);
+  std::optional<RequestSample> slowest;
+  if (pace_s > 0 && !sorted.empty()) {
+    // Latencies by rank in `sorted`; equal latencies rank the later of the length order first.
+    std::vector<std::pair<double, size_t>> latencies(sorted.size());
+    for (size_t k = 0; k < sorted.size(); ++k) {
+      latencies[k] = {sorted[k].tool_s + pace_s * static_cast<double>(sorted[k].generated_tokens),
+                      k};
+    }
+    std::nth_element(latencies.begin(), latencies.begin() + static_cast<std::ptrdiff_t>(cut),
+                     latencies.end(), std::greater<>());
+    slowest = sorted[latencies[cut].second];
+  }
+  sorted.resize(sorted.size() - cut);
   const int64_t n = static_cast<int64_t>(sorted.size());
   const int64_t m = std::min<int64_t>(n, std::max(1, max_requests));
-  if (m == n) return sorted;
+  if (m == n && !slowest) return sorted;
   std::vector<RequestSample> sample;
   sample.reserve(static_cast<size_t>(m));
   for (int64_t k = 0; k < m; ++k) {
     const int64_t index = m == 1 ? (n - 1) / 2 : (k * (n - 1) * 2 + (m - 1)) / (2 * (m - 1));
     sample.push_back(sorted[static_cast<size_t>(index)]);
+  }
+  if (slowest && sample.size() > 1 &&
+      std::find(sample.begin(), sample.end(), *slowest) == sample.end()) {
+    const auto at = std::lower_bound(sample.begin() + 1, sample.end(), *slowest, SampleOrder);
+    auto nearest = at == sample.end() ? at - 1 : at;
+    if (at != sample.end() && at - 1 != sample.begin() &&
+        slowest->total() - (at - 1)->total() <= at->total() - slowest->total()) {
+      nearest = at - 1;
+    }
+    *nearest = *slowest;
+    std::sort(sample.begin(), sample.end(), SampleOrder);
   }
   return sample;
 }
@@ -972,40 +998,6 @@ std::optional<CandidatePlan> LendTrainer(const Problem& p, const CandidatePlan& 
   return lending;
 }
 
-/// The step of `unlent` (lending the trainer when `lend`) were its rollout side kRolloutDoubt
-/// slower than the model says (CandidatePlan::doubted_step_s).
-double DoubtedStep(const Problem& p, const CandidatePlan& unlent,
-                   const std::vector<KindShare>& kinds, bool lend) {
-  const double doubt = 1 + kRolloutDoubt;
-  const double scale = p.shape->rollout_scale * doubt;
-  CandidatePlan slower = unlent;
-  slower.rollout_s *= doubt;
-  slower.step_s = PlanStep(p, kinds, slower.rollout_s, slower.train_s, slower.sync_s,
-                           slower.colocated, scale, nullptr);
-  if (!lend) return slower.step_s;
-  const std::optional<CandidatePlan> lent = LendTrainer(p, slower, kinds, kInf, scale);
-  return lent ? lent->step_s : slower.step_s;
-}
-
-/// Brings to the front of `top` (sorted by predicted step) the near-tie (within kNearTie of the
-/// first) with the shortest doubted step, the first of equals; says so in `trace` when that is
-/// not the first.
-void ChooseAmongNearTies(std::vector<CandidatePlan>& top, SearchTrace& trace) {
-  if (top.empty()) return;
-  const double limit = top.front().step_s * (1 + kNearTie);
-  auto chosen = top.begin();
-  for (auto it = top.begin(); it != top.end() && it->step_s <= limit; ++it) {
-    if (it->doubted_step_s < chosen->doubted_step_s) chosen = it;
-  }
-  if (chosen == top.begin()) return;
-  trace.lines.push_back(StrFormat(
-      "near-tie: the plan of train %d at %.3f s a step (%.3f s were rollout %.0f%% slower) is "
-      "chosen over the fastest predicted, train %d at %.3f s (%.3f s)",
-      chosen->train_gpus(), chosen->step_s, chosen->doubted_step_s, 100 * kRolloutDoubt,
-      top.front().train_gpus(), top.front().step_s, top.front().doubted_step_s));
-  std::rotate(top.begin(), chosen, chosen + 1);
-}
-
 std::string PrunedString(const std::map<std::string, int>& pruned) {
   std::vector<std::string> items;
   for (const auto& [reason, count] : pruned)
@@ -1181,6 +1173,24 @@ BudgetBest EveryLeaf(Problem& p, int budget, const RolloutSide& side, bool coloc
   return best;
 }
 
+/// Seconds a token of one sequence decoding alone on an instance of the largest rollout TP, at the
+/// history's mean context: a trajectory's own pace, which SampleHistory ranks latencies by (0
+/// when there is no TP or no history).
+double LonePace(const model::CostModel& cost, const SearchSpace& space,
+                std::span<const RequestSample> history) {
+  const std::vector<int> tps = AllowedRolloutTps(space);
+  if (tps.empty() || history.empty()) return 0;
+  double context = 0;
+  for (const RequestSample& r : history) {
+    context += static_cast<double>(r.prompt_tokens) +
+               static_cast<double>(r.generated_tokens + r.tool_tokens) / 2;
+  }
+  model::IterationLoad load;
+  load.decode_sequences = 1;
+  load.decode_context_tokens = std::llround(context / static_cast<double>(history.size()));
+  return cost.IterationTime(tps.back(), load);
+}
+
 /// The sample, the tool latencies and the longest context of a history, for `space` and `shape`.
 Problem MakeProblem(const model::CostModel& cost, const SearchSpace& space,
                     const PipelineShape& shape, std::span<const RequestSample> history) {
@@ -1188,7 +1198,8 @@ Problem MakeProblem(const model::CostModel& cost, const SearchSpace& space,
   p.cost = &cost;
   p.space = &space;
   p.shape = &shape;
-  p.sample = SampleHistory(history, space.max_requests, shape.batch_trajectories);
+  p.sample = SampleHistory(history, space.max_requests, shape.batch_trajectories,
+                           LonePace(cost, space, history));
   p.weight = static_cast<double>(shape.batch_trajectories) / static_cast<double>(p.sample.size());
   std::vector<int64_t> batch = TrainBatch(p.sample, shape.batch_trajectories);
   if (!p.sample.empty()) {
@@ -1310,12 +1321,7 @@ class BudgetSearch {
     }
     const RolloutOption* option = found.option;
     std::optional<CandidatePlan> best = found.Expanded();
-    if (best) {
-      Kept kept = space_.hybrid ? BestLent(*best, *option, side) : Kept{*best, *best, option};
-      kept.plan.doubted_step_s =
-          DoubtedStep(p_, kept.unlent, kept.option->kinds, kept.plan.lend_trainer);
-      best = std::move(kept.plan);
-    }
+    if (best && space_.hybrid) best = BestLent(*best, *option, side);
     for (const auto& [reason, count] : pruned) trace.pruned[reason] += count;
     const std::string what = colocated
                                  ? StrFormat("time-shared %d", total_)
@@ -1330,33 +1336,25 @@ class BudgetSearch {
   }
 
  private:
-  /// A budget's best plan, the plan it lends the trainer from (itself when it does not lend)
-  /// and the rollout option of both.
-  struct Kept {
-    CandidatePlan plan;
-    CandidatePlan unlent;
-    const RolloutOption* option = nullptr;
-  };
-
   /// `plan` (the budget's best, taking `chosen`), or a rollout option of `side` with the trainer's
   /// GPUs lent while it waits when that makes the step shorter. Lending changes which option is
   /// fastest: the trainer's GPUs join as instances of the option's largest TP and take over part
   /// of the turns, so an option too small to keep up alone may be the best one lent. Each option
   /// is tried with the plan's training layout; `chosen` first, then the first of equals stays.
-  Kept BestLent(const CandidatePlan& plan, const RolloutOption& chosen, const RolloutSide& side) {
-    Kept kept{plan, plan, &chosen};
+  CandidatePlan BestLent(const CandidatePlan& plan, const RolloutOption& chosen,
+                         const RolloutSide& side) {
+    CandidatePlan kept = plan;
     if (plan.colocated) return kept;  // nothing waits to lend
     const double scale = p_.shape->rollout_scale;
     if (std::optional<CandidatePlan> lent = LendTrainer(p_, plan, chosen.kinds, plan.step_s, scale))
-      kept.plan = std::move(*lent);
+      kept = std::move(*lent);
     for (const RolloutOption& option : side.options) {
       if (&option == &chosen) continue;
       BudgetBest alone;
       Offer(p_, plan.train, plan.train_s, option, /*colocated=*/false, alone);
-      CandidatePlan unlent = *alone.Expanded();
       std::optional<CandidatePlan> lent =
-          LendTrainer(p_, unlent, option.kinds, kept.plan.step_s, scale);
-      if (lent) kept = {std::move(*lent), std::move(unlent), &option};
+          LendTrainer(p_, *alone.Expanded(), option.kinds, kept.step_s, scale);
+      if (lent) kept = std::move(*lent);
     }
     return kept;
   }
@@ -1488,7 +1486,7 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
                       std::move(pattern_layouts), max_rollout, result);
   for (int budget : budgets) search.PlanBudget(budget, false);
   if (time_shared) search.PlanBudget(total, true);
-  RankPlans(result.top, trace);
+  RankPlans(result.top);
   if (!result.top.empty()) result.best = result.top.front();
   const std::string outcome =
       result.best ? "best: " + result.best->ToString() : std::string("no feasible plan");
@@ -1502,11 +1500,10 @@ Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& spa
   return result;
 }
 
-void RankPlans(std::vector<CandidatePlan>& top, SearchTrace& trace) {
+void RankPlans(std::vector<CandidatePlan>& top) {
   std::stable_sort(top.begin(), top.end(), [](const CandidatePlan& a, const CandidatePlan& b) {
     return std::make_pair(a.step_s, a.train_gpus()) < std::make_pair(b.step_s, b.train_gpus());
   });
-  ChooseAmongNearTies(top, trace);
 }
 
 Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpace& space,

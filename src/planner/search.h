@@ -172,10 +172,6 @@ struct CandidatePlan {
   /// that the contexts in flight fill at the trainer's pace (InstanceEstimate::paced_occupancy;
   /// above kPacedHeadroom the model takes the instance to thrash). 0 when not asked.
   double paced_occupancy = 0;
-  /// The step were the rollout side kRolloutDoubt slower than the model says: what decides
-  /// between plans whose predicted steps are a near-tie (kNearTie). Search sets it; 0 from
-  /// EvaluatePlan, which chooses nothing.
-  double doubted_step_s = 0;
 
   int train_gpus() const { return train.gpus(); }
   int rollout_gpus() const;
@@ -214,8 +210,7 @@ struct SearchResult {
   /// The best plan; nullopt when nothing is feasible.
   std::optional<CandidatePlan> best;
   /// The best plan of each feasible training budget, by predicted step (ties: fewer training
-  /// GPUs), except that the chosen one comes first: among the near-ties (kNearTie) the one with
-  /// the shortest doubted step (first of equals).
+  /// GPUs).
   std::vector<CandidatePlan> top;
   SearchTrace trace;
 
@@ -230,15 +225,6 @@ enum class SearchMode {
   kExhaustive,
 };
 
-/// Plans whose predicted steps are within kNearTie of the best are a near-tie: the rollout
-/// model's errors on the repository's recipes span about twice that (-7% to +4%, `libra plan
-/// --check`; docs/planner.md), so their order means little. Among them the search picks the one
-/// whose step holds best were rollout kRolloutDoubt slower than predicted (the fidelity gate's
-/// tolerance; the rollout model is the uncertain one, training's predictions are within 3%), so
-/// a plan with room on its rollout side beats one that rollout sets the pace of.
-inline constexpr double kNearTie = 0.05;
-inline constexpr double kRolloutDoubt = 0.10;
-
 /// Largest problem the exhaustive mode accepts: GPUs, sampled requests, and rollout layouts x
 /// request splits to enumerate over all budgets.
 inline constexpr int kExhaustiveMaxGpus = 16;
@@ -252,19 +238,22 @@ void SortHistory(std::vector<RequestSample>& history);
 
 /// The best plan for `history` (the recent trajectories). The history is sorted by total length
 /// and stratified-sampled to at most space.max_requests (evenly spaced ranks, the shortest and the
-/// longest included); each sampled request stands for batch_trajectories / sample size
-/// trajectories. kInvalidArgument for an empty history or an impossible space (no budget in the
-/// bounds, no allowed rollout TP, empty TP/PP/micro-batch lists, non-positive sizes); the
-/// exhaustive mode also refuses problems beyond the kExhaustive* limits, saying so. A space in
-/// which every candidate is pruned is not an error: best is nullopt and the trace says why.
+/// longest included, cut at the rank of a batch's longest), and the trajectory at that rank by
+/// latency (tool time plus generated tokens at one sequence's pace on the largest rollout TP)
+/// takes the place of the sampled one nearest it in length; each sampled request stands for
+/// batch_trajectories / sample size trajectories. kInvalidArgument for an empty history or an
+/// impossible space (no budget in the bounds, no allowed rollout TP, empty TP/PP/micro-batch
+/// lists, non-positive sizes); the exhaustive mode also refuses problems beyond the kExhaustive*
+/// limits, saying so. A space in which every candidate is pruned is not an error: best is nullopt
+/// and the trace says why.
 Result<SearchResult> Search(const model::CostModel& cost, const SearchSpace& space,
                             const PipelineShape& shape, std::span<const RequestSample> history,
                             SearchMode mode = SearchMode::kTreeDp);
 
-/// Orders plans as Search orders SearchResult::top: by predicted step (ties: fewer training GPUs),
-/// then the near-tie with the shortest doubted step first (kNearTie), which `trace` notes. The
-/// plans of several searches (one per rollout TP size, `homogeneous`) are ranked together by it.
-void RankPlans(std::vector<CandidatePlan>& top, SearchTrace& trace);
+/// Orders plans as Search orders SearchResult::top: by predicted step (ties: fewer training GPUs).
+/// The plans of several searches (one per rollout TP size, `homogeneous`) are ranked together by
+/// it.
+void RankPlans(std::vector<CandidatePlan>& top);
 
 /// The predicted times of one given plan (the current one, to compare against), with the search's
 /// model: the history sampled as in Search; the instances of each TP size share one contiguous run

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <set>
 
 #include "common/rng.h"
 #include "common/strings.h"
@@ -316,11 +317,10 @@ TEST(GrpPlannerTest, PlansTimeSharedLayoutsAndKeepsThem) {
 }
 
 TEST(GrpPlannerTest, HomogeneousRanksEverySizesPlansTogetherAsOneSearchWould) {
-  // One search per rollout TP size; their budgets' plans are ranked together, near-ties
-  // included (RankPlans), so a plan of one size within kNearTie of another size's fastest
-  // competes on its doubted step as it would within one search. Randomised multi-turn
-  // profiles on the paper's cluster, synchronous and asynchronous.
-  int across_sizes = 0;
+  // One search per rollout TP size; their budgets' plans are ranked together (RankPlans), so the
+  // plan is the fastest predicted of every size's, ties to fewer training GPUs, as within one
+  // search. Randomised multi-turn profiles on the paper's cluster, synchronous and asynchronous.
+  std::set<int> fastest_tps;
   for (uint64_t seed = 141; seed <= 180; ++seed) {
     SCOPED_TRACE(StrFormat("seed %d", static_cast<int>(seed)));
     Rng rng(seed);
@@ -335,9 +335,8 @@ TEST(GrpPlannerTest, HomogeneousRanksEverySizesPlansTogetherAsOneSearchWould) {
     }
     auto plan = Make(Options({{"homogeneous", BoolValue(true)}}))->Initial(f.context);
     ASSERT_OK(plan);
-    std::vector<CandidatePlan> all;
+    std::pair<double, int> fastest = {std::numeric_limits<double>::infinity(), 0};
     int fastest_tp = 0;
-    double fastest = std::numeric_limits<double>::infinity();
     for (int tp : {1, 2, 4, 8}) {
       SearchSpace space;
       space.nodes = 6;
@@ -349,33 +348,20 @@ TEST(GrpPlannerTest, HomogeneousRanksEverySizesPlansTogetherAsOneSearchWould) {
       auto searched = Search(*f.cost, space, shape, f.context.history);
       ASSERT_OK(searched);
       for (const CandidatePlan& c : searched->top) {
-        if (c.step_s < fastest) fastest_tp = tp;
-        fastest = std::min(fastest, c.step_s);
+        if (std::make_pair(c.step_s, c.train_gpus()) < fastest) {
+          fastest = {c.step_s, c.train_gpus()};
+          fastest_tp = tp;
+        }
       }
-      all.insert(all.end(), searched->top.begin(), searched->top.end());
     }
     ASSERT_TRUE(plan->predicted_step_s.has_value());
-    EXPECT_LE(*plan->predicted_step_s, fastest * (1 + kNearTie));
-    // The plan is one size's, and no near-tie of any size holds its step better were rollout
-    // slower.
-    const int tp = plan->layout.instances.front().tp;
-    for (const backend::InstanceSpec& i : plan->layout.instances) EXPECT_EQ(i.tp, tp);
-    double doubted = std::numeric_limits<double>::infinity();
-    for (const CandidatePlan& c : all) {
-      if (c.step_s == *plan->predicted_step_s && c.rollout_tps.front() == tp) {
-        doubted = std::min(doubted, c.doubted_step_s);
-      }
-    }
-    for (const CandidatePlan& c : all) {
-      if (c.step_s <= fastest * (1 + kNearTie)) {
-        EXPECT_GE(c.doubted_step_s, doubted) << c.ToString();
-      }
-    }
-    across_sizes += tp != fastest_tp ? 1 : 0;
+    EXPECT_EQ(*plan->predicted_step_s, fastest.first);
+    EXPECT_EQ(plan->layout.train.gpus(), fastest.second);
+    for (const backend::InstanceSpec& i : plan->layout.instances) EXPECT_EQ(i.tp, fastest_tp);
+    fastest_tps.insert(fastest_tp);
   }
-  // The ranking is in play across sizes: in one of these profiles (seed 154; 2 of seeds 1-400)
-  // the plan is another size's than the fastest predicted.
-  EXPECT_GE(across_sizes, 1);
+  // The ranking is in play across sizes: the fastest is not always one size's.
+  EXPECT_GE(fastest_tps.size(), 2u);
 }
 
 TEST(GrpPlannerTest, ASearchThatFailsOnlineIsNamedInTheDecision) {
