@@ -125,8 +125,16 @@ int RunRecipe(const Options& o, const std::string& path) {
                  o.system.empty() ? "planned by grp" : o.system.c_str());
     return 1;
   }
-  auto workload = workload::MakeWorkload(r.workload, r.seed).value();
-  auto cost = model::MakeCostModel(r).value();
+  auto made_workload = workload::MakeWorkload(r.workload, r.seed);
+  auto made_cost = model::MakeCostModel(r);
+  for (const Status& status : {made_workload.status(), made_cost.status()}) {
+    if (!status.ok()) {  // it names the recipe
+      std::fprintf(stderr, "%s\n", status.ToString().c_str());
+      return 1;
+    }
+  }
+  auto workload = std::move(*made_workload);
+  auto cost = std::move(*made_cost);
   const experiment::SequenceSizes sizes =
       experiment::SampleSequenceSizes(*workload, r.rl.group_size, r.steps);
   planner::GrpPlanner grp(planner::GrpOptions(), planner::kGrpName);
