@@ -12,6 +12,7 @@
 #include "planner/planner.h"
 #include "recipe/limits.h"
 #include "sched/least_conn.h"
+#include "sched/round_robin.h"
 #include "sched/router.h"
 #include "store/run_owner.h"
 
@@ -159,7 +160,9 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   context.max_num_seqs = recipe.sim.max_num_seqs;
   context.sync_interval = recipe.rl.sync_interval;
   context.kv_policy = recipe.sim.kv_policy;
-  context.balanced_returns = system.router == sched::kLeastConnName;
+  context.returns = system.router == sched::kLeastConnName ? planner::ReturnPlacement::kLeastLoaded
+                    : system.router == sched::kRoundRobinName ? planner::ReturnPlacement::kRotated
+                                                              : planner::ReturnPlacement::kKept;
   if (sizes) {
     context.typical_sequence_tokens = sizes->typical;
     context.max_sequence_tokens = sizes->max;

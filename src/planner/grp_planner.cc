@@ -131,7 +131,7 @@ PipelineShape GrpPlanner::Shape() const {
   shape.sync_interval = std::max(1, context_.sync_interval);
   shape.max_sequence_tokens = context_.max_sequence_tokens;
   shape.kv_policy = context_.kv_policy;
-  shape.balanced_returns = context_.balanced_returns;
+  shape.returns = context_.returns;
   shape.tool_latencies = tool_latencies_.Sorted();  // sorted once per change
   if (options_.calibrate) {
     shape.rollout_scale = rollout_cal_.factor();

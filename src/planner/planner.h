@@ -27,6 +27,14 @@ struct TrajectorySize {
   bool operator==(const TrajectorySize&) const = default;
 };
 
+/// Where the router sends a turn that returns from a tool call, as far as the rollout model is
+/// concerned (docs/planner.md, "Routers without turn affinity").
+enum class ReturnPlacement {
+  kKept,         // back to the instance that holds its context (C-MLFQ)
+  kLeastLoaded,  // to the instance with the fewest unfinished turns (least-conn)
+  kRotated,      // to the next instance in rotation, whatever their load (round-robin)
+};
+
 /// What a planner plans for.
 struct PlanContext {
   int nodes = 1;
@@ -58,9 +66,8 @@ struct PlanContext {
   recipe::KvPolicy kv_policy = recipe::KvPolicy::kCache;
   /// Continuous-batching limit of a rollout instance.
   int max_num_seqs = 256;
-  /// The router places returning turns by load alone (least-conn), not where their context is
-  /// cached (PipelineShape::balanced_returns).
-  bool balanced_returns = false;
+  /// Where the router places returning turns (PipelineShape::returns).
+  ReturnPlacement returns = ReturnPlacement::kKept;
 
   int total_gpus() const { return nodes * gpus_per_node; }
 };

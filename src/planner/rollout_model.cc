@@ -245,10 +245,10 @@ struct CacheFixedPoint {
   /// their instance (ReturnAffinity) and still there (CachedAfter).
   double HitAfter(const Solved& solved, bool saturated) const {
     const double cached = CachedAfter(solved, saturated);
-    if (s.balanced_over <= 0 || cached <= 0) return cached;
-    const double placements_per_s =
-        (load.calls + load.trajectories) / solved.period * s.balanced_over;
-    return cached * ReturnAffinity(s.balanced_over, placements_per_s, load.tool_s / load.calls);
+    if (s.returns == ReturnPlacement::kKept || s.instances <= 0 || cached <= 0) return cached;
+    const double placements_per_s = (load.calls + load.trajectories) / solved.period * s.instances;
+    return cached *
+           ReturnAffinity(s.returns, s.instances, placements_per_s, load.tool_s / load.calls);
   }
 
   /// The share of tool calls whose context is still cached when their trajectory's next turn is
@@ -310,9 +310,11 @@ struct CacheFixedPoint {
 
 }  // namespace
 
-double ReturnAffinity(int instances, double placements_per_s, double mean_tool_s) {
-  if (instances <= 1) return 1;
+double ReturnAffinity(ReturnPlacement returns, int instances, double placements_per_s,
+                      double mean_tool_s) {
+  if (returns == ReturnPlacement::kKept || instances <= 1) return 1;
   const double k = instances;
+  if (returns == ReturnPlacement::kRotated) return 1 / k;
   const double alone = std::exp(-std::max(0.0, placements_per_s * mean_tool_s));
   return alone * std::pow(k, -kReturnStay) + (1 - alone) / k;
 }

@@ -113,21 +113,22 @@ struct InstanceSetting {
   KvPolicy kv_policy = KvPolicy::kCache;
   /// Per-call tool latencies (may be empty: then the mean of the work's own tool time).
   const ToolLatencies* tools = nullptr;
-  /// 0: the router sends a returning turn back to the instance that holds its context (C-MLFQ).
-  /// K > 0: it places returning turns by load alone over the layout's K instances
-  /// (least-conn), so a turn finds its context only when it lands where it was
-  /// (ReturnAffinity), and prefills it again elsewhere.
-  int balanced_over = 0;
+  /// Where the router places returning turns, over the layout's `instances`: unless kKept (or
+  /// `instances` is 0: a run of the sample, which does not know its layout), a turn finds its
+  /// context only when it lands where it was (ReturnAffinity), and prefills it again elsewhere.
+  ReturnPlacement returns = ReturnPlacement::kKept;
+  int instances = 0;
 };
 
-/// The share of returning turns that a router placing them by load alone (least-conn) sends back
-/// to the instance of their previous turn, with `instances` in the layout, `placements_per_s`
-/// turns placed a second over all of them, and a tool call of `mean_tool_s`: 1/K once other
-/// turns have been placed while the tool ran (the least loaded instance is then any), and
-/// K^-kReturnStay when none has (the instance the turn just left is the least loaded, unless
-/// others tie with it), the two weighted by the chance that none is placed meanwhile,
-/// exp(-placements_per_s x mean_tool_s). 1 with one instance.
-double ReturnAffinity(int instances, double placements_per_s, double mean_tool_s);
+/// The share of returning turns that the router sends back to the instance of their previous
+/// turn, with `instances` in the layout, `placements_per_s` turns placed a second over all of
+/// them, and a tool call of `mean_tool_s`. kKept: 1. kRotated: 1/K, the rotation's next instance
+/// being any. kLeastLoaded: 1/K once other turns have been placed while the tool ran (the least
+/// loaded instance is then any), and K^-kReturnStay when none has (the instance the turn just
+/// left is the least loaded, unless others tie with it), the two weighted by the chance that
+/// none is placed meanwhile, exp(-placements_per_s x mean_tool_s). 1 with one instance.
+double ReturnAffinity(ReturnPlacement returns, int instances, double placements_per_s,
+                      double mean_tool_s);
 
 /// The exponent of ReturnAffinity's immediate return, measured on the simulator with least-conn:
 /// r2e-gym's tool calls take 7 ms on average, and 73%, 60%, 50% and 41% of its returning turns land

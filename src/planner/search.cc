@@ -303,7 +303,8 @@ struct Problem {
     s.credit_pace = shape->credit_pace;
     s.kv_policy = shape->kv_policy;
     s.tools = tools;
-    s.balanced_over = shape->balanced_returns ? instances : 0;
+    s.returns = shape->returns;
+    s.instances = instances;
     return s;
   }
 };

@@ -140,10 +140,10 @@ struct PipelineShape {
   /// Whether a trainer-paced rollout side may be credited with its unsaturated regime under KV
   /// pressure (InstanceSetting::credit_pace, rollout_model.h). Default: true.
   bool credit_pace = true;
-  /// Whether the router places returning turns by load alone (least-conn), so that a turn finds
-  /// its cached context only when it lands where it was (InstanceSetting::balanced_over,
-  /// rollout_model.h). Default: false (C-MLFQ keeps them where they are cached).
-  bool balanced_returns = false;
+  /// Where the router places returning turns: elsewhere than kKept, a turn finds its cached
+  /// context only when it lands where it was (InstanceSetting::returns, rollout_model.h).
+  /// Default: kKept (C-MLFQ keeps them where they are cached).
+  ReturnPlacement returns = ReturnPlacement::kKept;
   /// Calibration factors applied to the cost model's rollout and training predictions (measured
   /// over predicted). Defaults: 1.
   double rollout_scale = 1;

@@ -637,11 +637,16 @@ TEST(RunnerTest, LibraHomogeneousUsesOneRolloutTpSize) {
 }
 
 TEST(RunnerTest, ThePlanContextSaysWhetherTheRouterKeepsReturningTurnsWhereCached) {
-  // least-conn places a returning turn by load alone; C-MLFQ keeps it where its context is.
+  // least-conn places a returning turn by load alone, round-robin in rotation; C-MLFQ keeps it
+  // where its context is.
   const recipe::Recipe homogeneous = Parse(kRecipe, {"system.preset=libra-homogeneous"});
-  EXPECT_TRUE(MakePlanContext(homogeneous, homogeneous.system).balanced_returns);
+  EXPECT_EQ(MakePlanContext(homogeneous, homogeneous.system).returns,
+            planner::ReturnPlacement::kLeastLoaded);
+  const recipe::Recipe rotated =
+      Parse(kRecipe, {"system.preset=libra", "system.router=round-robin"});
+  EXPECT_EQ(MakePlanContext(rotated, rotated.system).returns, planner::ReturnPlacement::kRotated);
   const recipe::Recipe libra = Parse(kRecipe, {"system.preset=libra"});
-  EXPECT_FALSE(MakePlanContext(libra, libra.system).balanced_returns);
+  EXPECT_EQ(MakePlanContext(libra, libra.system).returns, planner::ReturnPlacement::kKept);
 }
 
 TEST(RunnerTest, LibraLooksAgainWhenTheWorkloadDriftsAndNeverLosesByIt) {

@@ -208,50 +208,64 @@ TEST(RolloutModelTest, EvictedContextsArePrefilledAgain) {
 }
 
 TEST(RolloutModelTest, ALoadBalancingRouterReturnsATurnToItsInstanceBySpreadAndPace) {
-  EXPECT_DOUBLE_EQ(ReturnAffinity(1, 100, 10), 1);  // one instance: always
+  constexpr ReturnPlacement kLeast = ReturnPlacement::kLeastLoaded;
+  EXPECT_DOUBLE_EQ(ReturnAffinity(kLeast, 1, 100, 10), 1);  // one instance: always
   // A tool call that returns before another turn is placed: the immediate return's share.
-  EXPECT_DOUBLE_EQ(ReturnAffinity(3, 10, 0), std::pow(3.0, -kReturnStay));
-  EXPECT_NEAR(ReturnAffinity(3, 10, 0), 0.735, 0.001);
-  EXPECT_NEAR(ReturnAffinity(24, 10, 0), 0.411, 0.001);
+  EXPECT_DOUBLE_EQ(ReturnAffinity(kLeast, 3, 10, 0), std::pow(3.0, -kReturnStay));
+  EXPECT_NEAR(ReturnAffinity(kLeast, 3, 10, 0), 0.735, 0.001);
+  EXPECT_NEAR(ReturnAffinity(kLeast, 24, 10, 0), 0.411, 0.001);
   // Many turns placed while it runs: any instance, 1 in K.
-  EXPECT_NEAR(ReturnAffinity(3, 50, 1), 1.0 / 3, 1e-12);
-  EXPECT_NEAR(ReturnAffinity(24, 50, 1), 1.0 / 24, 1e-12);
+  EXPECT_NEAR(ReturnAffinity(kLeast, 3, 50, 1), 1.0 / 3, 1e-12);
+  EXPECT_NEAR(ReturnAffinity(kLeast, 24, 50, 1), 1.0 / 24, 1e-12);
   // In between, and falling as the calls take longer or more turns are placed meanwhile.
-  double before = ReturnAffinity(6, 10, 0);
+  double before = ReturnAffinity(kLeast, 6, 10, 0);
   for (double tool_s : {0.01, 0.05, 0.1, 0.5}) {
-    const double share = ReturnAffinity(6, 10, tool_s);
+    const double share = ReturnAffinity(kLeast, 6, 10, tool_s);
     EXPECT_LT(share, before) << tool_s;
     EXPECT_GT(share, 1.0 / 6) << tool_s;
     before = share;
   }
-  EXPECT_LT(ReturnAffinity(6, 20, 0.05), ReturnAffinity(6, 10, 0.05));
+  EXPECT_LT(ReturnAffinity(kLeast, 6, 20, 0.05), ReturnAffinity(kLeast, 6, 10, 0.05));
+  // A router that keeps them: always; one that rotates: 1 in K, however fast the call.
+  EXPECT_DOUBLE_EQ(ReturnAffinity(ReturnPlacement::kKept, 24, 10, 0), 1);
+  for (double tool_s : {0.0, 0.05, 5.0}) {
+    EXPECT_DOUBLE_EQ(ReturnAffinity(ReturnPlacement::kRotated, 6, 10, tool_s), 1.0 / 6);
+  }
+  EXPECT_DOUBLE_EQ(ReturnAffinity(ReturnPlacement::kRotated, 1, 10, 0), 1);
 }
 
 TEST(RolloutModelTest, TurnsABalancingRouterMovesArePrefilledAgain) {
   // The same tool-bound work with room for every context: kept on their instance, no returning
-  // turn prefills; placed by load over K instances, those that land elsewhere do, more of them
-  // the more instances there are.
+  // turn prefills; placed by load or in rotation over K instances, those that land elsewhere do,
+  // more of them the more instances there are, and more in rotation than by load.
   ToolBoundWork work;
   AffineCost& cost = work.cost;
   InstanceSetting& s = work.setting;
   const RolloutLoad& load = work.load;
   const InstanceEstimate kept = EstimateInstance(cost, s, load);
   EXPECT_DOUBLE_EQ(kept.hit_rate, 1);
-  s.balanced_over = 1;  // one instance: nowhere else to go
-  EXPECT_DOUBLE_EQ(EstimateInstance(cost, s, load).period_s, kept.period_s);
-  double before = kept.period_s;
-  for (int instances : {2, 4, 16}) {
-    s.balanced_over = instances;
-    const InstanceEstimate spread = EstimateInstance(cost, s, load);
-    EXPECT_LT(spread.hit_rate, 1) << instances;
-    EXPECT_GT(spread.period_s, before) << instances;
-    before = spread.period_s;
+  for (ReturnPlacement returns : {ReturnPlacement::kLeastLoaded, ReturnPlacement::kRotated}) {
+    s.returns = returns;
+    s.instances = 1;  // one instance: nowhere else to go
+    EXPECT_DOUBLE_EQ(EstimateInstance(cost, s, load).period_s, kept.period_s);
+    double before = kept.period_s;
+    for (int instances : {2, 4, 16}) {
+      s.instances = instances;
+      const InstanceEstimate spread = EstimateInstance(cost, s, load);
+      EXPECT_LT(spread.hit_rate, 1) << instances;
+      EXPECT_GT(spread.period_s, before) << instances;
+      before = spread.period_s;
+    }
   }
+  s.instances = 4;
+  const double rotated = EstimateInstance(cost, s, load).period_s;
+  s.returns = ReturnPlacement::kLeastLoaded;
+  EXPECT_GE(rotated, EstimateInstance(cost, s, load).period_s);
   // A single-turn load has no returning turn to move.
   RolloutLoad single = LoadOf(cost, {TrajectorySize{100, 400, 0}}, 8);
-  s.balanced_over = 16;
+  s.instances = 16;
   const double spread_single = EstimateInstance(cost, s, single).period_s;
-  s.balanced_over = 0;
+  s.returns = ReturnPlacement::kKept;
   EXPECT_DOUBLE_EQ(spread_single, EstimateInstance(cost, s, single).period_s);
 }
 

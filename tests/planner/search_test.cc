@@ -661,7 +661,7 @@ TEST(SearchTest, ALeastConnRouterPaysForTheTurnsItMoves) {
   }
   const model::TrainLayout train{8, 1, 1, 1};
   auto rollout = [&](bool balanced, std::vector<int> tps) {
-    shape.balanced_returns = balanced;
+    shape.returns = balanced ? ReturnPlacement::kLeastLoaded : ReturnPlacement::kKept;
     auto plan = EvaluatePlan(*cost, space, shape, history, train, std::move(tps));
     EXPECT_OK(plan);
     return plan.ok() ? plan->rollout_s : 0.0;
