@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <string_view>
 
 #include "common/files.h"
 #include "common/strings.h"
@@ -11,9 +12,13 @@
 #include "model/cost_model.h"
 #include "planner/planner.h"
 #include "recipe/limits.h"
+#include "sched/la_mlfq.h"
 #include "sched/least_conn.h"
+#include "sched/length_aware.h"
+#include "sched/oracle_length.h"
 #include "sched/round_robin.h"
 #include "sched/router.h"
+#include "sched/sorted.h"
 #include "store/run_owner.h"
 
 namespace libra::experiment {
@@ -138,6 +143,20 @@ double DecodeFloorGpuSeconds(const model::CostModel& cost, int64_t context, int6
           cost.DecodeGpuSecondsLowerBound(context + tokens - 1, max_num_seqs));
 }
 
+/// Where `router` sends a turn that returns from a tool call, as the planner's rollout model
+/// sees it (docs/planner.md, "Routers without turn affinity"): round-robin in rotation;
+/// least-conn, and the length-based routers, which place a turn on the least loaded instance
+/// they admit it to, by load; C-MLFQ (and heddle, whose own planner reads no model) kept.
+planner::ReturnPlacement ReturnsOf(std::string_view router) {
+  if (router == sched::kRoundRobinName) return planner::ReturnPlacement::kRotated;
+  for (const std::string_view by_load :
+       {sched::kLeastConnName, sched::kSortedName, sched::kLengthAwareName,
+        sched::kOracleLengthName, sched::kLaMlfqName}) {
+    if (router == by_load) return planner::ReturnPlacement::kLeastLoaded;
+  }
+  return planner::ReturnPlacement::kKept;
+}
+
 }  // namespace
 
 std::vector<const recipe::SystemSpec*> AllSystems(const recipe::Recipe& recipe) {
@@ -160,9 +179,7 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   context.max_num_seqs = recipe.sim.max_num_seqs;
   context.sync_interval = recipe.rl.sync_interval;
   context.kv_policy = recipe.sim.kv_policy;
-  context.returns = system.router == sched::kLeastConnName ? planner::ReturnPlacement::kLeastLoaded
-                    : system.router == sched::kRoundRobinName ? planner::ReturnPlacement::kRotated
-                                                              : planner::ReturnPlacement::kKept;
+  context.returns = ReturnsOf(system.router);
   if (sizes) {
     context.typical_sequence_tokens = sizes->typical;
     context.max_sequence_tokens = sizes->max;

@@ -645,6 +645,13 @@ TEST(RunnerTest, ThePlanContextSaysWhetherTheRouterKeepsReturningTurnsWhereCache
   const recipe::Recipe rotated =
       Parse(kRecipe, {"system.preset=libra", "system.router=round-robin"});
   EXPECT_EQ(MakePlanContext(rotated, rotated.system).returns, planner::ReturnPlacement::kRotated);
+  // The length-based routers place a turn on the least loaded instance they admit it to.
+  for (const char* router : {"sorted", "length-aware", "oracle-length", "la-mlfq"}) {
+    const recipe::Recipe r =
+        Parse(kRecipe, {"system.preset=libra", std::string("system.router=") + router});
+    EXPECT_EQ(MakePlanContext(r, r.system).returns, planner::ReturnPlacement::kLeastLoaded)
+        << router;
+  }
   const recipe::Recipe libra = Parse(kRecipe, {"system.preset=libra"});
   EXPECT_EQ(MakePlanContext(libra, libra.system).returns, planner::ReturnPlacement::kKept);
 }
