@@ -31,7 +31,7 @@ struct TrajectorySize {
 /// concerned (docs/planner.md, "Routers without turn affinity").
 enum class ReturnPlacement {
   kKept,         // back to the instance that holds its context (C-MLFQ)
-  kLeastLoaded,  // to the instance with the fewest unfinished turns (least-conn)
+  kLeastLoaded,  // to the least loaded instance (least-conn, and the length-based routers)
   kRotated,      // to the next instance in rotation, whatever their load (round-robin)
 };
 

@@ -60,12 +60,15 @@ std::vector<RequestSample> SampleHistory(std::span<const RequestSample> history,
   sorted.resize(sorted.size() - cut);
   const int64_t n = static_cast<int64_t>(sorted.size());
   const int64_t m = std::min<int64_t>(n, std::max(1, max_requests));
-  if (m == n && !slowest) return sorted;
   std::vector<RequestSample> sample;
-  sample.reserve(static_cast<size_t>(m));
-  for (int64_t k = 0; k < m; ++k) {
-    const int64_t index = m == 1 ? (n - 1) / 2 : (k * (n - 1) * 2 + (m - 1)) / (2 * (m - 1));
-    sample.push_back(sorted[static_cast<size_t>(index)]);
+  if (m == n) {
+    sample = std::move(sorted);
+  } else {
+    sample.reserve(static_cast<size_t>(m));
+    for (int64_t k = 0; k < m; ++k) {
+      const int64_t index = m == 1 ? (n - 1) / 2 : (k * (n - 1) * 2 + (m - 1)) / (2 * (m - 1));
+      sample.push_back(sorted[static_cast<size_t>(index)]);
+    }
   }
   if (slowest && sample.size() > 1 &&
       std::find(sample.begin(), sample.end(), *slowest) == sample.end()) {
