@@ -93,20 +93,20 @@ class IterationTimes {
   return iteration.Secant(lo, hi);
 }
 
-/// The largest root of (s+1) P^2 - [(s+1) D + O + g (a + b) + X] P + (O + X) D = 0: the period at
-/// which a trajectory of g = `decode` tokens and X = `fixed_s` seconds of its own prefill and
-/// tools, plus O = `outside_s`, takes exactly (s + 1) periods. Its g iterations take
-/// g (a + b) + b (tokens the others decode meanwhile) + (prefill meanwhile): with the others
-/// decoding G - g tokens and prefilling F seconds a period, g (a + b) P / (P - D), D = F +
-/// b (G - g).
+/// The largest root of (s+1) P^2 - [(s+1) D + O + W + X] P + (O + X) D = 0: the period at which a
+/// trajectory with W = `own_s` seconds of its own work on the instance (its prefill and its g
+/// decode iterations, g (a + b)) and X = `fixed_s` seconds off it (its tools), plus
+/// O = `outside_s`, takes exactly (s + 1) periods. The others' work is spread over the period, D
+/// of every P seconds (their prefill, and b a token they decode beside its iterations), so its
+/// own work takes W P / (P - D): it waits for the others' prefill chunks as they wait for its.
 ///
 /// Only a bound above `than` matters to the caller: at most `than` is returned without the square
 /// root when the root cannot exceed it. The root is at most b / (s + 1) (c >= 0), and so is its
 /// rounded value (sqrt(fl(b * b)) == |b|, and rounding is monotone).
-double LatencyBound(double d, double outside_s, double decode, double a, double b_per_sequence,
-                    double fixed_s, int staleness, double than) {
+double LatencyBound(double d, double outside_s, double own_s, double fixed_s, int staleness,
+                    double than) {
   const double s1 = staleness + 1;
-  const double b = s1 * d + outside_s + decode * (a + b_per_sequence) + fixed_s;
+  const double b = s1 * d + outside_s + own_s + fixed_s;
   if (b / s1 <= than) return than;
   const double c = (outside_s + fixed_s) * d;
   const double disc = std::max(0.0, b * b - 4 * s1 * c);
@@ -139,7 +139,7 @@ struct Operating {
       const auto seen = slowest.begin() + distinct;
       if (std::none_of(slowest.begin(), seen,
                        [&](const RequestCost* other) { return SameBound(*other, c); })) {
-        others_decode[static_cast<size_t>(distinct)] = load.OthersDecode(c.decode);
+        others_decode[static_cast<size_t>(distinct)] = load.Others(load.decode, c.decode);
         slowest[static_cast<size_t>(distinct++)] = &c;
       }
     }
@@ -188,11 +188,13 @@ Solved SolveAt(const Operating& op, double hit) {
   }
   // Saturated: the largest decode set the engine runs.
   const double saturated = prefill + g * op.per_sequence_at_max;
-  // Each candidate's own prefill and tools, the same each round.
-  std::array<double, 3> fixed{};
+  // Each candidate's own prefill and the others' beside it, the same each round.
+  std::array<double, 3> own_prefill{};
+  std::array<double, 3> others_prefill{};
   const std::span<const RequestCost* const> slowest = op.Slowest();
   for (size_t k = 0; k < slowest.size(); ++k) {
-    fixed[k] = slowest[k]->prefill_s + (1 - hit) * slowest[k]->miss_s + slowest[k]->tool_s;
+    own_prefill[k] = slowest[k]->prefill_s + (1 - hit) * slowest[k]->miss_s;
+    others_prefill[k] = load.Others(prefill, own_prefill[k]);
   }
   Affine tau = op.whole;
   for (int round = 0; round < 3; ++round) {
@@ -200,9 +202,10 @@ Solved SolveAt(const Operating& op, double hit) {
     out.period = saturated;
     out.bound = "throughput";
     for (size_t k = 0; k < slowest.size(); ++k) {
+      const double beside = others_prefill[k] + op.others_decode[k] * tau.b;
+      const double own = own_prefill[k] + slowest[k]->decode * (tau.a + tau.b);
       const double latency =
-          LatencyBound(prefill + op.others_decode[k] * tau.b, s.outside_s, slowest[k]->decode,
-                       tau.a, tau.b, fixed[k], s.staleness, out.period);
+          LatencyBound(beside, s.outside_s, own, slowest[k]->tool_s, s.staleness, out.period);
       if (latency > out.period) {
         out.period = latency;
         out.bound = "latency";
@@ -453,11 +456,11 @@ void RolloutLoad::Add(const RequestCost& r, double weight) {
   if (r.prefill_s + r.miss_s > slowest[2].prefill_s + slowest[2].miss_s) slowest[2] = r;
 }
 
-double RolloutLoad::OthersDecode(double own) const {
-  if (share >= 1) return std::max(0.0, decode - own);
+double RolloutLoad::Others(double total, double own) const {
+  if (share >= 1) return std::max(0.0, total - own);
   if (trajectories <= 1) return 0;
   const double mix = trajectories / share;  // the whole mix's trajectories, more than these
-  return (trajectories - 1) * std::max(0.0, decode / share - own) / (mix - 1);
+  return (trajectories - 1) * std::max(0.0, total / share - own) / (mix - 1);
 }
 
 RolloutLoad RolloutLoad::Share(double f) const {

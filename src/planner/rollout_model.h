@@ -10,8 +10,9 @@
 //  * Prefill of each turn's new tokens: the prompt, then each tool output after the cached
 //    context; a trajectory whose cached context was evicted during its tool call prefills its
 //    whole context again (the engines' prefix cache, the simulator's kv_policy).
-//  * Tools on the critical path: a trajectory's latency is its own prefill, its decode at tau_eff
-//    and its tool latencies; its context stays in the KV cache while it waits (kv_policy
+//  * Tools on the critical path: a trajectory's latency is its own prefill and decode, both
+//    slowed by the others' prefill and decode beside them (its decode at tau_eff), and its tool
+//    latencies; its context stays in the KV cache while it waits (kv_policy
 //    "cache"). When the contexts of the trajectories in flight (Little's law: the step's
 //    trajectories x their mean latency / P) do not fit beside the running ones, the least
 //    recently used are evicted: a context survives a tool call that returns before the cache's
@@ -186,14 +187,15 @@ struct RolloutLoad {
   /// The part of a mix these sums are (Share's factors multiplied; 1 for a run of the sample).
   /// An instance given a share of the mix holds whichever trajectory is slowest beside as many
   /// others as its share holds, not beside its share less that one: with few trajectories an
-  /// instance, that is more (OthersDecode).
+  /// instance, that is more (Others).
   double share = 1;
 
   void Add(const RequestCost& request, double weight);
-  /// Tokens the others decode on the instance that holds a trajectory decoding `decode` tokens:
-  /// the rest of a run; for a share of a mix, its trajectories less one, each decoding the mean
-  /// of the mix's others.
-  double OthersDecode(double decode) const;
+  /// What the others add to a sum (`total` over these trajectories: the tokens they decode, the
+  /// seconds they prefill) on the instance that holds a trajectory adding `own`: the rest of a
+  /// run; for a share of a mix, its trajectories less one, each adding the mean of the mix's
+  /// others.
+  double Others(double total, double own) const;
   /// Sums times `factor` (an instance's even share of a pool), candidates unchanged.
   RolloutLoad Share(double factor) const;
   /// `a` and `b` together (two shares of one mix, or two runs of the sample).

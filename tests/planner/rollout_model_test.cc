@@ -145,6 +145,23 @@ TEST(RolloutModelTest, ABatchOfEqualTrajectoriesIsItsSharedDecode) {
   EXPECT_STREQ(capped.bound, "throughput");
 }
 
+TEST(RolloutModelTest, ABatchPrefillsItsPromptsThenDecodesTogether) {
+  // Ten equal trajectories launched together: ten 1 s prefills one after another, then 1,000
+  // tokens decoded together at tau(10). Whichever is the slowest waits for the others' prefill
+  // as it waits for their decode: its own prefill is stretched as its decode is, and the work
+  // beside it leaves its own prefill out.
+  AffineCost cost;
+  cost.prefill_per_token = 1e-4;
+  const std::vector<TrajectorySize> requests(1, TrajectorySize{10000, 1000, 0});
+  const InstanceEstimate e = EstimateInstance(cost, InstanceSetting{}, LoadOf(cost, requests, 10));
+  EXPECT_NEAR(e.period_s, 10 * 1.0 + 1000 * (cost.a + 10 * cost.b), 1e-6);
+  EXPECT_STREQ(e.bound, "latency");
+  // An instance whose share of the mix is half a trajectory holds the slowest alone.
+  const InstanceEstimate alone =
+      EstimateInstance(cost, InstanceSetting{}, LoadOf(cost, requests, 10).Share(0.05));
+  EXPECT_NEAR(alone.period_s, 1.0 + 1000 * (cost.a + cost.b), 1e-6);
+}
+
 TEST(RolloutModelTest, MoreWorkNeverTakesLess) {
   AffineCost cost;
   cost.prefill_per_token = 1e-5;
@@ -320,18 +337,20 @@ TEST(RolloutModelTest, TheSlowestHoldsItsShareOfOthers) {
   // 4,500 tokens less the slowest's 3,000. An instance with one trajectory or less holds it alone.
   AffineCost cost;
   const RolloutLoad run = LoadOf(cost, {TrajectorySize{0, 1000, 0}, TrajectorySize{0, 3000, 0}}, 1);
-  EXPECT_DOUBLE_EQ(run.OthersDecode(3000), 1000);
+  EXPECT_DOUBLE_EQ(run.Others(run.decode, 3000), 1000);
   const RolloutLoad mix = LoadOf(cost,
                                  {TrajectorySize{0, 500, 0}, TrajectorySize{0, 1000, 0},
                                   TrajectorySize{0, 1500, 0}, TrajectorySize{0, 3000, 0}},
                                  3);  // 12 trajectories, 18,000 tokens
-  EXPECT_DOUBLE_EQ(mix.OthersDecode(3000), 15000);
+  EXPECT_DOUBLE_EQ(mix.Others(mix.decode, 3000), 15000);
   const RolloutLoad quarter = mix.Share(0.25);
   EXPECT_DOUBLE_EQ(quarter.decode, 4500);
-  EXPECT_DOUBLE_EQ(quarter.OthersDecode(3000), 2 * 15000.0 / 11);
-  EXPECT_GT(quarter.OthersDecode(3000), quarter.decode - 3000);
-  EXPECT_DOUBLE_EQ(mix.Share(1.0 / 12).OthersDecode(3000), 0);
-  EXPECT_DOUBLE_EQ(mix.Share(0.5).Share(0.5).OthersDecode(3000), quarter.OthersDecode(3000));
+  EXPECT_DOUBLE_EQ(quarter.Others(quarter.decode, 3000), 2 * 15000.0 / 11);
+  EXPECT_GT(quarter.Others(quarter.decode, 3000), quarter.decode - 3000);
+  const RolloutLoad one = mix.Share(1.0 / 12);
+  EXPECT_DOUBLE_EQ(one.Others(one.decode, 3000), 0);
+  const RolloutLoad halved = mix.Share(0.5).Share(0.5);
+  EXPECT_DOUBLE_EQ(halved.Others(halved.decode, 3000), quarter.Others(quarter.decode, 3000));
 }
 
 TEST(RolloutModelTest, CatalogModelPeriodsAreFiniteAndFallWithTp) {

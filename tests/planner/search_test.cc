@@ -645,8 +645,8 @@ TEST(SearchTest, TreeDpAndExhaustiveAgreeOnRandomSmallCases) {
 TEST(SearchTest, ALeastConnRouterPaysForTheTurnsItMoves) {
   // Multi-turn trajectories whose contexts stay cached across their tool calls: with the
   // returning turns placed by load alone (least-conn), those that land on another instance
-  // prefill again, so the same layout rolls out slower, and more so over more instances; one
-  // instance has nowhere else to send them.
+  // prefill again, so the same layout rolls out slower wherever there is another instance to
+  // land on; one instance has nowhere else to send them.
   auto cost = Catalog("roofline", "A800-80G", "Qwen3-14B", 8);
   SearchSpace space;
   space.nodes = 2;
@@ -667,10 +667,8 @@ TEST(SearchTest, ALeastConnRouterPaysForTheTurnsItMoves) {
     return plan.ok() ? plan->rollout_s : 0.0;
   };
   EXPECT_DOUBLE_EQ(rollout(true, {8}), rollout(false, {8}));
-  const double two = rollout(true, {4, 4});
-  EXPECT_GT(two, rollout(false, {4, 4}));
-  EXPECT_GT(rollout(true, {2, 2, 2, 2}) / rollout(false, {2, 2, 2, 2}),
-            two / rollout(false, {4, 4}));
+  EXPECT_GT(rollout(true, {4, 4}), rollout(false, {4, 4}));
+  EXPECT_GT(rollout(true, {2, 2, 2, 2}), rollout(false, {2, 2, 2, 2}));
 }
 
 TEST(SearchTest, PaperSettingYieldsAFeasiblePlan) {
