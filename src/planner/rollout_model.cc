@@ -248,7 +248,7 @@ struct CacheFixedPoint {
   /// their instance (ReturnAffinity) and still there (CachedAfter).
   double HitAfter(const Solved& solved, bool saturated) const {
     const double cached = CachedAfter(solved, saturated);
-    if (s.returns == ReturnPlacement::kKept || s.instances <= 0 || cached <= 0) return cached;
+    if (cached <= 0) return cached;
     const double placements_per_s = (load.calls + load.trajectories) / solved.period * s.instances;
     return cached *
            ReturnAffinity(s.returns, s.instances, placements_per_s, load.tool_s / load.calls);
