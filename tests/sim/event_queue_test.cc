@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace libra::sim {
@@ -60,6 +63,35 @@ TEST(EventQueueTest, InsertionOrderSurvivesInterleavedPops) {
   queue.Push(1.0, 0, "b");
   queue.Push(1.0, 0, "c");
   EXPECT_EQ(Drain(queue), (std::vector<std::string>{"a", "b", "c"}));
+}
+
+TEST(EventQueueTest, PopsInKeyOrderUnderRandomPushesAndPops) {
+  // Thousands of interleaved pushes and pops, with many equal times and ranks: every pop is the
+  // least (time, rank, insertion) of what is queued, as a sorted reference says.
+  EventQueue<int> queue;
+  std::vector<std::tuple<double, int, int>> queued;  // (time, rank, insertion)
+  std::mt19937 rng(7);
+  int pushed = 0;
+  int popped = 0;
+  for (int round = 0; round < 20000; ++round) {
+    if (queued.empty() || rng() % 3 != 0) {
+      const double at = queue.now() + static_cast<double>(rng() % 16) * 0.25;
+      const int rank = static_cast<int>(rng() % 4);
+      queue.Push(at, rank, pushed);
+      queued.emplace_back(at, rank, pushed++);
+    } else {
+      const auto least = std::min_element(queued.begin(), queued.end());
+      const auto entry = queue.Pop();
+      ASSERT_EQ(entry.payload, std::get<2>(*least)) << "pop " << popped;
+      EXPECT_EQ(entry.at, std::get<0>(*least));
+      EXPECT_EQ(entry.rank, std::get<1>(*least));
+      EXPECT_EQ(entry.seq, static_cast<uint64_t>(std::get<2>(*least)));
+      queued.erase(least);
+      ++popped;
+    }
+    ASSERT_EQ(queue.size(), queued.size());
+  }
+  EXPECT_GT(popped, 5000);
 }
 
 TEST(EventQueueDeathTest, PushingInThePastAborts) {
