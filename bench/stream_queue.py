@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Stream batches as a queue of groups, replayed against the simulation.
 
-The planner's rollout model is of ordered batches; with `batching = "stream"` a step trains the
-first complete groups and rejects those that would lag beyond the staleness bound, so the long
-groups are trained less (docs/planner.md, "The model is of ordered batches"). This tool measures
-how much of that a queue of whole groups explains, before the planner models it:
+With `batching = "stream"` a step trains the first complete groups and rejects those that would
+lag beyond the staleness bound, so the long groups are trained less (docs/planner.md, "Stream
+batches"). The planner predicts a stream pipeline by replaying a queue of whole groups on its own
+latency estimates (src/planner/stream_model.h); this tool measures how much of the simulation the
+same queue explains when it is given the simulation's own latencies:
 
 1. it runs the recipe twice with `libra run` (the same seed and steps): ordered, then stream;
 2. from the ordered run it takes each group's latency (its first sample's start to its last
@@ -21,8 +22,8 @@ how much of that a queue of whole groups explains, before the planner models it:
   python3 bench/stream_queue.py --libra build/libra recipes/paper/r2e-gym-qwen3-14b.toml
   python3 bench/stream_queue.py --libra build/libra --set system.staleness=1 RECIPE...
 
-The replay is a measurement, not the planner's model: its latencies are the simulation's own
-(the planner would have to estimate them), and its rollout side never runs out of throughput.
+The replay here is a measurement, not the planner's model: its latencies are the simulation's
+own, and its rollout side never runs out of throughput.
 """
 
 import argparse

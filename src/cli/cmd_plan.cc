@@ -284,8 +284,8 @@ int RunPlan(const PlanOptions& options, const Io& io) {
   if (!cost.ok()) return Fail(io, cost.status());
   auto workload = workload::MakeWorkload(recipe->workload, recipe->seed);
   if (!workload.ok()) return Fail(io, workload.status());
-  const experiment::SequenceSizes sizes =
-      experiment::SampleSequenceSizes(**workload, recipe->rl.group_size, recipe->steps);
+  const experiment::SequenceSizes sizes = experiment::SampleSequenceSizes(
+      **workload, recipe->rl.group_size, recipe->steps, experiment::AnyStreamBatches(*recipe));
   PlanReport r;
   for (const recipe::SystemSpec* system : experiment::AllSystems(*recipe)) {
     if (!options.systems.empty() && std::find(options.systems.begin(), options.systems.end(),

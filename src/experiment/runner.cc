@@ -180,7 +180,10 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   context.sync_interval = recipe.rl.sync_interval;
   context.kv_policy = recipe.sim.kv_policy;
   context.returns = ReturnsOf(system.router);
+  context.stream_batches = recipe.BatchingFor(system) == recipe::Batching::kStream;
+  context.group_size = std::max(1, recipe.rl.group_size);
   if (sizes) {
+    if (context.stream_batches) context.group_profile = sizes->group_profile;
     context.typical_sequence_tokens = sizes->typical;
     context.max_sequence_tokens = sizes->max;
     context.history = sizes->profile;
@@ -189,7 +192,8 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   return context;
 }
 
-SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_size, int steps) {
+SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_size, int steps,
+                                  bool groups) {
   constexpr int kSamples = 1024;
   const int group = std::max(1, group_size);
   double total = 0;
@@ -213,21 +217,38 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
   // seed to the next (docs/planner.md, "The startup profile was 32 prompts").
   constexpr int kProfile = 1024;
   constexpr int64_t kFirstProfilePrompt = int64_t{1} << 40;
-  for (int i = 0; i < kProfile; ++i) {
-    const int64_t prompt = kFirstProfilePrompt + i;
+  auto size_of = [&](int64_t prompt, int sample, std::vector<double>* tool_latencies) {
     const workload::TrajectoryScript script =
-        workload.Script(prompt, 0, 0, workload.skill_params().initial);
+        workload.Script(prompt, sample, 0, workload.skill_params().initial);
     planner::TrajectorySize size{workload.Prompt(prompt).prompt_tokens, script.generated_tokens(),
                                  script.tool_output_tokens()};
     size.turns = static_cast<int>(script.turns.size());
     for (const workload::TurnScript& turn : script.turns) {
       if (turn.end != workload::TurnEnd::kToolCall) continue;
       size.tool_s += turn.tool_latency_s;
-      sizes.profile_tool_latencies_s.push_back(turn.tool_latency_s);
+      if (tool_latencies != nullptr) tool_latencies->push_back(turn.tool_latency_s);
     }
-    sizes.profile.push_back(size);
+    return size;
+  };
+  for (int i = 0; i < kProfile; ++i) {
+    sizes.profile.push_back(size_of(kFirstProfilePrompt + i, 0, &sizes.profile_tool_latencies_s));
+  }
+  // Stream batches reject whole groups, by their slowest sample: 128 groups of the prompts after
+  // the profile's, each with all its samples (docs/planner.md, "Stream batches").
+  constexpr int kGroupProfile = 128;
+  for (int i = 0; groups && i < kGroupProfile; ++i) {
+    for (int s = 0; s < group; ++s) {
+      sizes.group_profile.push_back(size_of(kFirstProfilePrompt + kProfile + i, s, nullptr));
+    }
   }
   return sizes;
+}
+
+bool AnyStreamBatches(const recipe::Recipe& recipe) {
+  const std::vector<const recipe::SystemSpec*> systems = AllSystems(recipe);
+  return std::any_of(systems.begin(), systems.end(), [&](const recipe::SystemSpec* system) {
+    return recipe.BatchingFor(*system) == recipe::Batching::kStream;
+  });
 }
 
 double PerfectBalanceBound(const recipe::Recipe& recipe, const model::CostModel& cost,
@@ -301,7 +322,10 @@ void ValidateWithRegistries(const recipe::Recipe& recipe, const Components& part
     AppendStatus(made.status(), recipe.Where("workload"), diagnostics);
   }
   std::optional<SequenceSizes> sizes;
-  if (workload && sound) sizes = SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps);
+  if (workload && sound) {
+    sizes = SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps,
+                                AnyStreamBatches(recipe));
+  }
   for (const recipe::SystemSpec* system : AllSystems(recipe)) {
     const std::string router_key = system->path + ".router";
     const std::string planner_key = system->path + ".planner";
@@ -371,8 +395,9 @@ Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::Sy
   config.eval_interval = recipe.eval.interval;
   config.eval_prompts = recipe.eval.prompts;
   config.sync_interval = recipe.rl.sync_interval;
-  config.plan = MakePlanContext(recipe, system, &plan_cost,
-                                SampleSequenceSizes(workload, recipe.rl.group_size, recipe.steps));
+  config.plan = MakePlanContext(
+      recipe, system, &plan_cost,
+      SampleSequenceSizes(workload, recipe.rl.group_size, recipe.steps, config.stream_batches));
   config.record_events = recipe.sim.record_events;
   if (recipe.Simulated()) {
     // Fidelity: the simulator and its cost model must agree (a real cluster has no such floor).
@@ -400,10 +425,12 @@ Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& 
   LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
   LIBRA_ASSIGN_OR_RETURN(auto planner,
                          parts.planners->Create(system.planner, system.planner_options));
-  LIBRA_ASSIGN_OR_RETURN(planner::Plan plan,
-                         planner->Initial(MakePlanContext(
-                             recipe, system, cost.get(),
-                             SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps))));
+  LIBRA_ASSIGN_OR_RETURN(
+      planner::Plan plan,
+      planner->Initial(MakePlanContext(
+          recipe, system, cost.get(),
+          SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps,
+                              recipe.BatchingFor(system) == recipe::Batching::kStream))));
   (void)plan;
   return Status();
 }

@@ -70,8 +70,15 @@ struct SequenceSizes {
   std::vector<planner::TrajectorySize> profile;
   /// The latency of every tool call of the profile's trajectories.
   std::vector<double> profile_tool_latencies_s;
+  /// Whole groups of the same kind (prompts after the profile's, `group_size` samples each, one
+  /// group after another), for planners of stream batches; empty unless asked for.
+  std::vector<planner::TrajectorySize> group_profile;
 };
-SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_size, int steps);
+/// `groups`: also the group profile (a system of the recipe forms stream batches).
+SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_size, int steps,
+                                  bool groups = false);
+/// Whether any system of `recipe` forms stream batches.
+bool AnyStreamBatches(const recipe::Recipe& recipe);
 
 /// The planner's context for a recipe and system; `cost` (may be null) and `sizes` (sampled once
 /// per workload) let the planner size training layouts for the workload's trajectories.

@@ -11,6 +11,9 @@
 namespace libra::planner {
 namespace {
 
+/// Candidates a plan lists beside its choice (`libra plan`'s table).
+constexpr size_t kShownCandidates = 5;
+
 std::vector<int> RolloutTps(const backend::Layout& layout) {
   std::vector<int> tps;
   for (const backend::InstanceSpec& i : layout.instances) tps.push_back(i.tp);
@@ -133,6 +136,7 @@ PipelineShape GrpPlanner::Shape() const {
   shape.kv_policy = context_.kv_policy;
   shape.returns = context_.returns;
   shape.tool_latencies = tool_latencies_.Sorted();  // sorted once per change
+  shape.group_size = std::max(1, context_.group_size);
   if (options_.calibrate) {
     shape.rollout_scale = rollout_cal_.factor();
     shape.train_scale = train_cal_.factor();
@@ -146,10 +150,11 @@ std::vector<RequestSample> GrpPlanner::History() const {
 
 std::optional<CandidatePlan> GrpPlanner::Predict(const backend::Layout& layout,
                                                  std::span<const RequestSample> history,
-                                                 std::optional<bool> lend_trainer,
-                                                 bool credit_pace) const {
+                                                 std::optional<bool> lend_trainer, bool credit_pace,
+                                                 bool stream) const {
   PipelineShape shape = Shape();
   shape.credit_pace = credit_pace;
+  if (stream) shape.stream_groups = stream_groups_;
   auto plan = EvaluatePlan(*context_.cost, Space(false, nullptr), shape, history, layout.train,
                            RolloutTps(layout), layout.colocated,
                            lend_trainer.value_or(lend_trainer_) && !layout.colocated);
@@ -164,6 +169,20 @@ Result<SearchResult> GrpPlanner::SearchNow() const {
 std::optional<CandidatePlan> GrpPlanner::Predict(const backend::Layout& layout,
                                                  std::optional<bool> lend_trainer) const {
   return Predict(layout, History(), lend_trainer);
+}
+
+void GrpPlanner::StreamPredictions(std::span<const RequestSample> history,
+                                   SearchResult& result) const {
+  auto again = [&](CandidatePlan& plan) {
+    const Result<backend::Layout> layout = LayoutOf(plan, context_.gpus_per_node);
+    if (!layout.ok()) return;
+    if (std::optional<CandidatePlan> predicted =
+            Predict(*layout, history, plan.lend_trainer, /*credit_pace=*/true, /*stream=*/true)) {
+      plan = std::move(*predicted);
+    }
+  };
+  if (result.best) again(*result.best);
+  for (size_t i = 0; i < result.top.size() && i < kShownCandidates; ++i) again(result.top[i]);
 }
 
 double GrpPlanner::TransitionSeconds(const backend::Layout& from, const backend::Layout& to,
@@ -263,6 +282,9 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
   history_.clear();
   tool_latencies_.Clear();
   tool_latencies_.Add(context.tool_latencies_s);
+  stream_groups_ = context.stream_batches && !context.group_profile.empty()
+                       ? std::make_shared<const std::vector<TrajectorySize>>(context.group_profile)
+                       : nullptr;
   for (const TrajectorySize& t : context.history) {
     history_.push_back(t);
     if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
@@ -309,6 +331,7 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
                                            std::string(name_).c_str(), context.total_gpus(),
                                            StrJoin(result.trace.lines, "; ").c_str()));
   }
+  if (stream_groups_) StreamPredictions(history, result);
   Plan plan;
   LIBRA_ASSIGN_OR_RETURN(plan.layout, LayoutOf(*result.best, context.gpus_per_node));
   lend_trainer_ = result.best->lend_trainer;
@@ -319,7 +342,7 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
       "%s search over %d training budgets: rollout %.1f s, train %.1f s, sync %.1f s per step",
       options_.mode == SearchMode::kTreeDp ? "Algorithm 1" : "exhaustive", result.trace.budgets,
       result.best->rollout_s, result.best->train_s, result.best->sync_s);
-  for (size_t i = 0; i < result.top.size() && i < 5; ++i) {
+  for (size_t i = 0; i < result.top.size() && i < kShownCandidates; ++i) {
     plan.candidates.push_back(Describe(result.top[i], context.gpus_per_node));
   }
   plan.explain = result.trace.lines;

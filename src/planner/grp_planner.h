@@ -126,12 +126,20 @@ class GrpPlanner : public Planner {
   std::vector<RequestSample> History() const;
   /// Calibrated prediction of a layout on the history; nullopt when infeasible.
   /// `credit_pace` false: without the unsaturated regime at the trainer's pace (a move's target).
+  /// `stream`: with the stream replay (stream_groups_; the plan's own prediction only).
   std::optional<CandidatePlan> Predict(const backend::Layout& layout,
                                        std::span<const RequestSample> history,
                                        std::optional<bool> lend_trainer = std::nullopt,
-                                       bool credit_pace = true) const;
+                                       bool credit_pace = true, bool stream = false) const;
   double TransitionSeconds(const backend::Layout& from, const backend::Layout& to,
                            std::span<const RequestSample> history) const;
+  /// Stream batches: the search's best and the candidates shown beside it (the first
+  /// kShownCandidates of `top`, in the search's order) predicted again with the stream replay
+  /// (stream_model.h). The search, and the online decisions, rank layouts by the ordered model:
+  /// ranked by the replay's steps, 28 and 32 training GPUs on r2e-gym and the drift recipe
+  /// simulate 13% and 10% slower than the ordered model's choice, and online the drift recipe
+  /// moved back and forth (docs/planner.md, "Stream batches").
+  void StreamPredictions(std::span<const RequestSample> history, SearchResult& result) const;
   /// `imbalanced`: the trainer waited for rollout beyond the imbalance trigger's bound.
   std::optional<std::string> Trigger(const StepObservation& observation, bool imbalanced);
   /// Whether, over recent_, the trainer waited for rollout beyond the imbalance trigger's bound.
@@ -176,6 +184,9 @@ class GrpPlanner : public Planner {
   bool lend_trainer_ = false;
   /// The homogeneous plan's TP size, once chosen.
   std::optional<int> homogeneous_tp_;
+  /// Stream batches: the startup profile's whole groups, for the plan's own prediction
+  /// (PipelineShape::stream_groups).
+  std::shared_ptr<const std::vector<TrajectorySize>> stream_groups_;
   std::deque<RecentStep> recent_;  // the last three steps
   int64_t last_rejected_ = 0;
   /// A decision kept the layout while the trainer waited for rollout, and it has waited since.

@@ -68,6 +68,12 @@ struct PlanContext {
   int max_num_seqs = 256;
   /// Where the router places returning turns (PipelineShape::returns).
   ReturnPlacement returns = ReturnPlacement::kKept;
+  /// Stream batches (`[rl] batching = "stream"`): each step trains the first complete groups.
+  /// With them, whole groups of the startup profile, `group_size` samples of one prompt after
+  /// another (empty: the ordered model only).
+  bool stream_batches = false;
+  int group_size = 1;
+  std::vector<TrajectorySize> group_profile;
 
   int total_gpus() const { return nodes * gpus_per_node; }
 };

@@ -16,6 +16,7 @@
 
 #include "common/check.h"
 #include "common/strings.h"
+#include "planner/stream_model.h"
 
 namespace libra::planner {
 namespace {
@@ -389,6 +390,79 @@ std::vector<KindShare> MixedShares(const SampleCosts& costs, const TpCounts& lay
     out.push_back({c->tp, c->count, all.Share(static_cast<double>(c->tp * c->count) / gpus)});
   }
   return out;
+}
+
+/// The slowest instance kind's iteration (seconds a decoding sequence waits for each token) with
+/// `outside_s` in the cycle and `paced_batches` in flight (Period).
+double IterationSeconds(const Problem& p, const std::vector<KindShare>& kinds, double outside_s,
+                        double paced_batches) {
+  const int instances = Instances(kinds);
+  double worst = 0;
+  for (const KindShare& kind : kinds) {
+    if (kind.count <= 0 || kind.load.empty() || !p.Holds(kind.tp)) continue;
+    const InstanceEstimate e =
+        EstimateInstance(*p.cost, p.Setting(kind.tp, outside_s, paced_batches, instances),
+                         kind.load.Share(1.0 / kind.count));
+    worst = std::max(worst, e.iteration_s);
+  }
+  return worst;
+}
+
+/// Steps a stream replay runs (its first staleness + 1 are not counted).
+constexpr int kStreamReplaySteps = 40;
+
+/// `plan` (asynchronous and disaggregated, not lending) with stream batches: the shape's groups
+/// replayed (ReplayStream), each taking its slowest sample's tools and generated tokens at the
+/// iteration time of the regime PlanStep finds. Training is scaled by the tokens the replay
+/// trains; the rollout side by the rejected groups' work on top of the trained ones', that is by
+/// 1 / (1 - rejected); the step is the replay's, and at least the trainer's cycle (no batch waits
+/// for the slowest group, so the rollout side's latency bound does not hold it back). The replay
+/// runs twice: at the ordered plan's pace, then at the pace and load that one gives (shorter
+/// training, the rejected groups' work). Unchanged without stream groups.
+void ApplyStream(const Problem& p, const std::vector<KindShare>& kinds, CandidatePlan& plan) {
+  const PipelineShape& shape = *p.shape;
+  if (shape.stream_groups == nullptr || shape.stream_groups->empty() || shape.staleness <= 0 ||
+      plan.colocated || plan.lend_trainer) {
+    return;
+  }
+  const double scale = shape.rollout_scale;
+  const auto size = static_cast<size_t>(std::max(1, shape.group_size));
+  const std::vector<TrajectorySize>& members = *shape.stream_groups;
+  const size_t count = members.size() / size;
+  if (count == 0) return;
+  double tokens = 0;
+  for (size_t i = 0; i < count * size; ++i) tokens += static_cast<double>(members[i].total());
+  StreamPipeline pipeline;
+  pipeline.groups_per_step = std::max(1, shape.batch_trajectories / static_cast<int>(size));
+  pipeline.staleness = shape.staleness;
+  pipeline.steps = std::max(kStreamReplaySteps, 4 * (shape.staleness + 1));
+  pipeline.train_s_per_token =
+      plan.train_s / (pipeline.groups_per_step * tokens / static_cast<double>(count));
+  pipeline.sync_s = plan.sync_s;
+  std::vector<StreamGroup> groups(count);
+  // The replay with the trainer's cycle `outside` and the instances' loads `at`.
+  auto replay_at = [&](const std::vector<KindShare>& at, double outside) {
+    const bool paced = scale * Period(p, at, outside / scale, shape.staleness) <= outside;
+    const double iteration =
+        scale * IterationSeconds(p, at, outside / scale, paced ? shape.staleness : 0);
+    for (size_t g = 0; g < count; ++g) {
+      groups[g] = StreamGroup{};
+      for (size_t i = g * size; i < (g + 1) * size; ++i) {
+        const TrajectorySize& m = members[i];
+        groups[g].latency_s = std::max(
+            groups[g].latency_s, m.tool_s + static_cast<double>(m.generated_tokens) * iteration);
+        groups[g].tokens += static_cast<double>(m.total());
+      }
+    }
+    return ReplayStream(groups, pipeline);
+  };
+  const StreamReplay first = replay_at(kinds, plan.train_s + plan.sync_s);
+  std::vector<KindShare> loaded = kinds;
+  for (KindShare& kind : loaded) kind.load = kind.load.Share(1 / (1 - first.rejected));
+  const StreamReplay replay = replay_at(loaded, plan.train_s * first.trained_tokens + plan.sync_s);
+  plan.train_s *= replay.trained_tokens;
+  plan.rollout_s /= 1 - replay.rejected;
+  plan.step_s = std::max(plan.train_s + plan.sync_s, replay.period_s);
 }
 
 // ---- Rollout segments --------------------------------------------------------------------------
@@ -1579,6 +1653,7 @@ Result<CandidatePlan> EvaluatePlan(const model::CostModel& cost, const SearchSpa
     }
     return *lending;
   }
+  ApplyStream(p, option.kinds, *plan);
   return *plan;
 }
 

@@ -148,6 +148,13 @@ struct PipelineShape {
   /// over predicted). Defaults: 1.
   double rollout_scale = 1;
   double train_scale = 1;
+  /// Stream batches: whole groups of the workload, `group_size` samples of one prompt after
+  /// another. EvaluatePlan then scales an asynchronous, disaggregated plan by what a replay of
+  /// them trains (stream_model.h): training by the trained groups' tokens, rollout by the
+  /// rejected ones' work. The search itself ranks layouts by the ordered model. Default: null
+  /// (ordered batches).
+  std::shared_ptr<const std::vector<TrajectorySize>> stream_groups;
+  int group_size = 1;
 };
 
 /// One plan and its predicted times (seconds).

@@ -656,6 +656,32 @@ TEST(RunnerTest, ThePlanContextSaysWhetherTheRouterKeepsReturningTurnsWhereCache
   EXPECT_EQ(MakePlanContext(libra, libra.system).returns, planner::ReturnPlacement::kKept);
 }
 
+TEST(RunnerTest, AStreamPipelinesPlanContextHoldsWholeGroups) {
+  // Stream batches reject whole groups: a system that forms them gets 128 groups of the
+  // profile's kind, every sample of one prompt after another (their lengths are correlated:
+  // the samples of a group differ, the groups differ more); an ordered one gets none, and the
+  // profile of one sample per prompt is the same either way.
+  const recipe::Recipe ordered = Parse(kRecipe, {"system.preset=libra"});
+  const recipe::Recipe stream = Parse(kRecipe, {"system.preset=libra", "system.batching=stream"});
+  EXPECT_FALSE(AnyStreamBatches(ordered));
+  EXPECT_TRUE(AnyStreamBatches(stream));
+  auto workload = workload::MakeWorkload(stream.workload, stream.seed);
+  ASSERT_OK(workload);
+  const SequenceSizes without = SampleSequenceSizes(**workload, 2, 3);
+  const SequenceSizes with = SampleSequenceSizes(**workload, 2, 3, /*groups=*/true);
+  EXPECT_TRUE(without.group_profile.empty());
+  ASSERT_EQ(with.group_profile.size(), 128u * 2);
+  EXPECT_EQ(with.profile, without.profile);
+  EXPECT_EQ(with.group_profile[0].prompt_tokens, with.group_profile[1].prompt_tokens);
+  const planner::PlanContext streaming = MakePlanContext(stream, stream.system, nullptr, with);
+  EXPECT_TRUE(streaming.stream_batches);
+  EXPECT_EQ(streaming.group_size, 2);
+  EXPECT_EQ(streaming.group_profile, with.group_profile);
+  const planner::PlanContext plain = MakePlanContext(ordered, ordered.system, nullptr, with);
+  EXPECT_FALSE(plain.stream_batches);
+  EXPECT_TRUE(plain.group_profile.empty());
+}
+
 TEST(RunnerTest, LibraLooksAgainWhenTheWorkloadDriftsAndNeverLosesByIt) {
   // libra re-plans online: when trajectories get 4x longer (or a quarter as long) at step 3 it
   // looks again after the change, moves only on a predicted net gain, and is never more than 2%

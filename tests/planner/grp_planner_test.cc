@@ -121,6 +121,33 @@ TEST(GrpPlannerTest, InitialPlanIsTheSearchsBestOnTheStartupProfile) {
   EXPECT_EQ(plan->layout.instances.front().first_gpu, 0);
 }
 
+TEST(GrpPlannerTest, StreamBatchesPredictTheSearchsPlanWithTheReplay) {
+  // With stream batches and whole groups (every other group with one long sample), the plan is
+  // still the one the search ranks first by the ordered model, and its prediction is the
+  // replay's: fewer tokens trained than the ordered prediction, more rolled out, a step no
+  // shorter than its training. The candidates shown are predicted the same way.
+  Fixture f;
+  auto ordered = Make()->Initial(f.context);
+  ASSERT_OK(ordered);
+  f.context.stream_batches = true;
+  f.context.group_size = 8;
+  for (int g = 0; g < 32; ++g) {
+    for (int s = 0; s < 8; ++s) {
+      f.context.group_profile.push_back(Fixture::Sample(g % 2 == 1 && s == 0 ? 49 : s, 1.0));
+    }
+  }
+  auto stream = Make()->Initial(f.context);
+  ASSERT_OK(stream);
+  EXPECT_EQ(stream->layout, ordered->layout);
+  ASSERT_TRUE(stream->predicted.has_value() && ordered->predicted.has_value());
+  EXPECT_LT(stream->predicted->train_s, 0.99 * ordered->predicted->train_s);
+  EXPECT_GT(stream->predicted->rollout_s, ordered->predicted->rollout_s);
+  EXPECT_GE(stream->predicted->step_s, stream->predicted->train_s + stream->predicted->sync_s);
+  EXPECT_DOUBLE_EQ(*stream->predicted_step_s, stream->predicted->step_s);
+  ASSERT_FALSE(stream->candidates.empty());
+  EXPECT_DOUBLE_EQ(stream->candidates.front().step_s, *stream->predicted_step_s);
+}
+
 TEST(GrpPlannerTest, NoEhpPlansOnceAndNeverLooksAgain) {
   Fixture f;
   auto planner = GrpPlanner::CreateNoEhp(recipe::OptionTable());

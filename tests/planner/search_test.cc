@@ -761,6 +761,61 @@ TEST(SearchTest, SameInputGivesIdenticalResults) {
   EXPECT_TRUE(*unsorted == *presorted);
 }
 
+/// Groups of 8 r2e-gym-like samples: one long sample (12,000 tokens) in every other group.
+std::shared_ptr<const std::vector<RequestSample>> StreamGroups(bool alike) {
+  auto groups = std::make_shared<std::vector<RequestSample>>();
+  for (int g = 0; g < 64; ++g) {
+    for (int s = 0; s < 8; ++s) {
+      const bool long_one = !alike && g % 2 == 1 && s == 0;
+      groups->push_back({1500, long_one ? 12000 : 3000, 500});
+    }
+  }
+  return groups;
+}
+
+TEST(SearchTest, StreamBatchesTrainTheShortGroupsAndRollOutTheRejectedOnes) {
+  // 2 nodes x 4 H100, Qwen3-4B, staleness 1, 64 trajectories a step in groups of 8: with stream
+  // batches, groups with a long sample are overtaken by short ones and some are rejected, so the
+  // plan trains fewer tokens than the ordered one and rolls out more (the rejected groups' work);
+  // its step is at least its trainer's cycle. Groups that take alike change nothing, and neither
+  // does a synchronous pipeline (nothing lags).
+  auto cost = Catalog("roofline", "H100-80G", "Qwen3-4B", 4);
+  SearchSpace space;
+  space.nodes = 2;
+  space.gpus_per_node = 4;
+  PipelineShape shape;
+  shape.batch_trajectories = 64;
+  shape.staleness = 1;
+  shape.group_size = 8;
+  const std::vector<RequestSample> history = R2eGymHistory(256, 3);
+  const model::TrainLayout train{2, 1, 2, 1};
+  auto ordered = EvaluatePlan(*cost, space, shape, history, train, {2, 2});
+  ASSERT_OK(ordered);
+  shape.stream_groups = StreamGroups(false);
+  auto stream = EvaluatePlan(*cost, space, shape, history, train, {2, 2});
+  ASSERT_OK(stream);
+  EXPECT_LT(stream->train_s, 0.99 * ordered->train_s);
+  EXPECT_GT(stream->rollout_s, 1.01 * ordered->rollout_s);
+  EXPECT_GE(stream->step_s, stream->train_s + stream->sync_s);
+  EXPECT_EQ(stream->sync_s, ordered->sync_s);
+
+  shape.stream_groups = StreamGroups(true);
+  auto alike = EvaluatePlan(*cost, space, shape, history, train, {2, 2});
+  ASSERT_OK(alike);
+  EXPECT_DOUBLE_EQ(alike->train_s, ordered->train_s);
+  EXPECT_DOUBLE_EQ(alike->rollout_s, ordered->rollout_s);
+
+  shape.stream_groups = StreamGroups(false);
+  shape.staleness = 0;
+  PipelineShape synchronous = shape;
+  synchronous.stream_groups = nullptr;
+  auto sync_stream = EvaluatePlan(*cost, space, shape, history, train, {2, 2});
+  auto sync_ordered = EvaluatePlan(*cost, space, synchronous, history, train, {2, 2});
+  ASSERT_OK(sync_stream);
+  ASSERT_OK(sync_ordered);
+  EXPECT_EQ(*sync_stream, *sync_ordered);
+}
+
 TEST(SearchTest, EvaluatePlanRejectsPlansThatDoNotFit) {
   // More GPUs than the cluster, an instance across a node, a training OOM, a request that fits
   // no instance: each is kInvalidArgument.
