@@ -13,6 +13,9 @@ namespace {
 
 /// Candidates a plan lists beside its choice (`libra plan`'s table).
 constexpr size_t kShownCandidates = 5;
+/// What a plan's reason adds with stream batches (StreamPredictions).
+constexpr const char* kStreamNote =
+    "; stream batches predicted by replaying whole groups, layouts ranked as for ordered batches";
 
 std::vector<int> RolloutTps(const backend::Layout& layout) {
   std::vector<int> tps;
@@ -339,9 +342,10 @@ Result<Plan> GrpPlanner::Initial(const PlanContext& context) {
   plan.predicted = PhaseTimes{result.best->rollout_s, result.best->train_s, result.best->sync_s,
                               result.best->step_s};
   plan.reason = StrFormat(
-      "%s search over %d training budgets: rollout %.1f s, train %.1f s, sync %.1f s per step",
+      "%s search over %d training budgets: rollout %.1f s, train %.1f s, sync %.1f s per step%s",
       options_.mode == SearchMode::kTreeDp ? "Algorithm 1" : "exhaustive", result.trace.budgets,
-      result.best->rollout_s, result.best->train_s, result.best->sync_s);
+      result.best->rollout_s, result.best->train_s, result.best->sync_s,
+      stream_groups_ ? kStreamNote : "");
   for (size_t i = 0; i < result.top.size() && i < kShownCandidates; ++i) {
     plan.candidates.push_back(Describe(result.top[i], context.gpus_per_node));
   }

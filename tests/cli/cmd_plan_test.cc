@@ -39,6 +39,20 @@ TEST_F(CmdPlanTest, SearchingPlannersShowTheirCandidatesAndSearch) {
                "libra plan --explain --systems libra recipes/paper/r2e-gym-qwen3-14b.toml", e.out);
 }
 
+TEST_F(CmdPlanTest, StreamBatchesArePredictedByTheirReplay) {
+  // With stream batches the plan is the search's (ordered) choice, and it and the candidates
+  // shown are predicted by the stream replay: less training, more rollout than the ordered
+  // prediction (docs/planner.md, "Stream batches").
+  WriteFile(dir_.File("paper.toml"), ReadFile(SourcePath("recipes/paper/r2e-gym-qwen3-14b.toml")));
+  const CommandResult r =
+      Libra({"plan", "--systems", "libra", "--set", "system.batching=stream", "paper.toml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("cli/plan_paper_grp_stream.txt",
+               "libra plan --systems libra --set system.batching=stream "
+               "recipes/paper/r2e-gym-qwen3-14b.toml",
+               r.out);
+}
+
 TEST_F(CmdPlanTest, CheckSimulatesThePlanAndComparesEveryPhase) {
   // --check: predicted against measured per phase for each predicting planner, a summary line,
   // exit 0 when every phase is within its limit; planners without a model say so.
