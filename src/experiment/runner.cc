@@ -147,6 +147,11 @@ double DecodeFloorGpuSeconds(const model::CostModel& cost, int64_t context, int6
 /// sees it (docs/planner.md, "Routers without turn affinity"): round-robin in rotation;
 /// least-conn, and the length-based routers, which place a turn on the least loaded instance
 /// they admit it to, by load; C-MLFQ (and heddle, whose own planner reads no model) kept.
+/// Whether `system` trains stream batches (the first groups to finish).
+bool StreamBatches(const recipe::Recipe& recipe, const recipe::SystemSpec& system) {
+  return recipe.BatchingFor(system) == recipe::Batching::kStream;
+}
+
 planner::ReturnPlacement ReturnsOf(std::string_view router) {
   if (router == sched::kRoundRobinName) return planner::ReturnPlacement::kRotated;
   for (const std::string_view by_load :
@@ -180,7 +185,7 @@ planner::PlanContext MakePlanContext(const recipe::Recipe& recipe, const recipe:
   context.sync_interval = recipe.rl.sync_interval;
   context.kv_policy = recipe.sim.kv_policy;
   context.returns = ReturnsOf(system.router);
-  context.stream_batches = recipe.BatchingFor(system) == recipe::Batching::kStream;
+  context.stream_batches = StreamBatches(recipe, system);
   context.group_size = std::max(1, recipe.rl.group_size);
   if (sizes) {
     if (context.stream_batches) context.group_profile = sizes->group_profile;
@@ -247,7 +252,7 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
 bool AnyStreamBatches(const recipe::Recipe& recipe) {
   const std::vector<const recipe::SystemSpec*> systems = AllSystems(recipe);
   return std::any_of(systems.begin(), systems.end(), [&](const recipe::SystemSpec* system) {
-    return recipe.BatchingFor(*system) == recipe::Batching::kStream;
+    return StreamBatches(recipe, *system);
   });
 }
 
@@ -389,7 +394,7 @@ Result<RunSummary> RunCoordinator(const recipe::Recipe& recipe, const recipe::Sy
   config.prompts_per_step = recipe.rl.prompts_per_step;
   config.group_size = recipe.rl.group_size;
   config.staleness = recipe.StalenessFor(system);
-  config.stream_batches = recipe.BatchingFor(system) == recipe::Batching::kStream;
+  config.stream_batches = StreamBatches(recipe, system);
   config.partial_rollout = recipe.PartialRolloutFor(system);
   config.objective = recipe.ObjectiveFor(system);
   config.eval_interval = recipe.eval.interval;
@@ -425,12 +430,11 @@ Status CheckInitialPlan(const recipe::Recipe& recipe, const recipe::SystemSpec& 
   LIBRA_ASSIGN_OR_RETURN(auto cost, model::MakeCostModel(recipe));
   LIBRA_ASSIGN_OR_RETURN(auto planner,
                          parts.planners->Create(system.planner, system.planner_options));
-  LIBRA_ASSIGN_OR_RETURN(
-      planner::Plan plan,
-      planner->Initial(MakePlanContext(
-          recipe, system, cost.get(),
-          SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps,
-                              recipe.BatchingFor(system) == recipe::Batching::kStream))));
+  LIBRA_ASSIGN_OR_RETURN(planner::Plan plan,
+                         planner->Initial(MakePlanContext(
+                             recipe, system, cost.get(),
+                             SampleSequenceSizes(*workload, recipe.rl.group_size, recipe.steps,
+                                                 StreamBatches(recipe, system)))));
   (void)plan;
   return Status();
 }

@@ -139,7 +139,7 @@ PipelineShape GrpPlanner::Shape() const {
   shape.kv_policy = context_.kv_policy;
   shape.returns = context_.returns;
   shape.tool_latencies = tool_latencies_.Sorted();  // sorted once per change
-  shape.group_size = std::max(1, context_.group_size);
+  shape.group_size = context_.group_size;
   if (options_.calibrate) {
     shape.rollout_scale = rollout_cal_.factor();
     shape.train_scale = train_cal_.factor();

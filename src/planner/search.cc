@@ -392,18 +392,27 @@ std::vector<KindShare> MixedShares(const SampleCosts& costs, const TpCounts& lay
   return out;
 }
 
-/// The slowest instance kind's iteration (seconds a decoding sequence waits for each token) with
-/// `outside_s` in the cycle and `paced_batches` in flight (Period).
-double IterationSeconds(const Problem& p, const std::vector<KindShare>& kinds, double outside_s,
+/// Period's slowest period, and the slowest iteration there (seconds a decoding sequence waits
+/// for each token), from one estimate of each kind.
+struct Slowest {
+  double period_s = 0;
+  double iteration_s = 0;
+};
+Slowest SlowestInstance(const Problem& p, const std::vector<KindShare>& kinds, double outside_s,
                         double paced_batches) {
   const int instances = Instances(kinds);
-  double worst = 0;
+  Slowest worst;
   for (const KindShare& kind : kinds) {
-    if (kind.count <= 0 || kind.load.empty() || !p.Holds(kind.tp)) continue;
+    if (kind.count <= 0 || kind.load.empty()) continue;
+    if (!p.Holds(kind.tp)) {
+      worst.period_s = kInf;
+      continue;
+    }
     const InstanceEstimate e =
         EstimateInstance(*p.cost, p.Setting(kind.tp, outside_s, paced_batches, instances),
                          kind.load.Share(1.0 / kind.count));
-    worst = std::max(worst, e.iteration_s);
+    worst.period_s = std::max(worst.period_s, e.period_s);
+    worst.iteration_s = std::max(worst.iteration_s, e.iteration_s);
   }
   return worst;
 }
@@ -430,8 +439,12 @@ void ApplyStream(const Problem& p, const std::vector<KindShare>& kinds, Candidat
   const std::vector<TrajectorySize>& members = *shape.stream_groups;
   const size_t count = members.size() / size;
   if (count == 0) return;
+  std::vector<StreamGroup> groups(count);  // tokens now, latencies at each pass's pace
   double tokens = 0;
-  for (size_t i = 0; i < count * size; ++i) tokens += static_cast<double>(members[i].total());
+  for (size_t i = 0; i < count * size; ++i) {
+    groups[i / size].tokens += static_cast<double>(members[i].total());
+    tokens += static_cast<double>(members[i].total());
+  }
   StreamPipeline pipeline;
   pipeline.groups_per_step = std::max(1, shape.batch_trajectories / static_cast<int>(size));
   pipeline.staleness = shape.staleness;
@@ -439,20 +452,17 @@ void ApplyStream(const Problem& p, const std::vector<KindShare>& kinds, Candidat
   pipeline.train_s_per_token =
       plan.train_s / (pipeline.groups_per_step * tokens / static_cast<double>(count));
   pipeline.sync_s = plan.sync_s;
-  std::vector<StreamGroup> groups(count);
   // The replay with the trainer's cycle `outside` and the instances' loads `at`.
   auto replay_at = [&](const std::vector<KindShare>& at, double outside) {
-    const bool paced = scale * Period(p, at, outside / scale, shape.staleness) <= outside;
-    const double iteration =
-        scale * IterationSeconds(p, at, outside / scale, paced ? shape.staleness : 0);
-    for (size_t g = 0; g < count; ++g) {
-      groups[g] = StreamGroup{};
-      for (size_t i = g * size; i < (g + 1) * size; ++i) {
-        const TrajectorySize& m = members[i];
-        groups[g].latency_s = std::max(
-            groups[g].latency_s, m.tool_s + static_cast<double>(m.generated_tokens) * iteration);
-        groups[g].tokens += static_cast<double>(m.total());
-      }
+    Slowest slowest = SlowestInstance(p, at, outside / scale, shape.staleness);
+    if (scale * slowest.period_s > outside) slowest = SlowestInstance(p, at, outside / scale, 0);
+    const double iteration = scale * slowest.iteration_s;
+    for (StreamGroup& g : groups) g.latency_s = 0;
+    for (size_t i = 0; i < count * size; ++i) {
+      const TrajectorySize& m = members[i];
+      StreamGroup& g = groups[i / size];
+      g.latency_s =
+          std::max(g.latency_s, m.tool_s + static_cast<double>(m.generated_tokens) * iteration);
     }
     return ReplayStream(groups, pipeline);
   };
