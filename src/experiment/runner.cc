@@ -238,9 +238,9 @@ SequenceSizes SampleSequenceSizes(const workload::Workload& workload, int group_
   for (int i = 0; i < kProfile; ++i) {
     sizes.profile.push_back(size_of(kFirstProfilePrompt + i, 0, &sizes.profile_tool_latencies_s));
   }
-  // Stream batches reject whole groups, by their slowest sample: 128 groups of the prompts after
+  // Stream batches reject whole groups, by their slowest sample: 256 groups of the prompts after
   // the profile's, each with all its samples (docs/planner.md, "Stream batches").
-  constexpr int kGroupProfile = 128;
+  constexpr int kGroupProfile = 256;
   for (int i = 0; groups && i < kGroupProfile; ++i) {
     for (int s = 0; s < group; ++s) {
       sizes.group_profile.push_back(size_of(kFirstProfilePrompt + kProfile + i, s, nullptr));

@@ -397,6 +397,8 @@ std::vector<KindShare> MixedShares(const SampleCosts& costs, const TpCounts& lay
 struct Slowest {
   double period_s = 0;
   double iteration_s = 0;
+  /// The lowest share of tool calls whose context survived in the cache.
+  double hit_rate = 1;
 };
 Slowest SlowestInstance(const Problem& p, const std::vector<KindShare>& kinds, double outside_s,
                         double paced_batches) {
@@ -413,21 +415,52 @@ Slowest SlowestInstance(const Problem& p, const std::vector<KindShare>& kinds, d
                          kind.load.Share(1.0 / kind.count));
     worst.period_s = std::max(worst.period_s, e.period_s);
     worst.iteration_s = std::max(worst.iteration_s, e.iteration_s);
+    worst.hit_rate = std::min(worst.hit_rate, e.hit_rate);
   }
   return worst;
 }
 
-/// Steps a stream replay runs (its first staleness + 1 are not counted).
+/// Steps a stream replay runs (its first staleness + 1 are not counted), and the replays that
+/// bring its iteration time to the one its own load sets.
 constexpr int kStreamReplaySteps = 40;
+constexpr int kStreamRounds = 8;
+
+/// The time between a decoding sequence's tokens on the slowest kind's instances when `decoding`
+/// sequences of `context` tokens decode across the layout, each kind holding its share of the
+/// decoded tokens, and the instances prefill `prefill_per_token` seconds for each token decoded:
+/// an iteration of the sequences an instance holds (at most what its engine admits and its KV
+/// cache fits) and their share of the prefill; sequences beyond those take turns with them.
+double TokenTime(const Problem& p, const std::vector<KindShare>& kinds, double decoding,
+                 double context, double prefill_per_token) {
+  double decode = 0;
+  for (const KindShare& kind : kinds) {
+    if (kind.count > 0) decode += kind.load.decode;
+  }
+  double worst = 0;
+  for (const KindShare& kind : kinds) {
+    if (kind.count <= 0 || kind.load.decode <= 0) continue;
+    const double fit =
+        static_cast<double>(p.cost->KvCapacityTokens(kind.tp)) / std::max(1.0, context);
+    const double most = std::max(1.0, std::min(static_cast<double>(p.space->max_num_seqs), fit));
+    const double n = std::max(1.0, decoding * kind.load.decode / decode / kind.count);
+    const double held = std::min(n, most);
+    const double iteration =
+        p.cost->DecodeSpanTime(kind.tp, std::llround(held), std::llround(held * context), 1);
+    worst = std::max(worst, (iteration + prefill_per_token * held) * n / held);
+  }
+  return worst;
+}
 
 /// `plan` (asynchronous and disaggregated, not lending) with stream batches: the shape's groups
-/// replayed (ReplayStream), each taking its slowest sample's tools and generated tokens at the
-/// iteration time of the regime PlanStep finds. Training is scaled by the tokens the replay
-/// trains; the rollout side by the rejected groups' work on top of the trained ones', that is by
-/// 1 / (1 - rejected); the step is the replay's, and at least the trainer's cycle (no batch waits
-/// for the slowest group, so the rollout side's latency bound does not hold it back). The replay
-/// runs twice: at the ordered plan's pace, then at the pace and load that one gives (shorter
-/// training, the rejected groups' work). Unchanged without stream groups.
+/// replayed (ReplayStream), each taking its slowest sample's tools, own prefill and decoded
+/// tokens at an iteration time. That time is set by the sequences decoding, which the replay
+/// sets in turn (Little's law: the tokens it decodes a step, each holding a place in a batch for
+/// one iteration, over the period), stretched by the share of the period the instances prefill;
+/// the replay is run to that fixed point. Training is scaled by the tokens the replay trains; the
+/// step is the replay's, and at least the trainer's cycle (no batch waits for the slowest group,
+/// so the rollout side's latency bound does not hold it back); rollout alone is the replay's
+/// period with training free, the rejected groups' work included. Unchanged without stream
+/// groups.
 void ApplyStream(const Problem& p, const std::vector<KindShare>& kinds, CandidatePlan& plan) {
   const PipelineShape& shape = *p.shape;
   if (shape.stream_groups == nullptr || shape.stream_groups->empty() || shape.staleness <= 0 ||
@@ -438,13 +471,36 @@ void ApplyStream(const Problem& p, const std::vector<KindShare>& kinds, Candidat
   const auto size = static_cast<size_t>(std::max(1, shape.group_size));
   const std::vector<TrajectorySize>& members = *shape.stream_groups;
   const size_t count = members.size() / size;
-  if (count == 0) return;
-  std::vector<StreamGroup> groups(count);  // tokens now, latencies at each pass's pace
+  if (count == 0 || kinds.empty()) return;
+  // Each sample's own prefill (its prompt and tool outputs after a cached context) on the
+  // slowest kind's instances; the decoded tokens, their mean context, and the instances'
+  // prefill for each of them.
+  std::vector<StreamGroup> groups(count);  // tokens now, latencies at each round's pace
+  std::vector<double> own_prefill(count * size, 0.0);
+  std::vector<double> own_miss(count * size, 0.0);
   double tokens = 0;
+  double decoded = 0;
+  double decoded_context = 0;
+  double prefill_s = 0;
+  double miss_s = 0;
   for (size_t i = 0; i < count * size; ++i) {
-    groups[i / size].tokens += static_cast<double>(members[i].total());
-    tokens += static_cast<double>(members[i].total());
+    const TrajectorySize& m = members[i];
+    groups[i / size].tokens += static_cast<double>(m.total());
+    groups[i / size].decoded += static_cast<double>(m.generated_tokens);
+    tokens += static_cast<double>(m.total());
+    for (const KindShare& kind : kinds) {
+      const RequestCost c = CostOf(*p.cost, kind.tp, m);
+      own_prefill[i] = std::max(own_prefill[i], c.prefill_s);
+      own_miss[i] = std::max(own_miss[i], c.miss_s);
+      if (&kind == &kinds.front()) {
+        decoded += c.decode;
+        decoded_context += c.decode_context;
+      }
+    }
+    prefill_s += own_prefill[i];
+    miss_s += own_miss[i];
   }
+  const double context = decoded > 0 ? decoded_context / decoded : 0;
   StreamPipeline pipeline;
   pipeline.groups_per_step = std::max(1, shape.batch_trajectories / static_cast<int>(size));
   pipeline.staleness = shape.staleness;
@@ -452,26 +508,38 @@ void ApplyStream(const Problem& p, const std::vector<KindShare>& kinds, Candidat
   pipeline.train_s_per_token =
       plan.train_s / (pipeline.groups_per_step * tokens / static_cast<double>(count));
   pipeline.sync_s = plan.sync_s;
-  // The replay with the trainer's cycle `outside` and the instances' loads `at`.
-  auto replay_at = [&](const std::vector<KindShare>& at, double outside) {
-    Slowest slowest = SlowestInstance(p, at, outside / scale, shape.staleness);
-    if (scale * slowest.period_s > outside) slowest = SlowestInstance(p, at, outside / scale, 0);
-    const double iteration = scale * slowest.iteration_s;
-    for (StreamGroup& g : groups) g.latency_s = 0;
-    for (size_t i = 0; i < count * size; ++i) {
-      const TrajectorySize& m = members[i];
-      StreamGroup& g = groups[i / size];
-      g.latency_s =
-          std::max(g.latency_s, m.tool_s + static_cast<double>(m.generated_tokens) * iteration);
+  // The replay from the iteration time of the regime PlanStep finds with `outside` in the
+  // cycle, each round halfway to the time its load sets (a full step overshoots: the period
+  // moves with the iteration time).
+  auto replay_at = [&](double outside) {
+    Slowest slowest = SlowestInstance(p, kinds, outside / scale, shape.staleness);
+    if (scale * slowest.period_s > outside) slowest = SlowestInstance(p, kinds, outside / scale, 0);
+    double iteration = scale * slowest.iteration_s;
+    const double miss = 1 - slowest.hit_rate;
+    const double prefill_per_token = decoded > 0 ? (prefill_s + miss * miss_s) / decoded : 0;
+    StreamReplay replay;
+    for (int round = 0; round < kStreamRounds; ++round) {
+      for (StreamGroup& g : groups) g.latency_s = 0;
+      for (size_t i = 0; i < count * size; ++i) {
+        const TrajectorySize& m = members[i];
+        StreamGroup& g = groups[i / size];
+        g.latency_s =
+            std::max(g.latency_s, m.tool_s + scale * (own_prefill[i] + miss * own_miss[i]) +
+                                      static_cast<double>(m.generated_tokens) * iteration);
+      }
+      replay = ReplayStream(groups, pipeline);
+      if (replay.period_s <= 0) break;
+      const double decoding = replay.decoded_per_step * iteration / replay.period_s;
+      const double held = scale * TokenTime(p, kinds, decoding, context, prefill_per_token);
+      iteration = (iteration + held) / 2;
     }
-    return ReplayStream(groups, pipeline);
+    return replay;
   };
-  const StreamReplay first = replay_at(kinds, plan.train_s + plan.sync_s);
-  std::vector<KindShare> loaded = kinds;
-  for (KindShare& kind : loaded) kind.load = kind.load.Share(1 / (1 - first.rejected));
-  const StreamReplay replay = replay_at(loaded, plan.train_s * first.trained_tokens + plan.sync_s);
+  const StreamReplay replay = replay_at(plan.train_s + plan.sync_s);
+  pipeline.train_s_per_token = 0;
+  const StreamReplay alone = replay_at(plan.sync_s);
   plan.train_s *= replay.trained_tokens;
-  plan.rollout_s /= 1 - replay.rejected;
+  plan.rollout_s = alone.period_s;
   plan.step_s = std::max(plan.train_s + plan.sync_s, replay.period_s);
 }
 

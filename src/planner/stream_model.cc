@@ -52,6 +52,7 @@ StreamReplay ReplayStream(std::span<const StreamGroup> groups, const StreamPipel
   int64_t counted_rejected = 0;
   int64_t counted_trained = 0;
   double counted_tokens = 0;
+  double counted_decoded = 0;  // by trained and rejected groups
   double step_end = 0;
   double counted_from = 0;  // the end of the last step not counted
   int counted_steps = 0;
@@ -66,24 +67,30 @@ StreamReplay ReplayStream(std::span<const StreamGroup> groups, const StreamPipel
         complete.push_back({running.top().group, running.top().version});
         running.pop();
       }
-      const auto stale = [&](const Complete& c) { return k - c.version > staleness; };
-      const auto dropped = std::count_if(complete.begin(), complete.end(), stale);
-      complete.erase(std::remove_if(complete.begin(), complete.end(), stale), complete.end());
-      rejected += dropped;
-      if (counted) counted_rejected += dropped;
+      // Stale groups are rejected (their decoding spent) and replaced; the rest keep their order.
+      const auto stale = std::stable_partition(complete.begin(), complete.end(),
+                                               [&](auto& c) { return k - c.version <= staleness; });
+      for (auto it = stale; it != complete.end(); ++it, ++rejected) {
+        if (counted) counted_decoded += groups[it->group].decoded;
+      }
+      if (counted) counted_rejected += complete.end() - stale;
+      complete.erase(stale, complete.end());
       launch(now);
       if (complete.size() >= static_cast<size_t>(per_step) || running.empty()) break;
       now = running.top().done_at;
     }
     if (complete.size() < static_cast<size_t>(per_step)) break;  // nothing left to launch
-    double tokens = 0;
-    for (int i = 0; i < per_step; ++i)
-      tokens += groups[complete[static_cast<size_t>(i)].group].tokens;
+    StreamGroup batch;                                           // its tokens and decoded tokens
+    for (auto it = complete.begin(); it != complete.begin() + per_step; ++it) {
+      batch.tokens += groups[it->group].tokens;
+      batch.decoded += groups[it->group].decoded;
+    }
     complete.erase(complete.begin(), complete.begin() + per_step);
-    step_end = now + tokens * pipeline.train_s_per_token + pipeline.sync_s;
+    step_end = now + batch.tokens * pipeline.train_s_per_token + pipeline.sync_s;
     if (counted) {
       counted_trained += per_step;
-      counted_tokens += tokens;
+      counted_tokens += batch.tokens;
+      counted_decoded += batch.decoded;
       ++counted_steps;
     }
     version = k + 1;
@@ -96,6 +103,7 @@ StreamReplay ReplayStream(std::span<const StreamGroup> groups, const StreamPipel
   out.rejected = static_cast<double>(counted_rejected) /
                  static_cast<double>(counted_rejected + counted_trained);
   out.period_s = (step_end - counted_from) / counted_steps;
+  out.decoded_per_step = counted_decoded / counted_steps;
   if (mean > 0) out.trained_tokens = counted_tokens / static_cast<double>(counted_trained) / mean;
   return out;
 }

@@ -17,6 +17,8 @@ namespace libra::planner {
 struct StreamGroup {
   double latency_s = 0;
   double tokens = 0;
+  /// The tokens its samples decode (each decoding sample holds a place in an engine's batch).
+  double decoded = 0;
 };
 
 struct StreamReplay {
@@ -26,6 +28,8 @@ struct StreamReplay {
   double trained_tokens = 1;
   /// Mean time between the counted steps' ends (seconds).
   double period_s = 0;
+  /// Tokens decoded a step by the groups that completed (trained or rejected).
+  double decoded_per_step = 0;
 };
 
 /// The pipeline the replay runs.

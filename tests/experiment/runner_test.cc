@@ -657,7 +657,7 @@ TEST(RunnerTest, ThePlanContextSaysWhetherTheRouterKeepsReturningTurnsWhereCache
 }
 
 TEST(RunnerTest, AStreamPipelinesPlanContextHoldsWholeGroups) {
-  // Stream batches reject whole groups: a system that forms them gets 128 groups of the
+  // Stream batches reject whole groups: a system that forms them gets 256 groups of the
   // profile's kind, every sample of one prompt after another (their lengths are correlated:
   // the samples of a group differ, the groups differ more); an ordered one gets none, and the
   // profile of one sample per prompt is the same either way.
@@ -670,7 +670,7 @@ TEST(RunnerTest, AStreamPipelinesPlanContextHoldsWholeGroups) {
   const SequenceSizes without = SampleSequenceSizes(**workload, 2, 3);
   const SequenceSizes with = SampleSequenceSizes(**workload, 2, 3, /*groups=*/true);
   EXPECT_TRUE(without.group_profile.empty());
-  ASSERT_EQ(with.group_profile.size(), 128u * 2);
+  ASSERT_EQ(with.group_profile.size(), 256u * 2);
   EXPECT_EQ(with.profile, without.profile);
   EXPECT_EQ(with.group_profile[0].prompt_tokens, with.group_profile[1].prompt_tokens);
   const planner::PlanContext streaming = MakePlanContext(stream, stream.system, nullptr, with);

@@ -26,12 +26,13 @@ std::vector<StreamGroup> Spread() {
 TEST(StreamModelTest, GroupsThatTakeAlikeAreAllTrainedAtTheTrainersPace) {
   // Groups of one latency complete in launch order: none is overtaken, none rejected, the batches
   // are the mean group, and the step is the trainer's (2 groups x 5 tokens x 1 s = 10 s) once
-  // the 10 s latency is hidden behind the batches in flight.
-  const std::vector<StreamGroup> groups(16, StreamGroup{10, 5});
+  // the 10 s latency is hidden behind the batches in flight. A step decodes its two groups.
+  const std::vector<StreamGroup> groups(16, StreamGroup{10, 5, 4});
   const StreamReplay r = ReplayStream(groups, Pipeline(2, 1, 1.0));
   EXPECT_EQ(r.rejected, 0);
   EXPECT_EQ(r.trained_tokens, 1);
   EXPECT_DOUBLE_EQ(r.period_s, 10);
+  EXPECT_DOUBLE_EQ(r.decoded_per_step, 8);
 }
 
 TEST(StreamModelTest, ShortGroupsOvertakeLongOnesWhichAreRejected) {
@@ -40,12 +41,14 @@ TEST(StreamModelTest, ShortGroupsOvertakeLongOnesWhichAreRejected) {
   // below the mean group's.
   std::vector<StreamGroup> groups;
   for (int i = 0; i < 8; ++i) {
-    groups.push_back({1, 1});
-    groups.push_back({50, 10});
+    groups.push_back({1, 1, 1});
+    groups.push_back({50, 10, 10});
   }
   const StreamReplay r = ReplayStream(groups, Pipeline(2, 1, 0.1));
   EXPECT_GT(r.rejected, 0.2);
   EXPECT_LT(r.trained_tokens, 0.8);
+  // The rejected long groups were decoded too: a step decodes more than its two groups' tokens.
+  EXPECT_GT(r.decoded_per_step, 2 * r.trained_tokens * 5.5);
 }
 
 TEST(StreamModelTest, ASlowerTrainerRejectsLess) {
