@@ -817,6 +817,33 @@ TEST(SearchTest, StreamBatchesTrainTheShortGroupsAndWaitForNoSlowestOne) {
   EXPECT_EQ(*sync_stream, *sync_ordered);
 }
 
+TEST(SearchTest, AStreamReplayDecodesNoFasterThanFullEngines) {
+  // Contexts of 50,000 to 60,000 tokens: a TP2 instance of Qwen3-4B on H100s fits about twenty,
+  // and a stream pipeline with staleness 1 keeps some 64 an instance in flight. Those beyond
+  // what an instance holds take turns, so rollout alone is at least each instance's share of a
+  // step's decoded tokens at a full engine's pace (here with the contexts at their shortest, so
+  // more of them fit and the pace is faster than any the engine reaches).
+  auto cost = Catalog("roofline", "H100-80G", "Qwen3-4B", 4);
+  SearchSpace space;
+  space.nodes = 2;
+  space.gpus_per_node = 4;
+  PipelineShape shape;
+  shape.batch_trajectories = 64;
+  shape.staleness = 1;
+  shape.group_size = 8;
+  shape.max_sequence_tokens = 65536;
+  const std::vector<RequestSample> history(512, RequestSample{50000, 10000, 0});
+  shape.stream_groups = Groups(history);
+  auto plan = EvaluatePlan(*cost, space, shape, history, {2, 1, 2, 1}, {2, 2});
+  ASSERT_OK(plan);
+  const double held = std::floor(static_cast<double>(cost->KvCapacityTokens(2)) / 50000);
+  ASSERT_LT(held, 32);
+  const double full_pace =
+      cost->DecodeSpanTime(2, static_cast<int64_t>(held), static_cast<int64_t>(held) * 50000, 1) /
+      held;
+  EXPECT_GE(plan->rollout_s, 64.0 * 10000 / 2 * full_pace);
+}
+
 TEST(SearchTest, EvaluatePlanRejectsPlansThatDoNotFit) {
   // More GPUs than the cluster, an instance across a node, a training OOM, a request that fits
   // no instance: each is kInvalidArgument.
