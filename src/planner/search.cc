@@ -492,7 +492,7 @@ void ApplyStream(const Problem& p, const std::vector<KindShare>& kinds, Candidat
       const RequestCost c = CostOf(*p.cost, kind.tp, m);
       own_prefill[i] = std::max(own_prefill[i], c.prefill_s);
       own_miss[i] = std::max(own_miss[i], c.miss_s);
-      if (&kind == &kinds.front()) {
+      if (&kind == &kinds.front()) {  // the decoded tokens and their context: any TP's
         decoded += c.decode;
         decoded_context += c.decode_context;
       }

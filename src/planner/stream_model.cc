@@ -80,7 +80,7 @@ StreamReplay ReplayStream(std::span<const StreamGroup> groups, const StreamPipel
       now = running.top().done_at;
     }
     if (complete.size() < static_cast<size_t>(per_step)) break;  // nothing left to launch
-    StreamGroup batch;                                           // its tokens and decoded tokens
+    StreamGroup batch;  // the step's: its tokens and decoded tokens
     for (auto it = complete.begin(); it != complete.begin() + per_step; ++it) {
       batch.tokens += groups[it->group].tokens;
       batch.decoded += groups[it->group].decoded;
