@@ -772,6 +772,21 @@ std::shared_ptr<const std::vector<RequestSample>> Groups(std::vector<RequestSamp
   return std::make_shared<const std::vector<RequestSample>>(std::move(samples));
 }
 
+/// The stream tests' problem: 2 nodes x 4 H100 with Qwen3-4B, staleness 1, 64 trajectories a
+/// step in groups of 8.
+struct GroupedProblem {
+  std::unique_ptr<model::CostModel> cost = Catalog("roofline", "H100-80G", "Qwen3-4B", 4);
+  SearchSpace space;
+  PipelineShape shape;
+  GroupedProblem() {
+    space.nodes = 2;
+    space.gpus_per_node = 4;
+    shape.batch_trajectories = 64;
+    shape.staleness = 1;
+    shape.group_size = 8;
+  }
+};
+
 TEST(SearchTest, StreamBatchesTrainTheShortGroupsAndWaitForNoSlowestOne) {
   // 2 nodes x 4 H100, Qwen3-4B, staleness 1, 64 trajectories a step in groups of 8, a quarter of
   // the groups with one long sample (20,000 tokens against 3,000): with stream batches short
@@ -781,14 +796,10 @@ TEST(SearchTest, StreamBatchesTrainTheShortGroupsAndWaitForNoSlowestOne) {
   // group that holds it.
   // Groups that take alike train what ordered batches train, and a synchronous pipeline is
   // unchanged (nothing lags).
-  auto cost = Catalog("roofline", "H100-80G", "Qwen3-4B", 4);
-  SearchSpace space;
-  space.nodes = 2;
-  space.gpus_per_node = 4;
-  PipelineShape shape;
-  shape.batch_trajectories = 64;
-  shape.staleness = 1;
-  shape.group_size = 8;
+  GroupedProblem p;
+  const auto& cost = p.cost;
+  const SearchSpace& space = p.space;
+  PipelineShape& shape = p.shape;
   const std::vector<RequestSample> history = TailedGroups();
   const model::TrainLayout train{2, 1, 2, 1};
   auto ordered = EvaluatePlan(*cost, space, shape, history, train, {2, 2});
@@ -823,14 +834,10 @@ TEST(SearchTest, AStreamReplayDecodesNoFasterThanFullEngines) {
   // what an instance holds take turns, so rollout alone is at least each instance's share of a
   // step's decoded tokens at a full engine's pace (here with the contexts at their shortest, so
   // more of them fit and the pace is faster than any the engine reaches).
-  auto cost = Catalog("roofline", "H100-80G", "Qwen3-4B", 4);
-  SearchSpace space;
-  space.nodes = 2;
-  space.gpus_per_node = 4;
-  PipelineShape shape;
-  shape.batch_trajectories = 64;
-  shape.staleness = 1;
-  shape.group_size = 8;
+  GroupedProblem p;
+  const auto& cost = p.cost;
+  const SearchSpace& space = p.space;
+  PipelineShape& shape = p.shape;
   shape.max_sequence_tokens = 65536;
   const std::vector<RequestSample> history(512, RequestSample{50000, 10000, 0});
   shape.stream_groups = Groups(history);
