@@ -143,15 +143,15 @@ double DecodeFloorGpuSeconds(const model::CostModel& cost, int64_t context, int6
           cost.DecodeGpuSecondsLowerBound(context + tokens - 1, max_num_seqs));
 }
 
-/// Where `router` sends a turn that returns from a tool call, as the planner's rollout model
-/// sees it (docs/planner.md, "Routers without turn affinity"): round-robin in rotation;
-/// least-conn, and the length-based routers, which place a turn on the least loaded instance
-/// they admit it to, by load; C-MLFQ (and heddle, whose own planner reads no model) kept.
 /// Whether `system` trains stream batches (the first groups to finish).
 bool StreamBatches(const recipe::Recipe& recipe, const recipe::SystemSpec& system) {
   return recipe.BatchingFor(system) == recipe::Batching::kStream;
 }
 
+/// Where `router` sends a turn that returns from a tool call, as the planner's rollout model
+/// sees it (docs/planner.md, "Routers without turn affinity"): round-robin in rotation;
+/// least-conn, and the length-based routers, which place a turn on the least loaded instance
+/// they admit it to, by load; C-MLFQ (and heddle, whose own planner reads no model) kept.
 planner::ReturnPlacement ReturnsOf(std::string_view router) {
   if (router == sched::kRoundRobinName) return planner::ReturnPlacement::kRotated;
   for (const std::string_view by_load :

@@ -136,9 +136,8 @@ class GrpPlanner : public Planner {
   /// Stream batches: the search's best and the candidates shown beside it (the first
   /// kShownCandidates of `top`, in the search's order) predicted again with the stream replay
   /// (stream_model.h). The search, and the online decisions, rank layouts by the ordered model:
-  /// ranked by the replay's steps, 28 and 32 training GPUs on r2e-gym and the drift recipe
-  /// simulate 13% and 10% slower than the ordered model's choice, and online the drift recipe
-  /// moved back and forth (docs/planner.md, "Stream batches").
+  /// ranking or moving by the replay gained nothing beyond the seeds' spread, and online it moved
+  /// the drift recipe back and forth (docs/planner.md, "Stream batches").
   void StreamPredictions(std::span<const RequestSample> history, SearchResult& result) const;
   /// `imbalanced`: the trainer waited for rollout beyond the imbalance trigger's bound.
   std::optional<std::string> Trigger(const StepObservation& observation, bool imbalanced);

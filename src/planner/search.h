@@ -149,9 +149,10 @@ struct PipelineShape {
   double rollout_scale = 1;
   double train_scale = 1;
   /// Stream batches: whole groups of the workload, `group_size` samples of one prompt after
-  /// another. EvaluatePlan then scales an asynchronous, disaggregated plan by what a replay of
-  /// them trains (stream_model.h): training by the trained groups' tokens, rollout by the
-  /// rejected ones' work. The search itself ranks layouts by the ordered model. Default: null
+  /// another. EvaluatePlan then predicts an asynchronous, disaggregated plan that does not lend
+  /// by a replay of them at the time per token its own load sets (stream_model.h): training
+  /// scaled by the trained groups' tokens, the step the replay's, rollout alone the replay with
+  /// training free. The search itself ranks layouts by the ordered model. Default: null
   /// (ordered batches).
   std::shared_ptr<const std::vector<TrajectorySize>> stream_groups;
   int group_size = 1;
