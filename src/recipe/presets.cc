@@ -19,13 +19,17 @@ OptionTable Options(std::vector<std::pair<std::string, bool>> flags) {
 const std::vector<Preset>& Presets() {
   static const std::vector<Preset>* const presets = new std::vector<Preset>{
       {.name = "libra",
-       .summary = "Libra: grp planner (online re-planning, elastic pool) and the cmlfq router",
+       .summary =
+           "Libra: grp planner (online re-planning, elastic pool), the cmlfq router, batches "
+           "of the first groups to finish (as the authors' code forms them)",
        .router = "cmlfq",
-       .planner = "grp"},
+       .planner = "grp",
+       .batching = Batching::kStream},
       {.name = "libra-no-ehp",
        .summary = "Libra planned once at the start, never moved (ablation)",
        .router = "cmlfq",
-       .planner = "no-ehp"},
+       .planner = "no-ehp",
+       .batching = Batching::kStream},
       {.name = "libra-ref",
        .summary = "Libra as the authors' code does it: their planner and C-MLFQ rules",
        .router = "cmlfq",
@@ -36,7 +40,8 @@ const std::vector<Preset>& Presets() {
                   "homogeneous-LB ablation)",
        .router = "least-conn",
        .planner = "grp",
-       .planner_options = Options({{"homogeneous", true}})},
+       .planner_options = Options({{"homogeneous", true}}),
+       .batching = Batching::kStream},
       {.name = "verl-sync",
        .summary = "verl's default: every GPU rolls out, then every GPU trains; synchronous",
        .router = "least-conn",

@@ -39,16 +39,16 @@ TEST_F(CmdPlanTest, SearchingPlannersShowTheirCandidatesAndSearch) {
                "libra plan --explain --systems libra recipes/paper/r2e-gym-qwen3-14b.toml", e.out);
 }
 
-TEST_F(CmdPlanTest, StreamBatchesArePredictedByTheirReplay) {
-  // With stream batches the plan is the search's (ordered) choice, and it and the candidates
-  // shown are predicted by the stream replay: less training, more rollout than the ordered
-  // prediction (docs/planner.md, "Stream batches").
+TEST_F(CmdPlanTest, OrderedBatchesArePredictedByTheOrderedModel) {
+  // libra forms stream batches by default, and its plan and candidates are predicted by the
+  // stream replay (plan_paper_grp.txt); asked for ordered batches, the same search predicts them
+  // as ordered: more training, less rollout (docs/planner.md, "Stream batches").
   WriteFile(dir_.File("paper.toml"), ReadFile(SourcePath("recipes/paper/r2e-gym-qwen3-14b.toml")));
   const CommandResult r =
-      Libra({"plan", "--systems", "libra", "--set", "system.batching=stream", "paper.toml"});
+      Libra({"plan", "--systems", "libra", "--set", "system.batching=ordered", "paper.toml"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  ExpectGolden("cli/plan_paper_grp_stream.txt",
-               "libra plan --systems libra --set system.batching=stream "
+  ExpectGolden("cli/plan_paper_grp_ordered.txt",
+               "libra plan --systems libra --set system.batching=ordered "
                "recipes/paper/r2e-gym-qwen3-14b.toml",
                r.out);
 }

@@ -661,8 +661,8 @@ TEST(RunnerTest, AStreamPipelinesPlanContextHoldsWholeGroups) {
   // profile's kind, every sample of one prompt after another (their lengths are correlated:
   // the samples of a group differ, the groups differ more); an ordered one gets none, and the
   // profile of one sample per prompt is the same either way.
-  const recipe::Recipe ordered = Parse(kRecipe, {"system.preset=libra"});
-  const recipe::Recipe stream = Parse(kRecipe, {"system.preset=libra", "system.batching=stream"});
+  const recipe::Recipe ordered = Parse(kRecipe, {"system.preset=libra", "system.batching=ordered"});
+  const recipe::Recipe stream = Parse(kRecipe, {"system.preset=libra"});  // the preset's default
   EXPECT_FALSE(AnyStreamBatches(ordered));
   EXPECT_TRUE(AnyStreamBatches(stream));
   auto workload = workload::MakeWorkload(stream.workload, stream.seed);

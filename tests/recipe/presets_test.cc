@@ -23,6 +23,10 @@ TEST(PresetsTest, EveryPresetIsUniqueAndComplete) {
   EXPECT_EQ(FindPreset("verl-sync")->planner, "colocated");
   EXPECT_EQ(FindPreset("libra")->planner, "grp");
   EXPECT_EQ(FindPreset("libra")->router, "cmlfq");
+  // Libra's pipelines train the first groups to finish, as the authors' runtime collects them.
+  for (const char* libra : {"libra", "libra-no-ehp", "libra-homogeneous"}) {
+    EXPECT_EQ(FindPreset(libra)->batching, Batching::kStream) << libra;
+  }
 }
 
 TEST(PresetsTest, SystemFromPresetIsNamedAndPlaced) {
