@@ -542,6 +542,7 @@ Status Coordinator::RejectStale(double now) {
     AddEvent("reject", now, now, "trainer", std::nullopt, step,
              StrFormat("prompt %lld: lag %d > staleness %d, %zu samples dropped",
                        static_cast<long long>(*it), lag, config_.staleness, group.done.size()));
+    rejected_sizes_.insert(rejected_sizes_.end(), group.sizes.begin(), group.sizes.end());
     groups_.Erase(PromptId(*it));
     it = complete_.erase(it);
     ++summary_.rejected_groups;
@@ -863,6 +864,7 @@ Status Coordinator::Replan(double now, const records::StepRecord& step,
   observation.wait_s = step.wait_s;
   observation.trajectories = std::move(sizes);
   observation.tool_latencies_s = std::move(tool_latencies_s);
+  observation.rejected_trajectories = std::exchange(rejected_sizes_, {});
   observation.waiting_turns = static_cast<int>(waiting_.size());
   observation.in_flight = static_cast<int>(live_.size());
   observation.rejected = summary_.rejected_groups * config_.group_size;

@@ -309,6 +309,9 @@ class Coordinator {
   double time_offset_ = 0;
   int64_t event_seq_ = 0;
   int64_t decision_seq_ = 0;
+  /// The sizes of the groups rejected since the last observation: the planner's length history
+  /// holds what was generated, not only what was trained.
+  std::vector<planner::TrajectorySize> rejected_sizes_;
   std::vector<records::EventRecord> events_;
   std::vector<records::DecisionRecord> decisions_;
   /// Evaluations submitted and not yet done (a backend that ScoresEvaluations).

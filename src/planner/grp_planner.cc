@@ -414,7 +414,7 @@ std::optional<PlanDecision> GrpPlanner::OnStep(const StepObservation& o) {
   while (recent_.size() > 3) recent_.pop_front();
   const std::span<const RequestSample> step = o.trajectories;
   Calibrate(o, step);
-  const bool drifted = ObserveLengths(o, step);
+  const bool drifted = ObserveLengths(o);
   // Asynchronous: no look before the last three steps all came after the pipeline filled, so
   // that the layout in force has a steady measurement to be judged by (Decide).
   if (context_.staleness > 0 && !Filled(o)) return std::nullopt;
@@ -463,7 +463,21 @@ void GrpPlanner::Calibrate(const StepObservation& o, std::span<const RequestSamp
   }
 }
 
-bool GrpPlanner::ObserveLengths(const StepObservation& o, std::span<const RequestSample> step) {
+bool GrpPlanner::ObserveLengths(const StepObservation& o) {
+  // What the rollout side generated, not only what was trained: a stream batch's rejected groups
+  // are its longest, and a history of the trained ones alone saw a lighter workload than the
+  // instances served (r2e-gym: 4,308 generated tokens a trained trajectory against the
+  // workload's 5,123), so moves gave training GPUs that rollout then lacked (docs/planner.md,
+  // "Stream batches").
+  std::vector<RequestSample> with_rejected;
+  std::span<const RequestSample> step = o.trajectories;
+  if (!o.rejected_trajectories.empty()) {
+    with_rejected.reserve(step.size() + o.rejected_trajectories.size());
+    with_rejected.assign(step.begin(), step.end());
+    with_rejected.insert(with_rejected.end(), o.rejected_trajectories.begin(),
+                         o.rejected_trajectories.end());
+    step = with_rejected;
+  }
   // Drift: this step's lengths against the history before it. A drift is a change point: the
   // lengths before it no longer describe the workload, so the history starts again from here.
   const double before = MeanTotal(history_);
@@ -471,7 +485,7 @@ bool GrpPlanner::ObserveLengths(const StepObservation& o, std::span<const Reques
                        std::abs(MeanTotal(step) / before - 1) > options_.drift;
   if (drifted) history_.clear();
   tool_latencies_.Add(o.tool_latencies_s);
-  for (const TrajectorySize& t : o.trajectories) {
+  for (const TrajectorySize& t : step) {
     history_.push_back(t);
     if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
   }

@@ -150,9 +150,9 @@ class GrpPlanner : public Planner {
   double MeanRecent(double RecentStep::*field) const;
   /// Folds a step's measured train and rollout times into the calibration factors.
   void Calibrate(const StepObservation& observation, std::span<const RequestSample> step);
-  /// Adds the step's lengths and tool latencies to the history; whether its lengths drifted (the
-  /// history then starts again from them).
-  bool ObserveLengths(const StepObservation& observation, std::span<const RequestSample> step);
+  /// Adds the lengths of what the step generated (trained or rejected) and its tool latencies to
+  /// the history; whether those lengths drifted (the history then starts again from them).
+  bool ObserveLengths(const StepObservation& observation);
   PlanDecision Decide(const StepObservation& observation, std::string trigger);
   /// A layout to move to, its net gain over the remaining steps, predicted step and transition.
   struct Move {

@@ -663,5 +663,58 @@ TEST(CoordinatorTest, AStaleGroupIsDroppedWhileTheTrainersGpusAreLent) {
   EXPECT_EQ(summary->rejected_groups, 1);
 }
 
+/// Holds Split(6) and records what it is told.
+class ObservingPlanner : public planner::Planner {
+ public:
+  std::string_view Name() const override { return "observing"; }
+  Result<planner::Plan> Initial(const planner::PlanContext&) override {
+    planner::Plan plan;
+    plan.layout = Split(6);
+    plan.reason = "observing";
+    return plan;
+  }
+  std::optional<planner::PlanDecision> OnStep(const planner::StepObservation& o) override {
+    observations.push_back(o);
+    return std::nullopt;
+  }
+  std::vector<planner::StepObservation> observations;
+};
+
+/// FixedWorkload, but prompt 0's tool call takes 30 s: its group ends a few steps late.
+class OneLatePromptWorkload : public FixedWorkload {
+ public:
+  workload::TrajectoryScript Script(int64_t prompt, int sample, int version,
+                                    double skill) const override {
+    workload::TrajectoryScript s = FixedWorkload::Script(prompt, sample, version, skill);
+    if (prompt == 0) s.turns[0].tool_latency_s = 30;
+    return s;
+  }
+};
+
+TEST(CoordinatorTest, TheRejectedGroupsSizesReachThePlannerOnce) {
+  // Stream batches: prompt 0's group ends mid-run beyond the staleness bound and is rejected.
+  // The planner is told its sizes once, with the next step's observation beside the trained
+  // ones, so that its length history holds what rollout generated.
+  const auto cost = test::Roofline("A800-80G", "Qwen3-0.6B");
+  CoordinatorConfig config = Config(30, 1);
+  config.stream_batches = true;
+  OneLatePromptWorkload workload;
+  sim::ClusterSim sim(recipe::SimSpec(), workload, *cost);
+  ObservingPlanner planner;
+  sched::LeastConnRouter router;
+  MemoryRecorder recorder;
+  Coordinator coordinator(config, workload, router, planner, sim, recorder);
+  auto summary = coordinator.Run({}, {});
+  ASSERT_OK(summary);
+  ASSERT_EQ(summary->rejected_groups, 1);
+  std::vector<planner::TrajectorySize> rejected;
+  for (const planner::StepObservation& o : planner.observations) {
+    rejected.insert(rejected.end(), o.rejected_trajectories.begin(), o.rejected_trajectories.end());
+    for (const planner::TrajectorySize& t : o.trajectories) EXPECT_LT(t.tool_s, 30);
+  }
+  ASSERT_EQ(rejected.size(), 2u);  // the group's two samples
+  for (const planner::TrajectorySize& t : rejected) EXPECT_GE(t.tool_s, 30);
+}
+
 }  // namespace
 }  // namespace libra::experiment

@@ -271,6 +271,33 @@ TEST(GrpPlannerTest, DriftTriggersAndTheTransitionMustPayOverTheRemainingSteps) 
   }
 }
 
+TEST(GrpPlannerTest, RejectedGroupsCountInTheLengthHistory) {
+  // A stream batch trains its short groups and rejects the long ones; the rollout side generated
+  // both, so the history holds both: trained lengths as before beside rejected ones four times
+  // longer are a drift, and the same trained lengths alone are not.
+  for (const bool report_rejected : {false, true}) {
+    SCOPED_TRACE(report_rejected);
+    Fixture f(2, 200);
+    auto planner = Make(Options({{"interval", IntValue(0)}, {"time_shared", BoolValue(false)}}));
+    auto plan = planner->Initial(f.context);
+    ASSERT_OK(plan);
+    for (int step = 0; step < 5; ++step) {
+      EXPECT_FALSE(planner->OnStep(Observe(*plan, step, f.context.history, 50, 5)));
+    }
+    StepObservation o = Observe(*plan, 5, f.context.history, 50, 5);
+    if (report_rejected) {
+      for (int i = 0; i < 128; ++i) o.rejected_trajectories.push_back(Fixture::Sample(i, 4.0));
+    }
+    const auto d = planner->OnStep(o);
+    if (!report_rejected) {
+      EXPECT_FALSE(d.has_value());
+      continue;
+    }
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->trigger, "drift");
+  }
+}
+
 TEST(GrpPlannerTest, CalibrationLearnsMeasuredOverPredicted) {
   // Synchronous: the measured rollout is 1.5 x the model's and training 0.8 x; the factors
   // converge there, and later predictions include them.
