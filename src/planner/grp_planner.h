@@ -190,6 +190,8 @@ class GrpPlanner : public Planner {
   int64_t last_rejected_ = 0;
   /// A decision kept the layout while the trainer waited for rollout, and it has waited since.
   bool imbalance_answered_ = false;
+  /// A look on the rejected trigger kept the layout: rejections ask again only after a move.
+  bool rejections_answered_ = false;
 };
 
 }  // namespace libra::planner

@@ -213,6 +213,30 @@ TEST(GrpPlannerTest, AnImbalanceAsksOnceUntilItClears) {
   EXPECT_EQ(again->trigger, "imbalance");
 }
 
+TEST(GrpPlannerTest, RejectionsAskOncePerLayout) {
+  // Stream batches reject groups at a steady rate: from step 5 every step rejects 16 samples
+  // (twice `rejected_delta`). A gain gate no move can pass keeps the layout; the first look
+  // answers the rejections ("rejected", kept), and they do not ask again on that layout.
+  Fixture f;
+  auto planner = Make(Options({{"interval", IntValue(0)}, {"min_gain", IntValue(1)}}));
+  auto plan = planner->Initial(f.context);
+  ASSERT_OK(plan);
+  const double predicted = *plan->predicted_step_s;
+  int64_t rejected = 0;
+  auto step_with = [&](int step) {
+    StepObservation o = Observe(*plan, step, f.context.history, predicted, 10);
+    if (step >= 5) rejected += 16;
+    o.rejected = rejected;
+    return planner->OnStep(o);
+  };
+  for (int step = 0; step < 5; ++step) EXPECT_FALSE(step_with(step)) << step;
+  const auto first = step_with(5);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->trigger, "rejected");
+  EXPECT_FALSE(first->layout.has_value()) << first->reason;
+  for (int step = 6; step < 12; ++step) EXPECT_FALSE(step_with(step)) << step;
+}
+
 TEST(GrpPlannerTest, TheLayoutInForceIsJudgedByWhatItMeasures) {
   // The run keeps up at half the step the model predicts (as a trainer-paced pipeline does when
   // the model puts it in its thrashing regime): the decision's current step is the measured one,
