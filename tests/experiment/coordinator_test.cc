@@ -542,9 +542,10 @@ backend::Layout Split(int rollout) {
 }
 
 /// Starts with 6 rollout GPUs; after step 0 asks for 2 (training grows by two replicas), after
-/// step 2 for 6 again.
+/// step 2 for 6 again. Without `moves`, it holds the start and only records what it is told.
 class ScriptedPlanner : public planner::Planner {
  public:
+  explicit ScriptedPlanner(bool moves = true) : moves_(moves) {}
   std::string_view Name() const override { return "scripted"; }
   Result<planner::Plan> Initial(const planner::PlanContext&) override {
     planner::Plan plan;
@@ -555,6 +556,7 @@ class ScriptedPlanner : public planner::Planner {
   }
   std::optional<planner::PlanDecision> OnStep(const planner::StepObservation& o) override {
     observations.push_back(o);
+    if (!moves_) return std::nullopt;
     planner::PlanDecision d;
     d.trigger = "script";
     d.reason = "scripted";
@@ -564,6 +566,9 @@ class ScriptedPlanner : public planner::Planner {
     return d;
   }
   std::vector<planner::StepObservation> observations;
+
+ private:
+  bool moves_;
 };
 
 TEST(CoordinatorTest, LayoutChangesMidRunLoseNoTrajectory) {
@@ -620,16 +625,20 @@ TEST(CoordinatorTest, LayoutChangesMidRunLoseNoTrajectory) {
   }
 }
 
-/// FixedWorkload, but prompt 0's tool call takes 1,000 s: its group ends long after the groups
-/// launched with it have trained.
+/// FixedWorkload, but prompt 0's tool call takes `tool_s` (1,000 s: its group ends long after
+/// the groups launched with it have trained).
 class OneSlowPromptWorkload : public FixedWorkload {
  public:
+  explicit OneSlowPromptWorkload(double tool_s = 1000) : tool_s_(tool_s) {}
   workload::TrajectoryScript Script(int64_t prompt, int sample, int version,
                                     double skill) const override {
     workload::TrajectoryScript s = FixedWorkload::Script(prompt, sample, version, skill);
-    if (prompt == 0) s.turns[0].tool_latency_s = 1000;
+    if (prompt == 0) s.turns[0].tool_latency_s = tool_s_;
     return s;
   }
+
+ private:
+  double tool_s_;
 };
 
 TEST(CoordinatorTest, AStaleGroupIsDroppedWhileTheTrainersGpusAreLent) {
@@ -663,34 +672,6 @@ TEST(CoordinatorTest, AStaleGroupIsDroppedWhileTheTrainersGpusAreLent) {
   EXPECT_EQ(summary->rejected_groups, 1);
 }
 
-/// Holds Split(6) and records what it is told.
-class ObservingPlanner : public planner::Planner {
- public:
-  std::string_view Name() const override { return "observing"; }
-  Result<planner::Plan> Initial(const planner::PlanContext&) override {
-    planner::Plan plan;
-    plan.layout = Split(6);
-    plan.reason = "observing";
-    return plan;
-  }
-  std::optional<planner::PlanDecision> OnStep(const planner::StepObservation& o) override {
-    observations.push_back(o);
-    return std::nullopt;
-  }
-  std::vector<planner::StepObservation> observations;
-};
-
-/// FixedWorkload, but prompt 0's tool call takes 30 s: its group ends a few steps late.
-class OneLatePromptWorkload : public FixedWorkload {
- public:
-  workload::TrajectoryScript Script(int64_t prompt, int sample, int version,
-                                    double skill) const override {
-    workload::TrajectoryScript s = FixedWorkload::Script(prompt, sample, version, skill);
-    if (prompt == 0) s.turns[0].tool_latency_s = 30;
-    return s;
-  }
-};
-
 TEST(CoordinatorTest, TheRejectedGroupsSizesReachThePlannerOnce) {
   // Stream batches: prompt 0's group ends mid-run beyond the staleness bound and is rejected.
   // The planner is told its sizes once, with the next step's observation beside the trained
@@ -698,9 +679,9 @@ TEST(CoordinatorTest, TheRejectedGroupsSizesReachThePlannerOnce) {
   const auto cost = test::Roofline("A800-80G", "Qwen3-0.6B");
   CoordinatorConfig config = Config(30, 1);
   config.stream_batches = true;
-  OneLatePromptWorkload workload;
+  OneSlowPromptWorkload workload(30);  // its group ends a few steps late
   sim::ClusterSim sim(recipe::SimSpec(), workload, *cost);
-  ObservingPlanner planner;
+  ScriptedPlanner planner(/*moves=*/false);
   sched::LeastConnRouter router;
   MemoryRecorder recorder;
   Coordinator coordinator(config, workload, router, planner, sim, recorder);
