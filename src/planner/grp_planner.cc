@@ -474,7 +474,7 @@ void GrpPlanner::Calibrate(const StepObservation& o, std::span<const RequestSamp
 bool GrpPlanner::ObserveLengths(const StepObservation& o) {
   // What the rollout side generated, not only what was trained: a stream batch's rejected groups
   // are its longest, and a history of the trained ones alone saw a lighter workload than the
-  // instances served (r2e-gym: 4,308 generated tokens a trained trajectory against the
+  // instances served (r2e-gym: 4,303 generated tokens a trained trajectory against the
   // workload's 5,123), so moves gave training GPUs that rollout then lacked (docs/planner.md,
   // "Stream batches").
   std::vector<RequestSample> with_rejected;
