@@ -477,25 +477,25 @@ bool GrpPlanner::ObserveLengths(const StepObservation& o) {
   // instances served (r2e-gym: 4,303 generated tokens a trained trajectory against the
   // workload's 5,123), so moves gave training GPUs that rollout then lacked (docs/planner.md,
   // "Stream batches").
-  std::vector<RequestSample> with_rejected;
-  std::span<const RequestSample> step = o.trajectories;
-  if (!o.rejected_trajectories.empty()) {
-    with_rejected.reserve(step.size() + o.rejected_trajectories.size());
-    with_rejected.assign(step.begin(), step.end());
-    with_rejected.insert(with_rejected.end(), o.rejected_trajectories.begin(),
-                         o.rejected_trajectories.end());
-    step = with_rejected;
+  const std::span<const RequestSample> generated[] = {o.trajectories, o.rejected_trajectories};
+  double total = 0;
+  size_t count = 0;
+  for (const std::span<const RequestSample> part : generated) {
+    for (const RequestSample& s : part) total += static_cast<double>(s.total());
+    count += part.size();
   }
   // Drift: this step's lengths against the history before it. A drift is a change point: the
   // lengths before it no longer describe the workload, so the history starts again from here.
   const double before = MeanTotal(history_);
-  const bool drifted = o.step >= options_.warmup && before > 0 && !step.empty() &&
-                       std::abs(MeanTotal(step) / before - 1) > options_.drift;
+  const bool drifted = o.step >= options_.warmup && before > 0 && count > 0 &&
+                       std::abs(total / static_cast<double>(count) / before - 1) > options_.drift;
   if (drifted) history_.clear();
   tool_latencies_.Add(o.tool_latencies_s);
-  for (const TrajectorySize& t : step) {
-    history_.push_back(t);
-    if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
+  for (const std::span<const RequestSample> part : generated) {
+    for (const TrajectorySize& t : part) {
+      history_.push_back(t);
+      if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
+    }
   }
   return drifted;
 }

@@ -23,6 +23,12 @@ struct Launched {
   }
 };
 
+/// A group that completed, waiting for a batch: which group it is and its launch version.
+struct Complete {
+  size_t group;
+  int version;
+};
+
 }  // namespace
 
 StreamReplay ReplayStream(std::span<const StreamGroup> groups, const StreamPipeline& pipeline) {
@@ -32,10 +38,6 @@ StreamReplay ReplayStream(std::span<const StreamGroup> groups, const StreamPipel
       << "stream replay of " << groups.size() << " groups, " << per_step << " a step, staleness "
       << staleness << ", " << pipeline.steps << " steps";
   std::priority_queue<Launched, std::vector<Launched>, std::greater<>> running;
-  struct Complete {
-    size_t group;
-    int version;
-  };
   std::vector<Complete> complete;  // in completion order
   int64_t launched = 0;
   int64_t rejected = 0;  // all, for the launch allowance
@@ -70,10 +72,11 @@ StreamReplay ReplayStream(std::span<const StreamGroup> groups, const StreamPipel
       // Stale groups are rejected (their decoding spent) and replaced; the rest keep their order.
       const auto stale = std::stable_partition(complete.begin(), complete.end(),
                                                [&](auto& c) { return k - c.version <= staleness; });
-      for (auto it = stale; it != complete.end(); ++it, ++rejected) {
-        if (counted) counted_decoded += groups[it->group].decoded;
+      rejected += complete.end() - stale;
+      for (auto it = stale; counted && it != complete.end(); ++it) {
+        ++counted_rejected;
+        counted_decoded += groups[it->group].decoded;
       }
-      if (counted) counted_rejected += complete.end() - stale;
       complete.erase(stale, complete.end());
       launch(now);
       if (complete.size() >= static_cast<size_t>(per_step) || running.empty()) break;
