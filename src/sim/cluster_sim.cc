@@ -540,12 +540,17 @@ Status ClusterSim::StartPhase(Instance& instance, double now) {
       instance.phase = Phase::kIdle;
       return Status();
     }
-    // Every sequence that produces a token this iteration needs one more KV slot.
+    // Every sequence that produces a token this iteration needs one more KV slot. For a span
+    // (nothing to prefill), the contexts and the first sequence to finish, in the same pass.
     int64_t growing = 0;
     bool prefilling = false;
+    int64_t context = 0;
+    int64_t first_done = INT64_MAX;
     for (const Seq& s : instance.running) {
       if (s.prefill_left == 0 && s.decode_left > 0) ++growing;
       if (s.prefill_left > 0) prefilling = true;
+      context += s.context;
+      first_done = std::min(first_done, s.decode_left);
     }
     if (prefilling) {
       const model::IterationLoad load = MixedLoad(instance, &growing);
@@ -561,12 +566,6 @@ Status ClusterSim::StartPhase(Instance& instance, double now) {
     }
     // Decode only: one closed-form span up to the first sequence to finish, or until KV runs out.
     const int64_t n = static_cast<int64_t>(instance.running.size());
-    int64_t context = 0;
-    int64_t first_done = INT64_MAX;
-    for (const Seq& s : instance.running) {
-      context += s.context;
-      first_done = std::min(first_done, s.decode_left);
-    }
     int64_t iterations = first_done;
     if (iterations > 0) {
       const int64_t room = (instance.capacity - instance.used) / n;
@@ -588,73 +587,77 @@ Status ClusterSim::StartPhase(Instance& instance, double now) {
 }
 
 Status ClusterSim::Boundary(Instance& instance, double now, std::vector<backend::Event>* out) {
-  const int tp = instance.spec.tp;
-  if (instance.phase == Phase::kIteration || instance.phase == Phase::kSpan) {
-    stats_.rollout_busy_gpu_s += (now - instance.phase_start) * tp;
-  }
-  if (instance.phase == Phase::kIteration) {
-    ++stats_.iterations;
-    for (size_t i = 0; i < instance.running.size(); ++i) {
-      Seq& s = instance.running[i];
-      if (s.started_at < 0) s.started_at = instance.phase_start;
-      if (s.prefill_left == 0) {
-        if (s.decode_left > 0) {
-          ++s.context;
-          --s.decode_left;
-          ++instance.used;
-        }
-      } else if (instance.chunks[i] > 0) {
-        s.prefill_left -= instance.chunks[i];
-        if (s.prefill_left == 0 && s.decode_left > 0) {  // the last chunk samples a token
-          ++s.context;
-          --s.decode_left;
-          ++instance.used;
-        }
-      }
-    }
-  } else if (instance.phase == Phase::kSpan) {
-    const int64_t k = instance.span_iterations;
-    stats_.iterations += k;
-    for (Seq& s : instance.running) {
-      if (s.started_at < 0) s.started_at = instance.phase_start;
-      s.context += k;
-      s.decode_left -= k;
-    }
+  const Phase phase = instance.phase;
+  const int64_t k = phase == Phase::kSpan ? instance.span_iterations : 0;
+  if (phase == Phase::kIteration || phase == Phase::kSpan) {
+    stats_.rollout_busy_gpu_s += (now - instance.phase_start) * instance.spec.tp;
+    stats_.iterations += phase == Phase::kSpan ? k : 1;
     instance.used += k * static_cast<int64_t>(instance.running.size());
   }
-  // Finished turns leave (the others keep their order); a tool call keeps the context cached
-  // (kv_policy "cache").
+  // One pass over the running sequences: each does the phase's work and the finished turns leave;
+  // the unfinished keep their order, each run of them between two finished ones moving as a block.
+  std::vector<Seq>& running = instance.running;
   size_t kept = 0;
-  for (Seq& s : instance.running) {
-    if (s.prefill_left > 0 || s.decode_left > 0) {
-      instance.running[kept++] = s;
-      continue;
+  size_t run = 0;                            // the first unfinished sequence not moved yet
+  const auto keep_until = [&](size_t end) {  // moves [run, end) behind those kept
+    if (kept != run) std::copy(running.data() + run, running.data() + end, running.data() + kept);
+    kept += end - run;
+  };
+  for (size_t i = 0; i < running.size(); ++i) {
+    Seq& s = running[i];
+    if (phase == Phase::kIteration || phase == Phase::kSpan) {
+      if (s.started_at < 0) s.started_at = instance.phase_start;
     }
-    Trajectory& t = *s.trajectory;
-    const workload::TurnScript& script = *s.script;
-    backend::TurnDone done;
-    done.trajectory = s.id;
-    done.instance = instance.spec.id;
-    done.generated_tokens = script.generated_tokens;
-    done.end = script.end;
-    done.tool = script.tool;
-    done.reward = script.end == workload::TurnEnd::kToolCall ? 0 : t.script.reward;
-    done.started_at = s.started_at < 0 ? now : s.started_at;
-    out->push_back(backend::Event{now, std::move(done)});
-    t.running = false;
-    if (script.end == workload::TurnEnd::kToolCall) {
-      t.awaiting_tool = true;
-      if (spec_.kv_policy == recipe::KvPolicy::kCache) {
-        Cache(instance, t, s.context);
-        continue;
+    if (phase == Phase::kSpan) {
+      s.context += k;
+      s.decode_left -= k;
+    } else if (phase == Phase::kIteration) {
+      bool samples = s.prefill_left == 0;  // a decode step
+      if (!samples && instance.chunks[i] > 0) {
+        s.prefill_left -= instance.chunks[i];
+        samples = s.prefill_left == 0;  // the last prefill chunk samples a token
       }
-    } else {
-      trajectories_.Erase(s.id);
+      if (samples && s.decode_left > 0) {
+        ++s.context;
+        --s.decode_left;
+        ++instance.used;
+      }
     }
-    instance.used -= s.context;
+    if (s.prefill_left > 0 || s.decode_left > 0) continue;
+    FinishTurn(instance, s, now, out);
+    keep_until(i);
+    run = i + 1;
   }
-  instance.running.resize(kept);
+  keep_until(running.size());
+  running.resize(kept);
   return StartPhase(instance, now);
+}
+
+void ClusterSim::FinishTurn(Instance& instance, const Seq& s, double now,
+                            std::vector<backend::Event>* out) {
+  Trajectory& t = *s.trajectory;
+  const workload::TurnScript& script = *s.script;
+  backend::TurnDone done;
+  done.trajectory = s.id;
+  done.instance = instance.spec.id;
+  done.generated_tokens = script.generated_tokens;
+  done.end = script.end;
+  done.tool = script.tool;
+  done.reward = script.end == workload::TurnEnd::kToolCall ? 0 : t.script.reward;
+  done.started_at = s.started_at < 0 ? now : s.started_at;
+  out->push_back(backend::Event{now, std::move(done)});
+  t.running = false;
+  if (script.end == workload::TurnEnd::kToolCall) {
+    t.awaiting_tool = true;
+    // A tool call keeps the context cached (kv_policy "cache").
+    if (spec_.kv_policy == recipe::KvPolicy::kCache) {
+      Cache(instance, t, s.context);
+      return;
+    }
+  } else {
+    trajectories_.Erase(s.id);
+  }
+  instance.used -= s.context;
 }
 
 Status ClusterSim::Handle(const EventQueue<Pending>::Entry& entry,

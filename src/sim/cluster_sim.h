@@ -156,6 +156,8 @@ class ClusterSim : public backend::Backend {
   Status Handle(const EventQueue<Pending>::Entry& entry, std::vector<backend::Event>* out);
   /// Applies the phase that ends now, emits finished turns, and starts the next phase.
   Status Boundary(Instance& instance, double now, std::vector<backend::Event>* out);
+  /// Reports a sequence's finished turn and releases or caches its KV.
+  void FinishTurn(Instance& instance, const Seq& s, double now, std::vector<backend::Event>* out);
   /// Starts the next phase of an instance at a boundary.
   Status StartPhase(Instance& instance, double now);
   /// KV for growth: cached contexts of trajectories waiting for tools go first (least recently
