@@ -35,6 +35,7 @@ namespace {
 class NullRecorder : public experiment::Recorder {
  public:
   Status RecordStep(const records::StepBatch&) override { return Status(); }
+  bool KeepsTurns() const override { return false; }
 };
 
 double CpuSeconds() {

@@ -41,9 +41,10 @@ std::vector<double> GroupAdvantages(const std::vector<double>& rewards, int grou
   return advantages;
 }
 
-void Coordinator::Batch::Reserve(size_t trajectories, size_t turn_records) {
+void Coordinator::Batch::Reserve(size_t trajectories, size_t turn_records, size_t tool_calls) {
   done.reserve(trajectories);
   turns.reserve(turn_records);
+  tool_latencies_s.reserve(tool_calls);
   sequence_tokens.reserve(trajectories);
   sizes.reserve(trajectories);
   mean_versions.reserve(trajectories);
@@ -56,6 +57,7 @@ void Coordinator::Batch::Append(Batch&& group) {
   };
   move(done, group.done);
   move(turns, group.turns);
+  move(tool_latencies_s, group.tool_latencies_s);
   move(sequence_tokens, group.sequence_tokens);
   move(sizes, group.sizes);
   move(mean_versions, group.mean_versions);
@@ -229,7 +231,7 @@ void Coordinator::Launch() {
     const int64_t prompt = next_prompt_;
     const workload::PromptInfo info = workload_.Prompt(prompt);
     Batch& group = groups_.Insert(PromptId(prompt), Batch());
-    group.Reserve(static_cast<size_t>(config_.group_size), 0);
+    group.Reserve(static_cast<size_t>(config_.group_size), 0, 0);
     for (int s = 0; s < config_.group_size; ++s) {
       Trajectory t;
       t.id = TrajectoryId(next_trajectory_++);
@@ -371,10 +373,12 @@ Status Coordinator::OnTrajectoryDone(double now, Trajectory& t, const backend::T
   planner::TrajectorySize size{t.prompt_tokens, t.generated_tokens,
                                t.context_tokens - t.prompt_tokens - t.generated_tokens};
   size.turns = t.turns;
+  const bool rows = recorder_.KeepsTurns();
   for (size_t i = 0; i < t.turns_done.size(); ++i) {
-    size.tool_s += t.turns_done[i].tool_latency_s;
-    group.turns.push_back(
-        RowOf(t.id.value, static_cast<int>(i), t.turns_done[i]));  // t is erased below
+    Turn& turn = t.turns_done[i];
+    size.tool_s += turn.tool_latency_s;
+    if (!turn.tool.empty()) group.tool_latencies_s.push_back(turn.tool_latency_s);
+    if (rows) group.turns.push_back(RowOf(t.id.value, static_cast<int>(i), turn));  // t goes below
   }
   group.sizes.push_back(size);
   group.sequence_tokens.push_back(t.context_tokens);
@@ -580,13 +584,14 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch() {
     }
   }
   Batch batch;
-  size_t trajectories = 0, turns = 0;
+  size_t trajectories = 0, turns = 0, tool_calls = 0;
   for (int64_t prompt : prompts) {
     const Batch& group = GroupOf(prompt);
     trajectories += group.done.size();
     turns += group.turns.size();
+    tool_calls += group.tool_latencies_s.size();
   }
-  batch.Reserve(trajectories, turns);  // each record moves once
+  batch.Reserve(trajectories, turns, tool_calls);  // each record moves once
   for (int64_t prompt : prompts) {
     batch.Append(std::move(GroupOf(prompt)));
     groups_.Erase(PromptId(prompt));
@@ -813,16 +818,13 @@ Status Coordinator::FinishStep(double now, double sync_s) {
           step, trained_floor_gpu_s_, had_gpu_s));
     }
   }
-  std::vector<double> tool_latencies_s;
-  for (const records::TurnRecord& turn : batch.turns) {
-    if (!turn.tool.empty()) tool_latencies_s.push_back(turn.tool_latency_s);
-  }
   LIBRA_RETURN_IF_ERROR(recorder_.RecordStep(
       records::StepBatch{record, std::move(batch.done), std::move(batch.turns), std::move(events_),
                          std::move(decisions_), router_.Metrics().values}));
   events_.clear();
   decisions_.clear();
   std::vector<planner::TrajectorySize> sizes = std::move(batch.sizes);
+  std::vector<double> tool_latencies_s = std::move(batch.tool_latencies_s);
   training_.reset();
   // Measured: versions the engines hold (synced) at each eval interval, and the last, which the
   // engines load for it.

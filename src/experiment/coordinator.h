@@ -57,6 +57,9 @@ class Recorder {
   /// One finished step with the trajectories it trained on (and their turns), the events since
   /// the last step and the planner decisions since the last step.
   virtual Status RecordStep(const records::StepBatch& batch) = 0;
+  /// Whether RecordStep reads StepBatch::turns. One that does not spares the run a row for every
+  /// turn (a simulation whose outcome is only its summary: tuning trials, plan checks).
+  virtual bool KeepsTurns() const { return true; }
   /// A measured evaluation score of policy `version` (a backend that ScoresEvaluations), which
   /// arrives after its step was recorded: version 0 is the run's initial score. Recorders that
   /// keep no evaluations ignore it.
@@ -197,14 +200,15 @@ class Coordinator {
     int remaining = 0;
     int oldest_version = std::numeric_limits<int>::max();
     std::vector<records::TrajectoryRecord> done;
-    std::vector<records::TurnRecord> turns;
+    std::vector<records::TurnRecord> turns;  // empty unless the recorder keeps turns
+    std::vector<double> tool_latencies_s;    // of the turns that called a tool, in order
     std::vector<int64_t> sequence_tokens;
     std::vector<planner::TrajectorySize> sizes;
     std::vector<double> mean_versions;  // per sample, token-weighted
     double rollout_start = std::numeric_limits<double>::infinity();
     double rollout_end = 0;
 
-    void Reserve(size_t trajectories, size_t turn_records);
+    void Reserve(size_t trajectories, size_t turn_records, size_t tool_calls);
     void Append(Batch&& group);
   };
 

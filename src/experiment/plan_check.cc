@@ -61,6 +61,7 @@ class StepRecorder : public Recorder {
     steps.push_back(batch.step);
     return Status();
   }
+  bool KeepsTurns() const override { return false; }
   std::vector<records::StepRecord> steps;
 };
 

@@ -373,6 +373,7 @@ namespace {
 class NullRecorder : public Recorder {
  public:
   Status RecordStep(const records::StepBatch&) override { return Status(); }
+  bool KeepsTurns() const override { return false; }
 };
 
 }  // namespace

@@ -697,5 +697,53 @@ TEST(CoordinatorTest, TheRejectedGroupsSizesReachThePlannerOnce) {
   for (const planner::TrajectorySize& t : rejected) EXPECT_GE(t.tool_s, 30);
 }
 
+/// Keeps what MemoryRecorder keeps but the turns, as the recorders of summary-only runs do.
+class TurnlessRecorder : public MemoryRecorder {
+ public:
+  bool KeepsTurns() const override { return false; }
+};
+
+TEST(CoordinatorTest, ARecorderThatKeepsNoTurnsIsSentNoneAndTheRunIsTheSame) {
+  // The turns' rows are built only for a recorder that reads them; the planner still sees every
+  // tool call's latency, in the same order.
+  struct Run {
+    Result<RunSummary> summary;
+    std::vector<planner::StepObservation> observations;
+  };
+  auto run = [](MemoryRecorder& recorder) {
+    const auto cost = test::Roofline("A800-80G", "Qwen3-0.6B");
+    FixedWorkload workload;
+    sim::ClusterSim sim(recipe::SimSpec(), workload, *cost);
+    ScriptedPlanner planner(/*moves=*/false);
+    sched::LeastConnRouter router;
+    Coordinator coordinator(Config(4, 1), workload, router, planner, sim, recorder);
+    Result<RunSummary> summary = coordinator.Run({}, {});
+    return Run{std::move(summary), std::move(planner.observations)};
+  };
+  MemoryRecorder full;
+  TurnlessRecorder turnless;
+  const Run with_turns = run(full);
+  const Run without = run(turnless);
+  ASSERT_OK(with_turns.summary);
+  ASSERT_OK(without.summary);
+  EXPECT_EQ(full.turns.size(), 32u);  // 4 steps x 4 trajectories x 2 turns
+  EXPECT_TRUE(turnless.turns.empty());
+  EXPECT_EQ(full.steps, turnless.steps);
+  EXPECT_EQ(full.trajectories, turnless.trajectories);
+  std::vector<double> latencies, recorded;
+  for (const records::TurnRecord& turn : full.turns) {
+    if (!turn.tool.empty()) recorded.push_back(turn.tool_latency_s);
+  }
+  ASSERT_EQ(with_turns.observations.size(), without.observations.size());
+  for (size_t i = 0; i < without.observations.size(); ++i) {
+    const planner::StepObservation& o = without.observations[i];
+    EXPECT_EQ(o.tool_latencies_s, with_turns.observations[i].tool_latencies_s);
+    latencies.insert(latencies.end(), o.tool_latencies_s.begin(), o.tool_latencies_s.end());
+  }
+  // Every step but the last is observed: its trajectories' 16 - 4 tool calls.
+  EXPECT_EQ(latencies.size(), 12u);
+  EXPECT_EQ(latencies, std::vector<double>(recorded.begin(), recorded.begin() + 12));
+}
+
 }  // namespace
 }  // namespace libra::experiment
