@@ -8,19 +8,6 @@
 
 namespace libra::model {
 
-void IterationLoad::AddDecode(int64_t context_tokens) {
-  ++decode_sequences;
-  decode_context_tokens += context_tokens;
-}
-
-void IterationLoad::AddPrefill(int64_t new_tokens, int64_t prior_tokens) {
-  ++prefill_chunks;
-  prefill_tokens += new_tokens;
-  prefill_kv_tokens += prior_tokens + new_tokens;
-  prefill_attention +=
-      static_cast<double>(new_tokens) * (static_cast<double>(prior_tokens) + new_tokens / 2.0);
-}
-
 namespace {
 
 /// The base class's TrainBatchCosts: TrainStep, asked each time.

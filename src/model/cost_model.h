@@ -34,8 +34,18 @@ struct IterationLoad {
   int64_t prefill_kv_tokens = 0;
   double prefill_attention = 0;
 
-  void AddDecode(int64_t context_tokens);
-  void AddPrefill(int64_t new_tokens, int64_t prior_tokens);
+  // Inline: a simulator adds every running sequence of every iteration.
+  void AddDecode(int64_t context_tokens) {
+    ++decode_sequences;
+    decode_context_tokens += context_tokens;
+  }
+  void AddPrefill(int64_t new_tokens, int64_t prior_tokens) {
+    ++prefill_chunks;
+    prefill_tokens += new_tokens;
+    prefill_kv_tokens += prior_tokens + new_tokens;
+    prefill_attention +=
+        static_cast<double>(new_tokens) * (static_cast<double>(prior_tokens) + new_tokens / 2.0);
+  }
   bool empty() const { return decode_sequences == 0 && prefill_chunks == 0; }
 };
 
