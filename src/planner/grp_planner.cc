@@ -491,11 +491,17 @@ bool GrpPlanner::ObserveLengths(const StepObservation& o) {
                        std::abs(total / static_cast<double>(count) / before - 1) > options_.drift;
   if (drifted) history_.clear();
   tool_latencies_.Add(o.tool_latencies_s);
-  for (const std::span<const RequestSample> part : generated) {
-    for (const TrajectorySize& t : part) {
-      history_.push_back(t);
-      if (static_cast<int>(history_.size()) > options_.history) history_.pop_front();
-    }
+  // A step with more trajectories than the history holds leaves an evenly spaced sample of them,
+  // trained and rejected alike: its last ones alone would be the rejected groups, its longest
+  // (8,192 GPUs: 16,384 trained and about 3,700 rejected a step against 4,096 kept), and every
+  // step then read as a drift from a workload twice as long as the one served.
+  const auto capacity = static_cast<size_t>(options_.history);
+  const size_t kept = std::min(count, capacity);
+  for (size_t i = 0; i < kept; ++i) {
+    const size_t at = count > capacity ? i * count / capacity : i;
+    const size_t trained = generated[0].size();
+    history_.push_back(at < trained ? generated[0][at] : generated[1][at - trained]);
+    if (history_.size() > capacity) history_.pop_front();
   }
   return drifted;
 }

@@ -322,6 +322,25 @@ TEST(GrpPlannerTest, RejectedGroupsCountInTheLengthHistory) {
   }
 }
 
+TEST(GrpPlannerTest, AStepLargerThanTheHistoryKeepsItsMixOfTrainedAndRejected) {
+  // Every step trains 12 short trajectories and rejects 4 almost four times longer, 16 for a
+  // history of 8: kept whole at the FIFO's end, the history would be 4 trained and 4 rejected,
+  // and each step (mean 4,400 tokens) would read as a drift from it (6,200). An evenly spaced
+  // half of the step keeps the step's mix, and nothing drifts.
+  Fixture f(2, 200);
+  auto planner = Make(Options(
+      {{"interval", IntValue(0)}, {"time_shared", BoolValue(false)}, {"history", IntValue(8)}}));
+  auto plan = planner->Initial(f.context);
+  ASSERT_OK(plan);
+  for (int step = 0; step < 10; ++step) {
+    StepObservation o =
+        Observe(*plan, step, std::vector<TrajectorySize>(12, Fixture::Sample(0, 1.0)), 50, 5);
+    o.rejected_trajectories.assign(4, Fixture::Sample(0, 10.0));
+    const auto d = planner->OnStep(o);
+    EXPECT_FALSE(d.has_value()) << "step " << step << ": " << d->trigger;
+  }
+}
+
 TEST(GrpPlannerTest, CalibrationLearnsMeasuredOverPredicted) {
   // Synchronous: the measured rollout is 1.5 x the model's and training 0.8 x; the factors
   // converge there, and later predictions include them.
