@@ -535,8 +535,16 @@ Status Coordinator::OnToolDone(double now, const backend::ToolDone& done) {
 Status Coordinator::RejectStale(double now) {
   if (!config_.stream_batches) return Status();
   const int step = next_train_step_;
+  // A complete group's versions no longer change, so the groups found fresh at this step stay so
+  // until the trainer's step advances: only those completed since are checked (TryTrain asks after
+  // every trajectory, and 8,192 GPUs hold thousands of complete groups).
+  if (fresh_step_ != step) {
+    fresh_groups_ = 0;
+    fresh_step_ = step;
+  }
   const int64_t rejected = summary_.rejected_groups;
-  for (auto it = complete_.begin(); it != complete_.end();) {
+  for (auto it = complete_.begin() + static_cast<ptrdiff_t>(fresh_groups_);
+       it != complete_.end();) {
     Batch& group = GroupOf(*it);
     const int lag = step - group.oldest_version;
     if (lag <= config_.staleness) {
@@ -551,6 +559,7 @@ Status Coordinator::RejectStale(double now) {
     it = complete_.erase(it);
     ++summary_.rejected_groups;
   }
+  fresh_groups_ = complete_.size();
   if (summary_.rejected_groups == rejected) return Status();
   // Replace the rejected groups.
   Launch();
@@ -575,6 +584,7 @@ std::optional<Coordinator::Batch> Coordinator::TakeBatch() {
     if (complete_.size() < per_step) return std::nullopt;
     prompts.assign(complete_.begin(), complete_.begin() + static_cast<ptrdiff_t>(per_step));
     complete_.erase(complete_.begin(), complete_.begin() + static_cast<ptrdiff_t>(per_step));
+    fresh_groups_ -= std::min(fresh_groups_, per_step);
   } else {
     // A step's prompts complete once each; TryTrain asks after every trajectory, so count them
     // instead of looking each prompt up again.

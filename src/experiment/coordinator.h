@@ -289,8 +289,10 @@ class Coordinator {
   std::deque<TrajectoryId> waiting_;
   IdTable<PromptIdTag, Batch> groups_;  // by prompt, until trained or rejected
   std::deque<int64_t> complete_;        // complete groups in completion order (stream batching)
-  std::vector<int> complete_in_step_;   // complete groups per step (ordered batching)
-  std::optional<Batch> training_;       // the batch of the step in training
+  size_t fresh_groups_ = 0;             // the first of complete_, within staleness at fresh_step_
+  int fresh_step_ = -1;
+  std::vector<int> complete_in_step_;         // complete groups per step (ordered batching)
+  std::optional<Batch> training_;             // the batch of the step in training
   std::optional<backend::Layout> lent_from_;  // the layout to return to while GPUs are lent
   bool reclaiming_ = false;
   int reclaimed_step_ = -1;  // the step whose batch the lent GPUs were last taken back for
