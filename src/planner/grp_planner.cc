@@ -497,9 +497,9 @@ bool GrpPlanner::ObserveLengths(const StepObservation& o) {
   // step then read as a drift from a workload twice as long as the one served.
   const auto capacity = static_cast<size_t>(options_.history);
   const size_t kept = std::min(count, capacity);
+  const size_t trained = generated[0].size();
   for (size_t i = 0; i < kept; ++i) {
     const size_t at = count > capacity ? i * count / capacity : i;
-    const size_t trained = generated[0].size();
     history_.push_back(at < trained ? generated[0][at] : generated[1][at - trained]);
     if (history_.size() > capacity) history_.pop_front();
   }
