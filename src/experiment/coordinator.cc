@@ -619,8 +619,11 @@ double Coordinator::BatchComplete() const {
   const auto per_step = static_cast<size_t>(config_.prompts_per_step);
   size_t complete = 0;
   if (config_.stream_batches) {
-    for (int64_t prompt : complete_) {
-      complete += next_train_step_ - GroupOf(prompt).oldest_version <= config_.staleness;
+    // Those RejectStale found fresh at this step are not looked up again.
+    complete = fresh_step_ == next_train_step_ ? fresh_groups_ : 0;
+    for (auto it = complete_.begin() + static_cast<ptrdiff_t>(complete); it != complete_.end();
+         ++it) {
+      complete += next_train_step_ - GroupOf(*it).oldest_version <= config_.staleness;
     }
   } else {
     complete = CompleteInStep(next_train_step_);
